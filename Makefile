@@ -1,0 +1,40 @@
+# Entry points for people and CI. Each target installs what it needs into .venv on first use.
+PYTHON_BOOT ?= python3
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+STACK       ?= medium-a100
+ARGS        ?=
+
+.PHONY: help preview test rehearse recommend bench lint clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+
+$(VENV)/.runtime: requirements.txt
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	@echo "installing the runtime into $(VENV) (first run only)..."
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+	@echo "installing test dependencies into $(VENV) (first run only)..."
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+preview: $(VENV)/.runtime ## offline plan, cost and bootstrap of STACK (ARGS="--json", "--set billing=spot", "--user-data")
+	@$(PY) scripts/preview.py $(STACK) $(ARGS)
+
+test: $(VENV)/.dev ## the whole test suite
+	@$(PY) -m pytest -q $(ARGS)
+
+rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, preemption drill included
+	@$(PY) scripts/rehearse.py $(STACK) $(ARGS)
+
+recommend: $(VENV)/.runtime ## sizing and cost advisor (ARGS="--model resnet50 --images 1281167 --epochs 90 --deadline 24")
+	@$(PY) scripts/recommend.py $(ARGS)
+
+bench: $(VENV)/.dev ## print the measured figures of every bench/ script
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache
