@@ -1,0 +1,1 @@
+"""gpu-training: Pulumi components that provision cloud GPU training environments."""

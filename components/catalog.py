@@ -1,0 +1,98 @@
+"""Per-provider GPU instance catalogs (data files with sources and dated prices) and type resolution."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from components import datafiles
+
+GIB_TO_GB = 1.073741824
+
+
+@dataclass(frozen=True)
+class Price:
+    on_demand_per_hour: Optional[float]  # None = unknown
+    currency: str
+    region: Optional[str]
+    date: Optional[str]
+    source: Optional[str]
+
+    @property
+    def known(self) -> bool:
+        return self.on_demand_per_hour is not None
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    provider: str
+    name: str
+    gpu: str
+    gpu_count: int
+    gpu_memory_gb: int
+    vcpus: int
+    memory_gib: float
+    nvlink: Optional[bool]  # None = unconfirmed
+    nvswitch: Optional[bool]
+    rdma: str
+    network_gbps: Optional[float]
+    local_nvme: bool
+    source: str
+    note: Optional[str]
+    price: Price
+
+    @property
+    def memory_gb(self) -> float:
+        return self.memory_gib * GIB_TO_GB
+
+    @property
+    def vcpus_per_gpu(self) -> float:
+        return self.vcpus / self.gpu_count
+
+
+@dataclass(frozen=True)
+class Catalog:
+    provider: str
+    currency: str
+    sources: dict
+    instances: tuple[InstanceType, ...]
+
+    def get(self, name: str) -> Optional[InstanceType]:
+        return next((row for row in self.instances if row.name == name), None)
+
+    def matching(self, gpus: tuple[str, ...], count: int) -> list[InstanceType]:
+        return [row for row in self.instances if row.gpu in gpus and row.gpu_count == count]
+
+    def counts_for(self, gpu: str) -> list[int]:
+        return sorted({row.gpu_count for row in self.instances if row.gpu == gpu})
+
+
+def load_catalog(provider: str) -> Catalog:
+    raw = datafiles.load(f"catalog/{provider}.yaml")
+    currency = raw["currency"]
+    rows = []
+    for row in raw["instances"]:
+        price = row.get("price") or {}
+        rows.append(InstanceType(
+            provider=provider,
+            name=row["type"],
+            gpu=row["gpu"],
+            gpu_count=int(row["gpuCount"]),
+            gpu_memory_gb=row["gpuMemoryGb"],
+            vcpus=int(row["vcpus"]),
+            memory_gib=float(row["memoryGiB"]),
+            nvlink=row.get("nvlink"),
+            nvswitch=row.get("nvswitch"),
+            rdma=row.get("rdma", "none"),
+            network_gbps=row.get("networkGbps"),
+            local_nvme=bool(row.get("localNvme", False)),
+            source=row["source"],
+            note=row.get("note"),
+            price=Price(
+                on_demand_per_hour=price.get("onDemandPerHour"),
+                currency=price.get("currency", currency),
+                region=price.get("region"),
+                date=None if price.get("date") is None else str(price.get("date")),
+                source=price.get("source"),
+            ),
+        ))
+    return Catalog(provider, currency, raw.get("sources", {}), tuple(rows))

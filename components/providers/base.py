@@ -1,0 +1,87 @@
+"""Typed records at the provider seam: what a provider declares (profile) and what its parts return."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Optional
+
+import pulumi
+
+
+@dataclass(frozen=True)
+class DataDisk:
+    """The data disk a provider chose for a tier: its own category/performance names."""
+    category: str
+    performance_level: Optional[str]
+    size_gb: int
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """How boto3 reaches this cloud's S3-compatible object storage."""
+    endpoint: str
+    addressing_style: str  # virtual | path
+    signature_version: str  # s3 | s3v4
+
+
+@dataclass(frozen=True)
+class ProviderProfile:
+    name: str
+    display_name: str
+    region_key: str  # the provider's own config key, e.g. "alicloud:region"
+    currency: str
+    shared_storage: Mapping[str, str]  # accepted values of `sharedStorage` (besides none) -> what it is
+    parallel_fs: Optional[str]  # what the tiers' "parallel" shared storage means here
+    shared_storage_default_gb: Mapping[str, int]
+    shared_storage_min_gb: Mapping[str, int]
+    ssd_disk_categories: tuple[str, ...]
+    refused_disk_categories: Mapping[str, str]  # category -> why it is refused (HDD class)
+    data_disk: Callable[[str, int, Optional[str]], DataDisk]  # (tier disk class, size, override)
+    object_store: Callable[[str], ObjectStore]  # region -> endpoint settings
+    metadata_endpoint: str
+    apt_mirror: Optional[str]
+    pip_index: Optional[str]
+    node_requirements: tuple[str, ...]  # pip packages the agent needs on this cloud
+    spot_discount: float  # typical spot price as a fraction of on-demand
+    spot_discount_source: str
+    unsupported: Mapping[str, str] = field(default_factory=dict)  # "key=value" or "key" -> reason
+    default_image_note: str = ""
+
+
+@dataclass(frozen=True)
+class PartContext:
+    """What every provider part needs: the component to parent under, names and tags."""
+    parent: pulumi.Resource
+    name: str  # resource name prefix, e.g. "medium-a100"
+    tags: Mapping[str, str]
+
+    def opts(self, **kwargs) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self.parent, **kwargs)
+
+
+@dataclass(frozen=True)
+class NetworkParts:
+    vpc_id: pulumi.Output
+    subnet_ids: Mapping[str, pulumi.Output]  # zone -> subnet id; the first is the primary zone
+    subnet_cidrs: Mapping[str, str]
+    security_group_id: pulumi.Output
+    zone: pulumi.Output  # primary zone
+
+
+@dataclass(frozen=True)
+class IdentityParts:
+    role_name: pulumi.Output
+
+
+@dataclass(frozen=True)
+class StorageParts:
+    shared_fs_address: Optional[pulumi.Output]  # mount address for the bootstrap, None without a shared FS
+    shared_fs_id: Optional[pulumi.Output]
+
+
+@dataclass(frozen=True)
+class ComputeParts:
+    instance_ids: list[pulumi.Output]
+    private_ips: list[pulumi.Output]
+    public_ips: list[pulumi.Output]
+    pool_id: Optional[pulumi.Output]  # spot pool (auto provisioning / scaling group) id

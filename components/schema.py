@@ -1,0 +1,75 @@
+"""The stack config keys of the `gpu-training` namespace: type, default, allowed values, description.
+
+This table is the single source of truth: the spec parser reads it, Pulumi.yaml's `config:` block
+and the README's reference table are checked against it by the tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+NAMESPACE = "gpu-training"
+
+DEFAULT_TRAIN_COMMAND = "python train_cnn.py --steps 2000 --ckpt-every 200"
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: str  # string | integer | number | boolean | array | object
+    default: Any
+    description: str
+    allowed: Optional[tuple] = None  # fixed choices; provider-dependent choices are checked in spec
+    fields: Optional[dict[str, str]] = None  # for objects: field -> type
+
+
+KEYS: tuple[Key, ...] = (
+    Key("provider", "string", "alicloud", "Cloud provider (a name in components/providers)."),
+    Key("tier", "string", "entry", "Scenario of the selection guide.", ("entry", "medium", "large")),
+    Key("gpu", "string", None, "Accelerator model (components/data/gpus.yaml); default: the tier's first."),
+    Key("gpusPerNode", "integer", None, "Accelerators per node; default: the tier's first count."),
+    Key("nodes", "integer", 1, "Number of nodes; more than one only in the large tier."),
+    Key("instanceType", "string", None, "Instance type override, validated against the provider catalog."),
+    Key("billing", "string", "on-demand", "Billing model.", ("on-demand", "spot")),
+    Key("spotMaxPricePerHour", "number", None,
+        "Spot price cap per node-hour in the catalog currency; default: the on-demand price (never more)."),
+    Key("spotFallback", "boolean", False, "Let pay-as-you-go fill the capacity that spot cannot."),
+    Key("spotZones", "array", [], "Extra zones the spot pool may use besides `zone`."),
+    Key("zone", "string", None, "Availability zone; default: the first zone that offers the instance type."),
+    Key("dataDiskGb", "integer", None, "Data disk size in GiB; default: the tier's default."),
+    Key("dataDiskCategory", "string", None, "Provider disk category override (SSD classes only)."),
+    Key("datasetGb", "number", None, "Training data size in GB, for the RAM rule (RAM >= 2x data)."),
+    Key("sharedStorage", "string", None,
+        "Shared file system: none, or a provider's kind (alicloud: cpfs, nas); default: the tier's."),
+    Key("sharedStorageGb", "integer", None, "Shared file system capacity in GiB; default: the provider minimum."),
+    Key("sshAllowCidrs", "array", [], "CIDRs allowed to reach SSH; empty means no SSH ingress at all."),
+    Key("allowWorldSsh", "boolean", False, "Must be true to accept 0.0.0.0/0 in sshAllowCidrs."),
+    Key("sshPublicKey", "string", None, "OpenSSH public key installed on the nodes."),
+    Key("image", "string", None, "Image id; default: the provider's Ubuntu 22.04 public image."),
+    Key("maxHours", "number", 24, "Hard time to live: the cloud releases the nodes after this many hours."),
+    Key("idleMinutes", "number", 30, "GPU idle this long means a hung job: save, mark FAILED, release (0 = off)."),
+    Key("keep", "boolean", False, "Keep the nodes after training ends (no self-release)."),
+    Key("checkpoint", "object", {"prefix": "gpu-training"},
+        "Object storage for checkpoints, markers and reports.",
+        fields={"bucket": "string", "prefix": "string", "endpoint": "string", "create": "boolean"}),
+    Key("train", "object", {"command": DEFAULT_TRAIN_COMMAND, "env": {}, "codeDir": "examples/cnn"},
+        "The training job: command, env, and the local code folder shipped to the nodes.",
+        fields={"command": "string", "env": "map", "codeDir": "string", "launcher": "string"}),
+    Key("bootstrap", "object", {},
+        "Node software: driverBranch, cudaToolkit, framework (pytorch|paddle), frameworkVersion, ascendPackagesUrl.",
+        fields={"driverBranch": "string", "cudaToolkit": "string", "framework": "string",
+                "frameworkVersion": "string", "ascendPackagesUrl": "string"}),
+    Key("tags", "object", {}, "Extra tags put on every resource that takes tags.", fields={"*": "string"}),
+)
+
+BY_NAME = {key.name: key for key in KEYS}
+
+# Bootstrap defaults: a driver branch with a fabric manager package for NVSwitch machines, and the
+# CUDA toolkit/PyTorch pair PyTorch publishes wheels for.
+BOOTSTRAP_DEFAULTS = {
+    "driverBranch": "550",
+    "cudaToolkit": "12-4",
+    "framework": "pytorch",
+    "frameworkVersion": "2.4.1",
+    "ascendPackagesUrl": "",
+}

@@ -1,0 +1,596 @@
+"""Stack config -> one frozen, validated Spec. Every problem is collected before any resource exists.
+
+`build_spec(config, stack=...)` takes the flat Pulumi config map (`{"gpu-training:tier": "entry",
+"alicloud:region": "cn-hangzhou", ...}`; values as the engine passes them: strings, JSON for lists
+and objects, or native values) and returns a Spec, or raises SpecError listing every error, each
+naming the dotted key, the bad value and what is allowed, with a "did you mean" for typos.
+Warnings and notes ride along in `Spec.findings`.
+"""
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from components import providers, schema
+from components.catalog import Catalog, InstanceType, load_catalog
+from components.providers.base import DataDisk, ObjectStore, ProviderProfile
+from components.tiers import Gpu, Tier, gpus, tiers
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MAX_NODES = 512
+MAX_HOURS = 24 * 30
+WORLD = ("0.0.0.0/0", "::/0")
+TAG_PREFIX = "gpu-training:"
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_MAX_POOL_TYPES = 4
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # error | warning | info
+    key: str
+    message: str
+
+    def render(self) -> str:
+        return f"{self.level}: {self.key}: {self.message}"
+
+
+class SpecError(Exception):
+    """Invalid stack config: every error at once (sorted by key), plus the warnings seen on the way."""
+
+    def __init__(self, findings: list[Finding]):
+        self.findings = sorted(findings, key=lambda f: (f.level != "error", f.key))
+        self.errors = [f for f in self.findings if f.level == "error"]
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"invalid stack config ({len(self.errors)} error{'s' if len(self.errors) != 1 else ''}):"]
+        lines += [f"  {f.render()}" for f in self.findings]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    bucket: Optional[str]
+    prefix: str
+    endpoint: str
+    region: str
+    addressing_style: str
+    signature_version: str
+    create: bool
+
+    def stack_prefix(self, stack: str) -> str:
+        return f"{self.prefix}/{stack}" if self.prefix else stack
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    command: str
+    env: Mapping[str, str]
+    code_dir: Optional[Path]
+    launcher: str  # direct | torchrun
+
+
+@dataclass(frozen=True)
+class Spec:
+    project: str
+    stack: str
+    provider: str
+    profile: ProviderProfile
+    region: str
+    tier: Tier
+    gpu: Gpu
+    gpus_per_node: int
+    nodes: int
+    instance: InstanceType
+    pool_types: tuple[InstanceType, ...]  # spot pool: the instance first, then alternatives
+    billing: str
+    spot_max_price: Optional[float]
+    spot_fallback: bool
+    zone: Optional[str]
+    spot_zones: tuple[str, ...]
+    data_disk: DataDisk
+    dataset_gb: Optional[float]
+    shared_storage: str
+    shared_storage_gb: int
+    ssh_allow_cidrs: tuple[str, ...]
+    allow_world_ssh: bool
+    ssh_public_key: Optional[str]
+    image: Optional[str]
+    max_hours: float
+    idle_minutes: float
+    keep: bool
+    checkpoint: CheckpointSpec
+    train: TrainSpec
+    bootstrap: Mapping[str, str]
+    tags: Mapping[str, str]
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def spot(self) -> bool:
+        return self.billing == "spot"
+
+    @property
+    def name(self) -> str:
+        return self.stack
+
+
+# ---------------------------------------------------------------- parsing helpers
+
+class _Problems:
+    def __init__(self) -> None:
+        self.items: list[Finding] = []
+
+    def error(self, key: str, message: str) -> None:
+        self.items.append(Finding("error", key, message))
+
+    def warning(self, key: str, message: str) -> None:
+        self.items.append(Finding("warning", key, message))
+
+    def info(self, key: str, message: str) -> None:
+        self.items.append(Finding("info", key, message))
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.level == "error" for f in self.items)
+
+
+def _suggest(word: str, choices, n: int = 3) -> str:
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value) if not isinstance(value, str) else repr(value)
+
+
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "array": "a list", "object": "an object", "map": "a map of strings"}
+
+
+def _coerce(kind: str, value: Any, key: str, problems: _Problems) -> Any:
+    """Convert an engine value (string/JSON or native) to `kind`; record an error and return None if it can't."""
+    def bad() -> None:
+        problems.error(key, f"{_show(value)} is not {_TYPE_WORDS[kind]}")
+
+    if kind == "string":
+        if isinstance(value, (dict, list)):
+            return bad()
+        return str(value)
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        return bad()
+    if kind in ("integer", "number"):
+        if isinstance(value, bool):
+            return bad()
+        try:
+            number = float(value) if isinstance(value, str) else value
+            if not isinstance(number, (int, float)) or number != number:
+                return bad()
+        except ValueError:
+            return bad()
+        if kind == "integer":
+            if float(number) != int(number):
+                return bad()
+            return int(number)
+        return float(number)
+    if kind in ("array", "object", "map"):
+        if isinstance(value, str):
+            text = value.strip()
+            if kind == "array" and text and not text.startswith("["):
+                return [part.strip() for part in text.split(",") if part.strip()]
+            try:
+                value = json.loads(text) if text else ([] if kind == "array" else {})
+            except json.JSONDecodeError:
+                return bad()
+        if kind == "array" and not isinstance(value, list):
+            return bad()
+        if kind in ("object", "map") and not isinstance(value, dict):
+            return bad()
+        if kind == "map":
+            if any(not isinstance(v, (str, int, float, bool)) for v in value.values()):
+                return bad()
+            return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()}
+        return value
+    raise AssertionError(kind)
+
+
+def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    prefix = schema.NAMESPACE + ":"
+    for full_key, raw in config.items():
+        namespace, _, name = full_key.partition(":")
+        if not name:
+            continue
+        if namespace != schema.NAMESPACE:
+            if difflib.get_close_matches(namespace, [schema.NAMESPACE], cutoff=0.8):
+                problems.error(full_key, f"unknown namespace {namespace!r}; did you mean '{prefix}{name}'?")
+            continue
+        key = schema.BY_NAME.get(name)
+        if key is None:
+            problems.error(full_key, f"unknown key{_suggest(name, schema.BY_NAME)}"
+                           + ("" if _suggest(name, schema.BY_NAME) else
+                              f"; known keys: {', '.join(sorted(schema.BY_NAME))}"))
+            continue
+        value = _coerce(key.type, raw, name, problems)
+        if value is None:
+            continue
+        if key.type == "object":
+            value = _read_object(key, value, problems)
+        values[name] = value
+    return values
+
+
+def _read_object(key: schema.Key, value: dict, problems: _Problems) -> dict:
+    assert key.fields is not None
+    if "*" in key.fields:  # a free-form map (tags)
+        return _coerce("map", value, key.name, problems) or {}
+    result: dict[str, Any] = {}
+    for field_name, raw in value.items():
+        dotted = f"{key.name}.{field_name}"
+        if field_name not in key.fields:
+            hint = _suggest(field_name, key.fields) or f"; allowed fields: {', '.join(sorted(key.fields))}"
+            problems.error(dotted, f"unknown field{hint}")
+            continue
+        if raw is None:
+            continue
+        converted = _coerce(key.fields[field_name], raw, dotted, problems)
+        if converted is not None:
+            result[field_name] = converted
+    return result
+
+
+def _choice(values: dict, name: str, allowed, problems: _Problems, default=None):
+    value = values.get(name, default)
+    if value is not None and value not in allowed:
+        problems.error(name, f"{_show(value)} is not allowed; allowed: {', '.join(map(str, allowed))}"
+                       + _suggest(str(value), [str(a) for a in allowed]))
+        return None
+    return value
+
+
+# ---------------------------------------------------------------- instance selection
+
+def _rank(row: InstanceType, tier: Tier, need_memory_gb: float):
+    """Sort key: rule-abiding rows first, then the guide's ranges, then known-cheapest, then smallest."""
+    vcpu_ok = 8 <= row.vcpus_per_gpu <= 16
+    memory_ok = row.memory_gb >= need_memory_gb
+    in_vcpu_range = tier.vcpus[0] <= row.vcpus <= tier.vcpus[1]
+    in_memory_range = tier.memory_gb[0] <= row.memory_gb <= tier.memory_gb[1] * 1.1
+    price = row.price.on_demand_per_hour
+    return (not memory_ok, not vcpu_ok, not in_vcpu_range, not in_memory_range,
+            price is None, price or 0.0, row.vcpus, row.name)
+
+
+def _memory_needed(tier: Tier, dataset_gb: Optional[float]) -> float:
+    return max(tier.memory_floor_gb, 2 * dataset_gb if dataset_gb else 0)
+
+
+def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catalog: Catalog,
+                      profile: ProviderProfile, problems: _Problems):
+    """Return (gpu, count, instance) or Nones with errors recorded."""
+    override = values.get("instanceType")
+    gpu_name = values.get("gpu")
+    count = values.get("gpusPerNode")
+    need_memory = _memory_needed(tier, values.get("datasetGb"))
+
+    if override is not None:
+        row = catalog.get(override)
+        if row is None:
+            names = [r.name for r in catalog.instances]
+            problems.error("instanceType", f"{override!r} is not in the {profile.display_name} catalog"
+                           + (_suggest(override, names) or f" (components/data/catalog/{profile.name}.yaml)"))
+            return None, None, None
+        if gpu_name is not None and gpu_name != row.gpu:
+            problems.error("instanceType", f"{override!r} has {row.gpu} GPUs but gpu is {gpu_name!r}")
+        if count is not None and count != row.gpu_count:
+            problems.error("instanceType", f"{override!r} has {row.gpu_count} GPUs but gpusPerNode is {count}")
+        return gpu_table.get(row.gpu), row.gpu_count, row
+
+    if gpu_name is None:
+        offered = [g for g in tier.gpus if catalog.counts_for(g)]
+        if not offered:
+            problems.error("gpu", f"not set, and {profile.display_name} offers none of the {tier.name} tier's"
+                           f" GPUs ({', '.join(tier.gpus)}); set gpu to one of {', '.join(tier.extra_gpus)}")
+            return None, None, None
+        gpu_name = offered[0]
+    gpu = gpu_table.get(gpu_name)
+    if gpu is None:
+        problems.error("gpu", f"{gpu_name!r} is not a known GPU; allowed: {', '.join(gpu_table)}"
+                       + _suggest(gpu_name, gpu_table))
+        return None, None, None
+    if not tier.accepts(gpu_name):
+        problems.error("gpu", f"{gpu_name!r} does not fit the {tier.name} tier; allowed:"
+                       f" {', '.join(tier.gpus + tier.extra_gpus)}")
+        return gpu, None, None
+    if count is None:
+        count = tier.gpu_counts[0]
+    if count not in tier.gpu_counts:
+        problems.error("gpusPerNode", f"{count} does not fit the {tier.name} tier; allowed:"
+                       f" {', '.join(map(str, tier.gpu_counts))}")
+        return gpu, None, None
+    candidates = catalog.matching((gpu_name,), count)
+    if not candidates:
+        offered = catalog.counts_for(gpu_name)
+        where = (f"{profile.display_name} offers {gpu_name} in counts {offered}" if offered
+                 else f"{profile.display_name} has no {gpu_name} instances")
+        problems.error("gpu", f"no instance type has {count}x {gpu_name}: {where}")
+        return gpu, count, None
+    return gpu, count, min(candidates, key=lambda r: _rank(r, tier, need_memory))
+
+
+def _pool_types(instance: InstanceType, gpu: Gpu, tier: Tier, catalog: Catalog,
+                dataset_gb: Optional[float]) -> tuple[InstanceType, ...]:
+    need_memory = _memory_needed(tier, dataset_gb)
+    models = (gpu.name,) + gpu.substitutes
+    others = [row for row in catalog.matching(models, instance.gpu_count)
+              if row.name != instance.name and row.memory_gb >= need_memory
+              and (instance.nvlink is not True or row.nvlink is True)]
+    others.sort(key=lambda r: _rank(r, tier, need_memory))
+    return (instance, *others[:_MAX_POOL_TYPES - 1])
+
+
+# ---------------------------------------------------------------- the rules
+
+def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes: int, problems: _Problems) -> None:
+    per_gpu = instance.vcpus_per_gpu
+    if not 8 <= per_gpu <= 16:
+        problems.warning("instanceType", f"{instance.name} has {per_gpu:g} vCPU per GPU; the guide advises 8-16"
+                         " (fewer starves the data loaders)")
+    dataset = spec_values.get("datasetGb")
+    if dataset is not None and instance.memory_gb < 2 * dataset:
+        problems.error("datasetGb", f"{dataset:g} GB of data needs at least {2 * dataset:g} GB RAM (2x the data);"
+                       f" {instance.name} has {instance.memory_gb:.0f} GB: pick a larger instanceType or lower datasetGb")
+    if instance.memory_gb < tier.memory_floor_gb:
+        problems.error("instanceType", f"{instance.name} has {instance.memory_gb:.0f} GB RAM; the {tier.name}"
+                       f" tier needs at least {tier.memory_floor_gb} GB")
+    if not tier.vcpus[0] <= instance.vcpus <= tier.vcpus[1]:
+        problems.info("instanceType", f"{instance.name} has {instance.vcpus} vCPU; the {tier.name} tier's range"
+                      f" is {tier.vcpus[0]}-{tier.vcpus[1]}")
+    if nodes > 1:
+        if instance.nvlink is False:
+            problems.error("nodes", f"{nodes} nodes need an NVLink-class instance; {instance.name} has no NVLink")
+        elif instance.nvlink is None:
+            problems.warning("nodes", f"NVLink on {instance.name} is unconfirmed by the provider's docs")
+        if instance.rdma in ("none", "unknown"):
+            problems.warning("nodes", f"{instance.name} has no confirmed RDMA: inter-node traffic uses TCP"
+                             f" at {instance.network_gbps} Gbit/s")
+    if instance.note:
+        problems.info("instanceType", f"{instance.name}: {instance.note}")
+
+
+def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
+    cidrs = values.get("sshAllowCidrs", [])
+    allow_world = values.get("allowWorldSsh", False)
+    good = []
+    for index, cidr in enumerate(cidrs):
+        key = f"sshAllowCidrs[{index}]"
+        try:
+            network = ipaddress.ip_network(str(cidr), strict=False)
+        except ValueError:
+            problems.error(key, f"{_show(cidr)} is not a CIDR (e.g. 203.0.113.7/32)")
+            continue
+        if network.prefixlen == 0:
+            if not allow_world:
+                problems.error(key, f"{cidr!r} opens SSH to the whole internet; set allowWorldSsh: true to accept"
+                               " it, or list your own address (e.g. 203.0.113.7/32)")
+                continue
+            problems.warning(key, f"{cidr!r}: SSH is open to the whole internet (allowWorldSsh: true)")
+        good.append(str(network))
+    if cidrs and not values.get("sshPublicKey"):
+        problems.warning("sshPublicKey", "SSH ingress is open but no sshPublicKey is set: nobody can log in")
+    return tuple(good)
+
+
+def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billing: str,
+                      problems: _Problems) -> CheckpointSpec:
+    raw = {**schema.BY_NAME["checkpoint"].default, **values.get("checkpoint", {})}
+    bucket = raw.get("bucket") or None
+    if bucket is not None and not _BUCKET_RE.match(bucket):
+        problems.error("checkpoint.bucket", f"{bucket!r} is not a valid bucket name (3-63 characters: a-z, 0-9,"
+                       " '-' and '.', starting and ending with a letter or digit)")
+    if billing == "spot" and not bucket:
+        problems.error("checkpoint.bucket", "spot billing needs a checkpoint bucket: a reclaimed node can only"
+                       " resume from object storage")
+    elif not bucket:
+        problems.warning("checkpoint.bucket", "not set: checkpoints stay on the node and are lost with it,"
+                         " and the node is never released by the agent")
+    prefix = str(raw.get("prefix", "")).strip("/")
+    store: ObjectStore = profile.object_store(region)
+    endpoint = raw.get("endpoint") or store.endpoint
+    if not re.match(r"^https?://[^\s/]+", endpoint):
+        problems.error("checkpoint.endpoint", f"{endpoint!r} is not an http(s) URL")
+    return CheckpointSpec(bucket, prefix, endpoint, region, store.addressing_style, store.signature_version,
+                          bool(raw.get("create", False)))
+
+
+def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Problems) -> TrainSpec:
+    raw = {**schema.BY_NAME["train"].default, **values.get("train", {})}
+    command = str(raw.get("command", "")).strip()
+    if not command:
+        problems.error("train.command", "is empty; give the command that starts training"
+                       f" (default: {schema.DEFAULT_TRAIN_COMMAND!r})")
+    code_dir = None
+    if raw.get("codeDir"):
+        code_dir = (REPO_ROOT / raw["codeDir"]).resolve()
+        if not code_dir.is_dir():
+            problems.error("train.codeDir", f"{raw['codeDir']!r} is not a folder (relative to {REPO_ROOT})")
+            code_dir = None
+    launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
+    if launcher not in ("direct", "torchrun"):
+        problems.error("train.launcher", f"{launcher!r} is not allowed; allowed: direct, torchrun")
+    env = raw.get("env") or {}
+    for name in env:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+            problems.error(f"train.env.{name}", "is not a valid environment variable name")
+        if re.search(r"(SECRET|PASSWORD|ACCESS_KEY|TOKEN)", name.upper()):
+            problems.error(f"train.env.{name}", "looks like a credential: user-data is readable on the node and"
+                           " in the cloud console; give the node role access instead")
+    return TrainSpec(command, dict(env), code_dir, launcher)
+
+
+def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> dict:
+    merged = {**schema.BOOTSTRAP_DEFAULTS, **values.get("bootstrap", {})}
+    if merged["framework"] not in ("pytorch", "paddle"):
+        problems.error("bootstrap.framework", f"{merged['framework']!r} is not allowed; allowed: pytorch, paddle")
+    if not re.match(r"^\d{3}$", merged["driverBranch"]):
+        problems.error("bootstrap.driverBranch", f"{merged['driverBranch']!r} is not a driver branch like '550'")
+    if not re.match(r"^\d+-\d+$", merged["cudaToolkit"]):
+        problems.error("bootstrap.cudaToolkit", f"{merged['cudaToolkit']!r} is not like '12-4'")
+    if gpu is not None and gpu.kind == "ascend" and not merged["ascendPackagesUrl"]:
+        problems.error("bootstrap.ascendPackagesUrl", "Ascend nodes need the location of the driver, firmware"
+                       " and CANN run-packages (an object storage URL or a path on the shared FS)")
+    return merged
+
+
+def _check_tags(values: dict, problems: _Problems) -> dict:
+    tags = values.get("tags", {})
+    for name in tags:
+        if name.startswith(TAG_PREFIX):
+            problems.error(f"tags.{name}", f"keys starting with {TAG_PREFIX!r} are set by gpu-training itself")
+        if not 1 <= len(name) <= 64:
+            problems.error(f"tags.{name}", "tag keys must be 1-64 characters")
+    return dict(tags)
+
+
+def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Problems) -> None:
+    for name, value in values.items():
+        for declared in (f"{name}={value}", name):
+            if declared in profile.unsupported:
+                problems.error(name, f"{profile.display_name} does not support {declared}:"
+                               f" {profile.unsupported[declared]}")
+
+
+# ---------------------------------------------------------------- entry point
+
+def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-training") -> Spec:
+    problems = _Problems()
+    values = _read_namespace(config, problems)
+
+    provider = _choice(values, "provider", providers.names(), problems, schema.BY_NAME["provider"].default)
+    tier_table = tiers()
+    tier_name = _choice(values, "tier", list(tier_table), problems, schema.BY_NAME["tier"].default)
+    billing = _choice(values, "billing", ("on-demand", "spot"), problems, "on-demand")
+    if provider is None or tier_name is None:
+        raise SpecError(problems.items)
+    profile = providers.profile(provider)
+    tier = tier_table[tier_name]
+    _check_capabilities(values, profile, problems)
+
+    region = config.get(profile.region_key)
+    if not region:
+        problems.error(profile.region_key, f"not set; the region is {profile.display_name}'s own key:"
+                       f" `pulumi config set {profile.region_key} <region>` or add it to the stack file")
+        region = ""
+    region = str(region)
+
+    catalog = load_catalog(provider)
+    gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
+    if gpu is not None and instance is not None and gpu.name not in tier.gpus and tier.accepts(gpu.name):
+        problems.warning("gpu", f"{gpu.name} is not one of the {tier.name} tier's GPUs in the guide"
+                         f" ({', '.join(tier.gpus)}); accepted as a stand-in")
+    elif gpu is not None and instance is not None and not tier.accepts(gpu.name):
+        problems.error("instanceType", f"{instance.name} has {gpu.name} GPUs, which do not fit the {tier.name}"
+                       f" tier; allowed: {', '.join(tier.gpus + tier.extra_gpus)}")
+
+    nodes = values.get("nodes", 1)
+    if nodes < 1 or nodes > MAX_NODES:
+        problems.error("nodes", f"{nodes} is out of range; allowed: 1-{MAX_NODES}")
+    elif nodes > 1 and not tier.multi_node:
+        problems.error("nodes", f"{nodes} nodes: more than one node is only allowed in the large tier"
+                       f" (this stack is {tier.name})")
+    if instance is not None and count is not None:
+        _check_instance(values, tier, instance, nodes, problems)
+
+    spot_cap = values.get("spotMaxPricePerHour")
+    if spot_cap is not None:
+        if spot_cap <= 0:
+            problems.error("spotMaxPricePerHour", f"{spot_cap:g} must be greater than 0")
+        elif instance is not None and instance.price.known and spot_cap > instance.price.on_demand_per_hour:
+            problems.error("spotMaxPricePerHour", f"{spot_cap:g} is more than the on-demand price of"
+                           f" {instance.name} ({instance.price.on_demand_per_hour:g} {instance.price.currency}/h);"
+                           " spot is never worth more")
+        if billing != "spot":
+            problems.warning("spotMaxPricePerHour", "ignored: billing is on-demand")
+    if values.get("spotFallback") and billing != "spot":
+        problems.warning("spotFallback", "ignored: billing is on-demand")
+
+    size = values.get("dataDiskGb", tier.data_disk_default_gb)
+    if size <= 0 or size > 32768:
+        problems.error("dataDiskGb", f"{size} is out of range; allowed: 20-32768 GiB")
+    elif size < tier.data_disk_min_gb:
+        problems.warning("dataDiskGb", f"{size} GiB is below the {tier.name} tier's {tier.data_disk_min_gb} GiB")
+    category = values.get("dataDiskCategory")
+    if category is not None and category in profile.refused_disk_categories:
+        problems.error("dataDiskCategory", f"{category!r} is refused ({profile.refused_disk_categories[category]});"
+                       f" only SSD classes: {', '.join(profile.ssd_disk_categories)}")
+        category = None
+    elif category is not None and category not in profile.ssd_disk_categories:
+        problems.error("dataDiskCategory", f"{category!r} is not allowed; SSD classes:"
+                       f" {', '.join(profile.ssd_disk_categories)}" + _suggest(category, profile.ssd_disk_categories))
+        category = None
+    data_disk = profile.data_disk(tier.disk_class, max(size, 1), category)
+    if data_disk.note:
+        problems.info("dataDiskGb", data_disk.note)
+
+    shared_default = profile.parallel_fs if tier.shared_storage == "parallel" else "none"
+    shared = values.get("sharedStorage", shared_default or "none")
+    allowed_shared = ["none", *profile.shared_storage]
+    if shared not in allowed_shared:
+        problems.error("sharedStorage", f"{shared!r} is not offered on {profile.display_name}; allowed:"
+                       f" {', '.join(allowed_shared)}" + _suggest(shared, allowed_shared))
+        shared = "none"
+    shared_gb = values.get("sharedStorageGb", profile.shared_storage_default_gb.get(shared, 0))
+    if shared != "none" and shared_gb < profile.shared_storage_min_gb.get(shared, 0):
+        problems.error("sharedStorageGb", f"{shared_gb} is below the {shared} minimum of"
+                       f" {profile.shared_storage_min_gb[shared]} GiB")
+    if tier.name == "large" and shared == "none":
+        problems.info("sharedStorage", "none: the guide pairs the large tier with a parallel FS or object"
+                      " storage plus a local cache")
+
+    max_hours = values.get("maxHours", schema.BY_NAME["maxHours"].default)
+    if not 0 < max_hours <= MAX_HOURS:
+        problems.error("maxHours", f"{max_hours:g} is out of range; allowed: more than 0, at most {MAX_HOURS}")
+    idle = values.get("idleMinutes", schema.BY_NAME["idleMinutes"].default)
+    if idle < 0:
+        problems.error("idleMinutes", f"{idle:g} must be 0 (off) or more")
+
+    ssh = _check_ssh(values, problems)
+    checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
+    train = _check_train(values, nodes, count or 1, problems)
+    bootstrap = _check_bootstrap(values, gpu, problems)
+    tags = _check_tags(values, problems)
+    spot_zones = tuple(str(z) for z in values.get("spotZones", []))
+    if spot_zones and billing != "spot":
+        problems.warning("spotZones", "ignored: billing is on-demand")
+
+    if problems.has_errors or instance is None or gpu is None or count is None:
+        if not problems.has_errors:  # defensive: never build a half-resolved spec
+            problems.error("gpu", "could not resolve an instance type")
+        raise SpecError(problems.items)
+
+    pool = _pool_types(instance, gpu, tier, catalog, values.get("datasetGb")) if billing == "spot" else (instance,)
+    if billing == "spot" and len(pool) == 1 and not spot_zones:
+        problems.info("spotZones", f"the spot pool has one instance type ({instance.name}) in one zone;"
+                      " list spotZones to give it more capacity to draw from")
+
+    return Spec(
+        project=project, stack=stack, provider=provider, profile=profile, region=region, tier=tier, gpu=gpu,
+        gpus_per_node=count, nodes=nodes, instance=instance, pool_types=pool, billing=billing,
+        spot_max_price=spot_cap, spot_fallback=bool(values.get("spotFallback", False)),
+        zone=values.get("zone"), spot_zones=spot_zones, data_disk=data_disk,
+        dataset_gb=values.get("datasetGb"), shared_storage=shared, shared_storage_gb=shared_gb,
+        ssh_allow_cidrs=ssh, allow_world_ssh=bool(values.get("allowWorldSsh", False)),
+        ssh_public_key=values.get("sshPublicKey"), image=values.get("image"), max_hours=max_hours,
+        idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
+        bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
+    )

@@ -1,0 +1,65 @@
+"""The guide's three scenarios (entry, medium, large) and the accelerator models, read from data files."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components import datafiles
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    kind: str  # nvidia | ascend
+    memory_gb: int
+    nvlink_class: bool
+    substitutes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    description: str
+    gpus: tuple[str, ...]
+    extra_gpus: tuple[str, ...]
+    gpu_counts: tuple[int, ...]
+    vcpus: tuple[int, int]
+    memory_gb: tuple[int, int]
+    memory_floor_gb: int
+    data_disk_min_gb: int
+    data_disk_default_gb: int
+    disk_class: str
+    multi_node: bool
+    shared_storage: str  # none | parallel
+
+    def accepts(self, gpu: str) -> bool:
+        return gpu in self.gpus or gpu in self.extra_gpus
+
+
+def gpus() -> dict[str, Gpu]:
+    raw = datafiles.load("gpus.yaml")["gpus"]
+    return {
+        name: Gpu(name, row["kind"], row["memoryGb"], row["nvlinkClass"], tuple(row["substitutes"]))
+        for name, row in raw.items()
+    }
+
+
+def tiers() -> dict[str, Tier]:
+    raw = datafiles.load("tiers.yaml")["tiers"]
+    return {
+        name: Tier(
+            name=name,
+            description=row["description"],
+            gpus=tuple(row["gpus"]),
+            extra_gpus=tuple(row["extraGpus"]),
+            gpu_counts=tuple(row["gpuCounts"]),
+            vcpus=tuple(row["vcpus"]),
+            memory_gb=tuple(row["memoryGb"]),
+            memory_floor_gb=row["memoryFloorGb"],
+            data_disk_min_gb=row["dataDiskGb"]["min"],
+            data_disk_default_gb=row["dataDiskGb"]["default"],
+            disk_class=row["diskClass"],
+            multi_node=row["multiNode"],
+            shared_storage=row["sharedStorage"],
+        )
+        for name, row in raw.items()
+    }
