@@ -1,0 +1,87 @@
+"""Alibaba Cloud side of the node agent: metadata, role credentials, spot notice, peers, self-release.
+
+Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
+`node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
+passes `http(method, url, headers) -> (status, text)` in; the ECS SDK is imported only when the
+cloud API is called. Facts: ../../../../shared/REFERENCE.md (instance metadata, self-release).
+"""
+import json
+import time
+from datetime import datetime, timezone
+from urllib.parse import urlsplit
+
+
+class Runtime:
+    """One ECS instance seen from inside, through the hardened (token) metadata service."""
+
+    def __init__(self, cfg, http):
+        self.cfg, self.http = cfg, http
+        self.base = cfg['endpoints']['metadata'].rstrip('/')
+        self.token, self.token_until = None, 0
+
+    def meta(self, path):
+        """GET one metadata path; None when the service says 404 (e.g. no spot notice)."""
+        if time.time() > self.token_until:
+            # Hardened mode answers 403 to any read without a session token.
+            st, tok = self.http('PUT', self.base + '/latest/api/token',
+                                {'X-aliyun-ecs-metadata-token-ttl-seconds': '21600'})
+            if st != 200:
+                raise OSError(f'metadata token: HTTP {st}')
+            self.token, self.token_until = tok.strip(), time.time() + 21000
+        st, body = self.http('GET', f'{self.base}/latest/meta-data/{path}',
+                             {'X-aliyun-ecs-metadata-token': self.token})
+        if st == 401 or st == 403:
+            self.token_until = 0  # token expired or revoked: fetch a new one next time
+        if st == 404:
+            return None
+        if st != 200:
+            raise OSError(f'metadata {path}: HTTP {st}')
+        return body.strip()
+
+    def instance_id(self):
+        return self.meta('instance-id')
+
+    def private_ip(self):
+        return self.meta('private-ipv4')
+
+    def credentials(self):
+        """The node role's STS credentials, in the form botocore's refreshable credentials take."""
+        c = json.loads(self.meta('ram/security-credentials/' + self.cfg['identity']['roleName']))
+        if c.get('Code', 'Success') != 'Success':
+            raise OSError(f"role credentials: {c.get('Code')}")
+        return {'access_key': c['AccessKeyId'], 'secret_key': c['AccessKeySecret'],
+                'token': c['SecurityToken'], 'expiry_time': c['Expiration']}
+
+    def spot_notice(self):
+        """Termination time of a reclaimed spot instance (UTC, ISO with Z), or None."""
+        t = self.meta('instance/spot/termination-time')
+        return datetime.fromisoformat(t.replace('Z', '+00:00')).astimezone(timezone.utc) if t else None
+
+    def client(self):
+        from alibabacloud_ecs20140526.client import Client
+        from alibabacloud_tea_openapi.models import Config
+        c, api = self.credentials(), self.cfg['endpoints'].get('cloudApi')
+        u = urlsplit(api) if api else None
+        # endpoint None lets the SDK resolve the region's public ECS endpoint.
+        return Client(Config(access_key_id=c['access_key'], access_key_secret=c['secret_key'],
+                             security_token=c['token'], region_id=self.cfg['region'],
+                             endpoint=u and u.netloc, protocol=u and u.scheme))
+
+    def release(self):
+        """DeleteInstance(Force=True): the node role may release only its own stack's instances."""
+        from alibabacloud_ecs20140526.models import DeleteInstanceRequest
+        self.client().delete_instance(DeleteInstanceRequest(instance_id=self.instance_id(), force=True))
+
+    def peers(self):
+        """(instance id, private IP) of every running instance carrying this stack's tag."""
+        from alibabacloud_ecs20140526.models import DescribeInstancesRequest as R, DescribeInstancesRequestTag as T
+        k, out, page = self.cfg['cluster'], [], 1
+        while True:
+            b = self.client().describe_instances(R(
+                region_id=self.cfg['region'], status='Running', page_size=100, page_number=page,
+                tag=[T(key=k['tagKey'], value=k['tagValue'])])).body.to_map()
+            got = b.get('Instances', {}).get('Instance', [])
+            out += [(i['InstanceId'], i['VpcAttributes']['PrivateIpAddress']['IpAddress'][0]) for i in got]
+            if len(got) < 100:
+                return out
+            page += 1

@@ -1,0 +1,77 @@
+"""AWS side of the node agent: IMDSv2 metadata, role credentials, spot instance-action, peers, self-release.
+
+Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
+`node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
+passes `http(method, url, headers) -> (status, text)` in. Facts: ../../../../shared/REFERENCE.md.
+"""
+import json
+import os
+import shlex
+import subprocess
+import time
+from datetime import datetime, timezone
+
+
+class Runtime:
+    """One EC2 instance seen from inside, through IMDSv2 (session token required)."""
+
+    def __init__(self, cfg, http):
+        self.cfg, self.http = cfg, http
+        self.base = cfg['endpoints']['metadata'].rstrip('/')
+        self.token, self.token_until = None, 0
+
+    def meta(self, path):
+        """GET one metadata path; None when the service says 404 (e.g. no spot notice)."""
+        if time.time() > self.token_until:
+            st, tok = self.http('PUT', self.base + '/latest/api/token',
+                                {'X-aws-ec2-metadata-token-ttl-seconds': '21600'})
+            if st != 200:
+                raise OSError(f'metadata token: HTTP {st}')
+            self.token, self.token_until = tok.strip(), time.time() + 21000
+        st, body = self.http('GET', f'{self.base}/latest/meta-data/{path}',
+                             {'X-aws-ec2-metadata-token': self.token})
+        if st == 401:
+            self.token_until = 0
+        if st == 404:
+            return None
+        if st != 200:
+            raise OSError(f'metadata {path}: HTTP {st}')
+        return body.strip()
+
+    def instance_id(self):
+        return self.meta('instance-id')
+
+    def private_ip(self):
+        return self.meta('local-ipv4')
+
+    def credentials(self):
+        """The instance profile's credentials, in the form botocore's refreshable credentials take."""
+        c = json.loads(self.meta('iam/security-credentials/' + self.cfg['identity']['roleName']))
+        if c.get('Code', 'Success') != 'Success':
+            raise OSError(f"role credentials: {c.get('Code')}")
+        return {'access_key': c['AccessKeyId'], 'secret_key': c['SecretAccessKey'],
+                'token': c['Token'], 'expiry_time': c['Expiration']}
+
+    def spot_notice(self):
+        """Time of a scheduled spot stop/terminate (instance-action JSON), or None."""
+        a = self.meta('spot/instance-action')
+        if not a:
+            return None
+        return datetime.fromisoformat(json.loads(a)['time'].replace('Z', '+00:00')).astimezone(timezone.utc)
+
+    def release(self):
+        """Power off: the launch template sets instance_initiated_shutdown_behavior=terminate."""
+        # The override lets tests and rehearsals record the request instead of halting the host.
+        subprocess.run(shlex.split(os.environ.get('GPU_TRAINING_SHUTDOWN_CMD', 'shutdown -h now')), check=True)
+
+    def peers(self):
+        """(instance id, private IP) of every running instance carrying this stack's tag."""
+        import boto3
+        c, k = self.credentials(), self.cfg['cluster']
+        ec2 = boto3.client('ec2', region_name=self.cfg['region'], endpoint_url=self.cfg['endpoints'].get('cloudApi'),
+                           aws_access_key_id=c['access_key'], aws_secret_access_key=c['secret_key'],
+                           aws_session_token=c['token'])
+        pages = ec2.get_paginator('describe_instances').paginate(Filters=[
+            {'Name': 'tag:' + k['tagKey'], 'Values': [k['tagValue']]},
+            {'Name': 'instance-state-name', 'Values': ['running']}])
+        return [(i['InstanceId'], i['PrivateIpAddress']) for p in pages for r in p['Reservations'] for i in r['Instances']]

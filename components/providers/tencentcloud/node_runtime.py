@@ -1,0 +1,80 @@
+"""Tencent Cloud side of the node agent: metadata, CAM role credentials, spot notice, peers, self-release.
+
+Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
+`node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
+passes `http(method, url, headers) -> (status, text)` in; tencentcloud-sdk-python is imported only
+when the cloud API is called. Facts: ../../../../shared/REFERENCE.md (docs 213/4934, 213/32487).
+"""
+import json
+from datetime import datetime, timedelta, timezone
+from urllib.parse import urlsplit
+
+# The spot termination time is local Beijing time, "2018-08-18 12:05:33", not ISO 8601.
+CST = timezone(timedelta(hours=8))
+
+
+class Runtime:
+    """One CVM instance seen from inside (the metadata service has no session token)."""
+
+    def __init__(self, cfg, http):
+        self.cfg, self.http = cfg, http
+        self.base = cfg['endpoints']['metadata'].rstrip('/')
+
+    def meta(self, path):
+        """GET one metadata path; None when the service says 404 (e.g. no spot notice)."""
+        st, body = self.http('GET', f'{self.base}/latest/meta-data/{path}', {})
+        if st == 404:
+            return None
+        if st != 200:
+            raise OSError(f'metadata {path}: HTTP {st}')
+        return body.strip()
+
+    def instance_id(self):
+        return self.meta('instance-id')
+
+    def private_ip(self):
+        return self.meta('local-ipv4')
+
+    def credentials(self):
+        """The node role's temporary credentials, in the form botocore's refreshable credentials take."""
+        c = json.loads(self.meta('cam/security-credentials/' + self.cfg['identity']['roleName']))
+        if c.get('Code', 'Success') != 'Success':
+            raise OSError(f"role credentials: {c.get('Code')}")
+        return {'access_key': c['TmpSecretId'], 'secret_key': c['TmpSecretKey'], 'token': c['Token'],
+                'expiry_time': datetime.fromtimestamp(int(c['ExpiredTime']), timezone.utc).isoformat()}
+
+    def spot_notice(self):
+        """Termination time of a reclaimed spot instance as an aware UTC datetime, or None."""
+        t = self.meta('spot/termination-time')
+        if not t:
+            return None
+        return datetime.strptime(t, '%Y-%m-%d %H:%M:%S').replace(tzinfo=CST).astimezone(timezone.utc)
+
+    def call(self, action, params):
+        from tencentcloud.common.credential import Credential
+        from tencentcloud.common.profile.client_profile import ClientProfile
+        from tencentcloud.common.profile.http_profile import HttpProfile
+        from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+        c, api = self.credentials(), self.cfg['endpoints'].get('cloudApi')
+        u = urlsplit(api) if api else None
+        # endpoint None lets the SDK use cvm.tencentcloudapi.com.
+        hp = HttpProfile(endpoint=u and u.netloc, protocol=u and u.scheme)
+        cl = CvmClient(Credential(c['access_key'], c['secret_key'], c['token']), self.cfg['region'],
+                       ClientProfile(httpProfile=hp))
+        return cl.call_json(action, params)['Response']
+
+    def release(self):
+        """TerminateInstances on this instance: the CAM role allows it for this stack only."""
+        self.call('TerminateInstances', {'InstanceIds': [self.instance_id()]})
+
+    def peers(self):
+        """(instance id, private IP) of every running instance carrying this stack's tag."""
+        k, out = self.cfg['cluster'], []
+        while True:
+            r = self.call('DescribeInstances', {'Offset': len(out), 'Limit': 100, 'Filters': [
+                {'Name': 'tag:' + k['tagKey'], 'Values': [k['tagValue']]},
+                {'Name': 'instance-state', 'Values': ['RUNNING']}]})
+            got = r.get('InstanceSet') or []
+            out += [(i['InstanceId'], i['PrivateIpAddresses'][0]) for i in got]
+            if len(got) < 100:
+                return out
