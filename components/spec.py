@@ -464,7 +464,8 @@ def _check_tags(values: dict, problems: _Problems) -> dict:
 
 def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Problems) -> None:
     for name, value in values.items():
-        for declared in (f"{name}={value}", name):
+        shown = str(value).lower() if isinstance(value, bool) else value
+        for declared in (f"{name}={shown}", name):
             if declared in profile.unsupported:
                 problems.error(name, f"{profile.display_name} does not support {declared}:"
                                f" {profile.unsupported[declared]}")
@@ -567,6 +568,9 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     ssh = _check_ssh(values, problems)
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
+    if train.code_dir is not None and not checkpoint.bucket:
+        problems.error("train.codeDir", "the training code reaches the nodes through object storage: set"
+                       " checkpoint.bucket, or set train.codeDir to \"\" when the image already has the code")
     bootstrap = _check_bootstrap(values, gpu, problems)
     tags = _check_tags(values, problems)
     spot_zones = tuple(str(z) for z in values.get("spotZones", []))

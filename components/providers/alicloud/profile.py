@@ -64,6 +64,10 @@ PROFILE = ProviderProfile(
     spot_discount=0.3,
     spot_discount_source=("cloud GPU selection guide (DESIGN.md): spot costs 10-30% of pay-as-you-go;"
                           " the upper bound is used as the estimate"),
-    unsupported={},
+    unsupported={
+        "spotFallback=true": ("pulumi-alicloud 4.0's AutoProvisioningGroup does not expose Alibaba's"
+                              " CompensateWithOnDemand, so pay-as-you-go cannot automatically fill spot capacity"
+                              " that is missing; widen the spot pool with spotZones, or use billing: on-demand"),
+    },
     default_image_note="newest Alibaba Cloud public Ubuntu 22.04 image (ecs.get_images)",
 )

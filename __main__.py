@@ -1,0 +1,4 @@
+"""Entry point of the gpu-training Pulumi program (see components/program.py)."""
+from components.program import main
+
+main()

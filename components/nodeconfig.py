@@ -1,0 +1,120 @@
+"""The node config: one JSON document per stack that the bootstrap and the node agent read (docs/node-config.md).
+
+Built from a validated Spec plus the few values only known at deploy time (the shared FS mount
+address, the node role's name). It never carries a credential.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from components import cost
+from components.spec import Spec
+
+VERSION = 1
+ROLE_SUFFIX = "-node"
+
+
+def role_name(spec: Spec) -> str:
+    # RAM/CAM role names allow 64 characters.
+    return f"gpu-training-{spec.stack}"[: 64 - len(ROLE_SUFFIX)] + ROLE_SUFFIX
+
+
+def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None) -> dict[str, Any]:
+    instance = spec.instance
+    profile = spec.profile
+    unit = cost.node_hour_price(instance, profile.spot_discount, profile.spot_discount_source, spec.spot_max_price)
+    effective = unit.spot if spec.spot else unit.on_demand
+    shared_path = "/shared" if spec.shared_storage != "none" else None
+    return {
+        "version": VERSION,
+        "project": spec.project,
+        "stack": spec.stack,
+        "provider": spec.provider,
+        "region": spec.region,
+        "zone": spec.zone,
+        "tier": spec.tier.name,
+        "billing": spec.billing,
+        "nodeCount": spec.nodes,
+        "instanceType": instance.name,
+        "accelerator": {
+            "kind": spec.gpu.kind,
+            "model": spec.gpu.name,
+            "count": spec.gpus_per_node,
+            "memoryGb": instance.gpu_memory_gb,
+            "nvswitch": bool(instance.nvswitch),
+        },
+        "host": {"vcpus": instance.vcpus, "memoryGb": round(instance.memory_gb), "rdma": instance.rdma},
+        "paths": {
+            "data": "/data",
+            "shared": shared_path,
+            "checkpoints": "/data/checkpoints",
+            "state": "/var/lib/gpu-training",
+            "logs": "/var/log/gpu-training",
+            "venv": "/opt/gpu-training/venv",
+            "agent": "/opt/gpu-training/agent",
+        },
+        "checkpoint": {
+            "bucket": spec.checkpoint.bucket,
+            "prefix": spec.checkpoint.prefix,
+            "endpoint": spec.checkpoint.endpoint,
+            "region": spec.checkpoint.region,
+            "addressingStyle": spec.checkpoint.addressing_style,
+            "signatureVersion": spec.checkpoint.signature_version,
+        },
+        "train": {
+            "command": spec.train.command,
+            "env": dict(spec.train.env),
+            "workdir": "/data/work",
+            "launcher": spec.train.launcher,
+            "gpusPerNode": spec.gpus_per_node,
+            "stopSignal": "SIGTERM",
+            "rendezvousPort": 29400,
+        },
+        "agent": {
+            "syncIntervalSeconds": 300,
+            "spotPollSeconds": 2,
+            "utilSampleSeconds": 5,
+            "idleMinutes": spec.idle_minutes,
+            "idleUtilPercent": 5,
+            "maxHours": spec.max_hours,
+            "ttlMarginMinutes": 15,
+            "maxGraceSeconds": 120,
+            "keep": spec.keep,
+            "uploadAttempts": 8,
+        },
+        "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": None},
+        "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
+                 "effectivePerNodeHour": effective},
+        "identity": {"roleName": role or role_name(spec)},
+        "cluster": {"tagKey": "gpu-training:stack", "tagValue": spec.stack},
+        "bootstrap": {
+            "aptMirror": profile.apt_mirror,
+            "pipIndex": profile.pip_index,
+            "nodeRequirements": list(profile.node_requirements),
+            "driverBranch": spec.bootstrap["driverBranch"],
+            "cudaToolkit": spec.bootstrap["cudaToolkit"],
+            "framework": spec.bootstrap["framework"],
+            "frameworkVersion": spec.bootstrap["frameworkVersion"],
+            "sharedFs": {
+                "type": spec.shared_storage,
+                "address": shared_fs_address if spec.shared_storage != "none" else None,
+                "mountOptions": None,
+            },
+            "dataDisk": {"serial": None, "sizeGb": spec.data_disk.size_gb},
+            "ascend": ({"packagesUrl": spec.bootstrap["ascendPackagesUrl"]} if spec.gpu.kind == "ascend" else None),
+        },
+    }
+
+
+PLACEHOLDER_FS_ADDRESS = "<shared-fs-mount-address>"
+
+
+def node_config_for_stack(stack: str, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The node config of a stack file as the program would render it, with a placeholder FS address."""
+    from components.stackfiles import apply_overrides, engine_form, load_stack_config
+    from components.spec import build_spec
+
+    config = engine_form(apply_overrides(load_stack_config(stack), overrides))
+    spec = build_spec(config, stack=stack)
+    address = PLACEHOLDER_FS_ADDRESS if spec.shared_storage != "none" else None
+    return build_node_config(spec, shared_fs_address=address)

@@ -1,0 +1,41 @@
+"""The Pulumi program: read the stack config, validate it into a Spec, build one TrainingCluster, export.
+
+Invalid config stops the program before any resource is declared: every problem is printed and
+the process exits with status 2 (never a traceback).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+
+from components.cluster import TrainingCluster
+from components.spec import Spec, SpecError, build_spec
+
+
+def stack_config() -> dict[str, Any]:
+    """Every config value of the stack, all namespaces (so typos in our keys can be reported)."""
+    merged = dict(runtime_config.get_config_env())
+    merged.update(runtime_config.CONFIG.get())
+    return merged
+
+
+def validated_spec() -> Spec:
+    try:
+        spec = build_spec(stack_config(), stack=pulumi.get_stack(), project=pulumi.get_project())
+    except SpecError as error:
+        print(error.render(), file=sys.stderr)
+        raise SystemExit(2) from None
+    for finding in spec.findings:
+        (pulumi.log.warn if finding.level == "warning" else pulumi.log.info)(f"{finding.key}: {finding.message}")
+    return spec
+
+
+def main() -> TrainingCluster:
+    spec = validated_spec()
+    cluster = TrainingCluster(spec.stack, spec)
+    for name, value in cluster.outputs.items():
+        pulumi.export(name, value)
+    return cluster

@@ -1,0 +1,141 @@
+"""Alibaba Cloud GPU nodes: N pay-as-you-go ECS instances, or a spot pool (an auto provisioning group
+of type maintain over a launch template) that replaces reclaimed nodes. Every node: hardened
+metadata (tokens required), encrypted ESSD disks, the node role, the cloud-side release time."""
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+import pulumi_alicloud as alicloud
+
+from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
+from components.spec import Spec
+
+SYSTEM_DISK_GB = 100
+PUBLIC_BANDWIDTH_MBPS = 10
+
+
+def image_id(spec: Spec) -> pulumi.Output:
+    if spec.image:
+        return pulumi.Output.from_input(spec.image)
+    images = alicloud.ecs.get_images_output(name_regex=r"^ubuntu_22_04_x64", owners="system", most_recent=True,
+                                            instance_type=spec.instance.name)
+    return images.images.apply(lambda found: found[0].id if found else _missing_image(spec))
+
+
+def _missing_image(spec: Spec) -> str:
+    raise pulumi.RunError(f"no Ubuntu 22.04 public image for {spec.instance.name} in {spec.region};"
+                          " set gpu-training:image")
+
+
+def on_demand_price(spec: Spec, instance_type: str) -> pulumi.Output:
+    """The price cap for one pool type: the user's cap, else the on-demand price (catalog or the cloud's)."""
+    row = next(t for t in spec.pool_types if t.name == instance_type)
+    if spec.spot_max_price is not None:
+        cap = spec.spot_max_price
+        if row.price.known:
+            cap = min(cap, row.price.on_demand_per_hour)
+        return pulumi.Output.from_input(f"{cap:g}")
+    if row.price.known:
+        return pulumi.Output.from_input(f"{row.price.on_demand_per_hour:g}")
+    # Unknown in the catalog: ask the cloud for the pay-as-you-go price at deploy time.
+    types = alicloud.ecs.get_instance_types_output(instance_type=instance_type, instance_charge_type="PostPaid",
+                                                   sorted_by="Price")
+    return types.instance_types.apply(lambda found: _price_or_fail(found, instance_type))
+
+
+def _price_or_fail(found, instance_type: str) -> str:
+    price = found[0].price if found else None
+    if price:
+        return str(price)
+    if pulumi.runtime.is_dry_run():
+        return "on-demand price (read from DescribeInstanceTypes at deploy time)"
+    raise pulumi.RunError(f"the on-demand price of {instance_type} is unknown here and Alibaba returned none;"
+                          " set gpu-training:spotMaxPricePerHour")
+
+
+def _data_disk(spec: Spec):
+    disk = spec.data_disk
+    return dict(size=disk.size_gb, category=disk.category, performance_level=disk.performance_level,
+                encrypted=True, delete_with_instance=True, name=f"gpu-training-{spec.stack}-data",
+                description="gpu-training data disk (/data); checkpoints are synced to object storage")
+
+
+class Nodes(pulumi.ComponentResource):
+    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
+                 user_data: pulumi.Output, expires_at: str):
+        super().__init__("gpu-training:alicloud:Nodes", f"{ctx.name}-nodes", None, ctx.opts())
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(ctx.tags)
+        key_name = None
+        if spec.ssh_public_key:
+            key_name = alicloud.ecs.EcsKeyPair(f"{ctx.name}-key", key_pair_name=f"gpu-training-{spec.stack}",
+                                               public_key=spec.ssh_public_key, tags=tags, opts=child).key_pair_name
+        deployment_set_id = None
+        if spec.nodes > 1:
+            deployment_set_id = alicloud.ecs.EcsDeploymentSet(
+                f"{ctx.name}-placement", strategy="LowLatency", deployment_set_name=f"gpu-training-{spec.stack}",
+                description="keep the training nodes close for NCCL", opts=child).id
+        public_bandwidth = PUBLIC_BANDWIDTH_MBPS if spec.ssh_allow_cidrs else 0
+        self.instance_ids: list[pulumi.Output] = []
+        self.private_ips: list[pulumi.Output] = []
+        self.public_ips: list[pulumi.Output] = []
+        self.pool_id: Optional[pulumi.Output] = None
+        image = image_id(spec)
+
+        if not spec.spot:
+            for index in range(spec.nodes):
+                instance = alicloud.ecs.Instance(
+                    f"{ctx.name}-node-{index}", instance_name=f"gpu-training-{spec.stack}-{index}",
+                    host_name=f"gpu-{spec.stack}-{index}"[:60], instance_type=spec.instance.name, image_id=image,
+                    instance_charge_type="PostPaid", spot_strategy="NoSpot", availability_zone=network.zone,
+                    vswitch_id=network.subnet_ids[0], security_groups=[network.security_group_id],
+                    system_disk_category="cloud_essd", system_disk_size=SYSTEM_DISK_GB, system_disk_encrypted=True,
+                    data_disks=[alicloud.ecs.InstanceDataDiskArgs(**_data_disk(spec))],
+                    user_data=user_data, http_tokens="required", http_endpoint="enabled",
+                    auto_release_time=expires_at, deployment_set_id=deployment_set_id, key_name=key_name,
+                    internet_max_bandwidth_out=public_bandwidth, tags=tags, volume_tags=tags, opts=child)
+                alicloud.ecs.RamRoleAttachment(f"{ctx.name}-node-{index}-role", instance_id=instance.id,
+                                               ram_role_name=identity.role_name, opts=child)
+                self.instance_ids.append(instance.id)
+                self.private_ips.append(instance.private_ip)
+                self.public_ips.append(instance.public_ip)
+        else:
+            template = alicloud.ecs.EcsLaunchTemplate(
+                f"{ctx.name}-template", launch_template_name=f"gpu-training-{spec.stack}",
+                instance_name=f"gpu-training-{spec.stack}", host_name=f"gpu-{spec.stack}"[:60],
+                instance_type=spec.instance.name, image_id=image, instance_charge_type="PostPaid",
+                spot_strategy="SpotWithPriceLimit" if spec.spot_max_price is not None else "SpotAsPriceGo",
+                spot_price_limit=spec.spot_max_price, spot_duration="1", zone_id=network.zone,
+                vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0],
+                security_group_ids=[network.security_group_id], ram_role_name=identity.role_name,
+                key_pair_name=key_name, deployment_set_id=deployment_set_id,
+                system_disk=alicloud.ecs.EcsLaunchTemplateSystemDiskArgs(
+                    category="cloud_essd", size=SYSTEM_DISK_GB, encrypted=True, delete_with_instance=True),
+                data_disks=[alicloud.ecs.EcsLaunchTemplateDataDiskArgs(**_data_disk(spec))],
+                user_data=user_data, http_tokens="required", http_endpoint="enabled", auto_release_time=expires_at,
+                internet_max_bandwidth_out=public_bandwidth, tags=tags, template_tags=tags, opts=child)
+            configs = []
+            for zone_index, subnet in network.subnet_ids.items():
+                for type_index, row in enumerate(spec.pool_types):
+                    configs.append(alicloud.ecs.AutoProvisioningGroupLaunchTemplateConfigArgs(
+                        instance_type=row.name, vswitch_id=subnet, max_price=on_demand_price(spec, row.name),
+                        weighted_capacity="1", priority=str(type_index)))
+            pool = alicloud.ecs.AutoProvisioningGroup(
+                f"{ctx.name}-spot-pool", auto_provisioning_group_name=f"gpu-training-{spec.stack}",
+                auto_provisioning_group_type="maintain", launch_template_id=template.id,
+                launch_template_configs=configs, total_target_capacity=str(spec.nodes),
+                spot_target_capacity=str(spec.nodes), pay_as_you_go_target_capacity="0",
+                default_target_capacity_type="Spot", spot_allocation_strategy="lowest-price",
+                spot_instance_interruption_behavior="terminate", excess_capacity_termination_policy="termination",
+                valid_until=expires_at, terminate_instances_with_expiration=True, terminate_instances=True,
+                description=f"gpu-training {spec.stack}: spot nodes, replaced when reclaimed", opts=child)
+            self.pool_id = pool.id
+        self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
+
+
+def create(spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
+           user_data: pulumi.Output, expires_at: str) -> ComputeParts:
+    nodes = Nodes(spec, ctx, network, identity, user_data, expires_at)
+    return ComputeParts(instance_ids=nodes.instance_ids, private_ips=nodes.private_ips,
+                        public_ips=nodes.public_ips, pool_id=nodes.pool_id)

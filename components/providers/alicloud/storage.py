@@ -1,0 +1,89 @@
+"""Alibaba Cloud storage: the training code in OSS, the checkpoint bucket when asked to create it
+(retained on destroy), and the shared file system (CPFS or NAS) with a mount target in the VPC."""
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+import pulumi
+import pulumi_alicloud as alicloud
+
+from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.spec import Spec
+
+SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints"}
+
+
+def code_files(spec: Spec) -> list[tuple[str, Path]]:
+    """(object key, local path) of every file the nodes download into their workdir before training."""
+    if spec.train.code_dir is None or not spec.checkpoint.bucket:
+        return []
+    root = spec.train.code_dir
+    prefix = spec.checkpoint.stack_prefix(spec.stack)
+    return [(f"{prefix}/code/{path.relative_to(root).as_posix()}", path)
+            for path in sorted(root.rglob("*"))
+            if path.is_file() and not SKIP_PARTS.intersection(path.relative_to(root).parts)
+            and path.suffix != ".pyc"]
+
+
+def _content_md5(path: Path) -> str:
+    return base64.b64encode(hashlib.md5(path.read_bytes()).digest()).decode()
+
+
+class Storage(pulumi.ComponentResource):
+    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts):
+        super().__init__("gpu-training:alicloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(ctx.tags)
+        bucket_dependency = []
+        if spec.checkpoint.bucket and spec.checkpoint.create:
+            # Checkpoints must outlive the stack: destroy leaves the bucket (and its data) in place.
+            bucket = alicloud.oss.Bucket(
+                f"{ctx.name}-checkpoints", bucket=spec.checkpoint.bucket,
+                server_side_encryption_rule=alicloud.oss.BucketServerSideEncryptionRuleArgs(sse_algorithm="AES256"),
+                versioning=alicloud.oss.BucketVersioningArgs(status="Enabled"), force_destroy=False, tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
+            bucket_dependency = [bucket]
+        for index, (key, path) in enumerate(code_files(spec)):
+            # content_md5 makes a changed file a changed input, so `pulumi up` re-uploads it.
+            alicloud.oss.BucketObject(
+                f"{ctx.name}-code-{index}", bucket=spec.checkpoint.bucket, key=key, source=str(path),
+                content_md5=_content_md5(path), server_side_encryption="AES256",
+                opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+
+        self.address = None
+        self.file_system_id = None
+        if spec.shared_storage == "cpfs":
+            fs = alicloud.nas.FileSystem(
+                f"{ctx.name}-cpfs", file_system_type="cpfs", protocol_type="cpfs", storage_type="advance_100",
+                capacity=spec.shared_storage_gb, zone_id=network.zone, vpc_id=network.vpc_id,
+                vswitch_id=network.subnet_ids[0], description=f"gpu-training {spec.stack} shared FS",
+                tags=tags, opts=child)
+            target = alicloud.nas.MountTarget(
+                f"{ctx.name}-cpfs-mount", file_system_id=fs.id, vpc_id=network.vpc_id,
+                vswitch_id=network.subnet_ids[0], network_type="Vpc", access_group_name="DEFAULT_VPC_GROUP_NAME",
+                opts=child)
+            self.address, self.file_system_id = target.mount_target_domain, fs.id
+        elif spec.shared_storage == "nas":
+            fs = alicloud.nas.FileSystem(
+                f"{ctx.name}-nas", file_system_type="standard", protocol_type="NFS", storage_type="Performance",
+                encrypt_type=1, description=f"gpu-training {spec.stack} shared FS", tags=tags, opts=child)
+            group = alicloud.nas.AccessGroup(
+                f"{ctx.name}-nas-access", access_group_name=f"gpu-training-{spec.stack}", access_group_type="Vpc",
+                file_system_type="standard", description="only this stack's vSwitches", opts=child)
+            for index, cidr in network.subnet_cidrs.items():
+                alicloud.nas.AccessRule(
+                    f"{ctx.name}-nas-rule-{index}", access_group_name=group.access_group_name,
+                    file_system_type="standard", source_cidr_ip=cidr, rw_access_type="RDWR",
+                    user_access_type="no_squash", priority=1, opts=child)
+            target = alicloud.nas.MountTarget(
+                f"{ctx.name}-nas-mount", file_system_id=fs.id, access_group_name=group.access_group_name,
+                vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0], network_type="Vpc", opts=child)
+            self.address, self.file_system_id = target.mount_target_domain, fs.id
+        self.register_outputs({"sharedFsAddress": self.address})
+
+
+def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
+    storage = Storage(spec, ctx, network)
+    return StorageParts(shared_fs_address=storage.address, shared_fs_id=storage.file_system_id)
