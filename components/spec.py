@@ -142,7 +142,9 @@ class _Problems:
 
 def _suggest(word: str, choices, n: int = 3) -> str:
     lowered = {c.lower(): c for c in choices}
-    close = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.6)
+    # Short names (T4, A10) differ by one character in half their length: loosen the cutoff for them.
+    cutoff = 0.5 if len(word) <= 4 else 0.6
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=cutoff)
     return f"; did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
 
 
@@ -294,6 +296,9 @@ def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catal
             problems.error("instanceType", f"{override!r} has {row.gpu} GPUs but gpu is {gpu_name!r}")
         if count is not None and count != row.gpu_count:
             problems.error("instanceType", f"{override!r} has {row.gpu_count} GPUs but gpusPerNode is {count}")
+        elif row.gpu_count not in tier.gpu_counts:
+            problems.error("instanceType", f"{override!r} has {row.gpu_count} GPUs; the {tier.name} tier allows"
+                           f" {', '.join(map(str, tier.gpu_counts))} per node")
         return gpu_table.get(row.gpu), row.gpu_count, row
 
     if gpu_name is None:
@@ -473,7 +478,9 @@ def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Probl
 
 # ---------------------------------------------------------------- entry point
 
-def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-training") -> Spec:
+def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-training",
+               catalog: Optional[Catalog] = None) -> Spec:
+    """Validate `config`; `catalog` replaces the provider's catalog file (what-ifs with other prices)."""
     problems = _Problems()
     values = _read_namespace(config, problems)
 
@@ -494,7 +501,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         region = ""
     region = str(region)
 
-    catalog = load_catalog(provider)
+    catalog = catalog or load_catalog(provider)
     gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
     if gpu is not None and instance is not None and gpu.name not in tier.gpus and tier.accepts(gpu.name):
         problems.warning("gpu", f"{gpu.name} is not one of the {tier.name} tier's GPUs in the guide"

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Offline preview of a stack: the resources the program would create, their key settings, the
+hourly cost, the expiry and the findings. Runs the real program under Pulumi's mock engine; needs
+no Pulumi CLI, no credentials and no network.
+
+Exit status: 0 plan shown, 2 invalid stack/config (every problem listed), 1 the program failed.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from components import cost  # noqa: E402
+from components.mockrun import Plan, ProgramExit, run_program  # noqa: E402
+from components.spec import Spec, SpecError, build_spec  # noqa: E402
+from components.stackfiles import StackFileError, apply_overrides, engine_form, load_stack_config, stack_names  # noqa: E402
+
+EXIT_INVALID = 2
+EXIT_FAILED = 1
+USER_DATA_KEYS = ("userData", "user_data")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="preview.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  preview.py medium-a100\n  preview.py medium-a100 --json\n"
+               "  preview.py entry-t4 --set billing=spot --set checkpoint.bucket=my-bucket\n"
+               "  preview.py large-h20 --set nodes=64\n  preview.py entry-t4 --user-data")
+    parser.add_argument("stack", help=f"stack name (stacks/Pulumi.<stack>.yaml): {', '.join(stack_names())}")
+    parser.add_argument("--json", action="store_true", help="print one JSON document (schema in README.md)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a stack key for a what-if (repeatable): billing=spot, nodes=2,"
+                             " checkpoint.bucket=x, alicloud:region=cn-beijing")
+    parser.add_argument("--user-data", action="store_true", help="print node 0's user-data, decoded")
+    return parser.parse_args(argv)
+
+
+def decode_user_data(encoded: str) -> str:
+    raw = base64.b64decode(encoded)
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")
+
+
+def node_user_data(plan: Plan) -> tuple[str, int] | None:
+    """The encoded user-data of node 0 (the first resource that carries one) and its size."""
+    for resource in plan.resources:
+        for key in USER_DATA_KEYS:
+            value = resource.inputs.get(key)
+            if isinstance(value, str) and value:
+                return value, len(value)
+    return None
+
+
+def findings_of(spec: Spec) -> list[dict]:
+    return [{"level": f.level, "key": f.key, "message": f.message} for f in spec.findings]
+
+
+def document(spec: Spec, plan: Plan) -> dict:
+    hourly = cost.spec_cost(spec)
+    user_data = node_user_data(plan)
+    return {
+        "stack": spec.stack,
+        "provider": spec.provider,
+        "resources": [r.as_dict() for r in plan.resources],
+        "outputs": plan.outputs,
+        "cost": {"currency": hourly.currency, "onDemandPerHour": hourly.on_demand_per_hour,
+                 "spotPerHour": hourly.spot_per_hour, "effectivePerHour": hourly.effective_per_hour,
+                 "basis": hourly.basis},
+        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": 16384},
+        "findings": findings_of(spec),
+    }
+
+
+def _short(value, width: int = 90) -> str:
+    if isinstance(value, str):
+        text = value if len(value) <= width else f"<{len(value)} characters>"
+    elif isinstance(value, (list, dict)):
+        text = json.dumps(value, sort_keys=True)
+        if len(text) > width * 2:
+            text = text[: width * 2] + "..."
+    else:
+        text = json.dumps(value)
+    return text
+
+
+def render_human(spec: Spec, plan: Plan) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.tree import Tree
+
+    console = Console()
+    by_parent: dict = {}
+    for resource in plan.resources:
+        by_parent.setdefault(resource.parent, []).append(resource)
+    title = (f"[bold]{spec.stack}[/] on {spec.profile.display_name} {spec.region}: {spec.nodes} x"
+             f" {spec.instance.name} ({spec.gpus_per_node}x {spec.gpu.name}), {spec.billing}")
+    tree = Tree(title)
+
+    def add(branch, parent_name):
+        for resource in by_parent.get(parent_name, []):
+            label = f"[cyan]{resource.type}[/] {resource.name}"
+            node = branch.add(label)
+            if resource.custom:
+                for key, value in sorted(resource.inputs.items()):
+                    if key in ("tags", "volumeTags", "templateTags"):
+                        continue
+                    node.add(f"[dim]{key}[/] = {_short(value)}")
+            add(node, resource.name)
+
+    roots = [r.parent for r in plan.resources if r.parent not in {x.name for x in plan.resources}]
+    for root in dict.fromkeys(roots):
+        add(tree, root)
+    console.print(tree)
+
+    hourly = cost.spec_cost(spec)
+    table = Table(title="hourly cost")
+    for column in ("", "on-demand", "spot (estimate)", "this stack pays"):
+        table.add_column(column)
+
+    def money(value):
+        return "unknown" if value is None else f"{value:,.2f} {hourly.currency}/h"
+
+    table.add_row(f"{spec.nodes} node(s)", money(hourly.on_demand_per_hour), money(hourly.spot_per_hour),
+                  money(hourly.effective_per_hour))
+    console.print(table)
+    console.print(f"[dim]{hourly.basis}[/]")
+    console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
+    user_data = node_user_data(plan)
+    if user_data:
+        console.print(f"user-data: {user_data[1]:,} bytes encoded (limit 16,384)")
+    for finding in spec.findings:
+        colour = {"warning": "yellow", "info": "blue"}.get(finding.level, "red")
+        console.print(f"[{colour}]{finding.level}[/] {finding.key}: {finding.message}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        config = apply_overrides(load_stack_config(args.stack), args.overrides)
+        spec = build_spec(engine_form(config), stack=args.stack)
+    except StackFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except SpecError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        plan = run_program(config, args.stack)
+    except ProgramExit as stop:
+        print(stop.stderr, file=sys.stderr, end="")
+        return stop.code or EXIT_FAILED
+    except Exception as error:  # the program's own failure, shown without a traceback
+        print(f"error: the program failed: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.user_data:
+        user_data = node_user_data(plan)
+        if user_data is None:
+            print("error: no node user-data in the plan", file=sys.stderr)
+            return EXIT_FAILED
+        print(decode_user_data(user_data[0]), end="")
+    elif args.json:
+        print(json.dumps(document(spec, plan), indent=2, sort_keys=False, default=str))
+    else:
+        render_human(spec, plan)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
