@@ -20,22 +20,11 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.sync_await import _sync_await
 
+from components import providers
 from components.stackfiles import engine_form
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = REPO_ROOT / "__main__.py"
-
-# Values a provider computes after creation; the mock fills them so the plan reads naturally.
-_COMPUTED = {
-    "private_ip": "10.42.0.{index}", "privateIp": "10.42.0.{index}",
-    "public_ip": "<public ip of {name}>", "publicIp": "<public ip of {name}>",
-    "mount_target_domain": "<mount address of {name}>", "mountTargetDomain": "<mount address of {name}>",
-}
-_COMPUTED_BY_TYPE = {
-    "alicloud:ecs/instance:Instance": ("privateIp", "publicIp"),
-    "alicloud:nas/mountTarget:MountTarget": ("mountTargetDomain",),
-}
-
 
 @dataclass
 class PlannedResource:
@@ -62,16 +51,17 @@ class Plan:
 
 
 class _Recorder(pulumi_mocks.Mocks):
-    def __init__(self, plan: Plan, call_answers: Mapping[str, Any]):
+    def __init__(self, plan: Plan, call_answers: Mapping[str, Any], computed: Mapping[str, Mapping[str, str]]):
         self.plan = plan
         self.call_answers = call_answers
+        self.computed = computed
         self.counter = 0
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
         self.counter += 1
         state = dict(args.inputs)
-        for key in _COMPUTED_BY_TYPE.get(args.typ, ()):
-            state.setdefault(key, _COMPUTED[key].format(index=self.counter % 250 + 2, name=args.name))
+        for key, template in self.computed.get(args.typ, {}).items():
+            state.setdefault(key, template.format(index=self.counter % 250 + 2, name=args.name))
         self.plan.resources.append(PlannedResource(args.typ, args.name, None, dict(args.inputs),
                                                    bool(args.custom)))
         return f"{args.name}-id", state
@@ -101,27 +91,15 @@ class _ParentTrackingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResource(request)
 
 
-def _zones_answer(args: dict) -> dict:
-    zone = "<first zone offering {}>".format(args.get("availableInstanceType", "the type"))
-    return {"ids": [zone], "zones": [{"id": zone, "localName": zone}]}
-
-
-def _images_answer(args: dict) -> dict:
-    image = "<newest image matching {}>".format(args.get("nameRegex", ""))
-    return {"ids": [image], "images": [{"id": image, "name": image}]}
-
-
-def _instance_types_answer(args: dict) -> dict:
-    # No price: the program then shows that the cap is read from the cloud at deploy time.
-    name = args.get("instanceType", "")
-    return {"ids": [name], "instanceTypes": [{"id": name, "price": ""}]}
-
-
-DEFAULT_CALL_ANSWERS = {
-    "alicloud:index/getZones:getZones": _zones_answer,
-    "alicloud:ecs/getImages:getImages": _images_answer,
-    "alicloud:ecs/getInstanceTypes:getInstanceTypes": _instance_types_answer,
-}
+def provider_answers() -> tuple[dict, dict]:
+    """Data-source answers and computed outputs declared by every registered provider's preview module."""
+    calls: dict = {}
+    computed: dict = {}
+    for name in providers.names():
+        module = providers.preview_module(name)
+        calls.update(getattr(module, "CALL_ANSWERS", {}))
+        computed.update(getattr(module, "COMPUTED_OUTPUTS", {}))
+    return calls, computed
 
 
 class ProgramExit(Exception):
@@ -141,7 +119,8 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
                 call_answers: Optional[Mapping[str, Any]] = None) -> Plan:
     """Evaluate __main__.py for `stack` with `config` (flat map, as in a stack file) and return the plan."""
     plan = Plan(stack=stack)
-    recorder = _Recorder(plan, {**DEFAULT_CALL_ANSWERS, **(call_answers or {})})
+    calls, computed = provider_answers()
+    recorder = _Recorder(plan, {**calls, **(call_answers or {})}, computed)
     pulumi_settings.ROOT.set(None)
     pulumi.runtime.set_all_config(engine_form(config))
     monitor = _ParentTrackingMonitor(recorder)

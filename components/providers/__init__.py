@@ -1,6 +1,7 @@
 """The provider registry: a cloud's name -> its package. Adding a cloud adds one line here.
 
-A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK) and
+A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK),
+`preview.py` (what the offline preview's mock engine answers for its data sources), and
 the parts `network`, `identity`, `storage`, `compute` (import the cloud's Pulumi SDK). Profiles are
 loaded for validation; parts only when a program actually deploys, so a missing SDK for one cloud
 never breaks another.
@@ -30,6 +31,13 @@ def profile(name: str) -> ProviderProfile:
     if name not in REGISTRY:
         raise UnknownProvider(name)
     return importlib.import_module(f"{REGISTRY[name]}.profile").PROFILE
+
+
+def preview_module(name: str) -> ModuleType:
+    """The provider's answers to the preview's mock engine (pure data; components.mockrun)."""
+    if name not in REGISTRY:
+        raise UnknownProvider(name)
+    return importlib.import_module(f"{REGISTRY[name]}.preview")
 
 
 def parts(name: str) -> ModuleType:

@@ -1,0 +1,34 @@
+"""What the offline preview's mock engine answers for Alibaba's data sources and computed outputs.
+
+Placeholders say where the real value comes from, so the plan never shows an invented value.
+"""
+from __future__ import annotations
+
+
+def _zones(args: dict) -> dict:
+    zone = "<first zone offering {}>".format(args.get("availableInstanceType", "the type"))
+    return {"ids": [zone], "zones": [{"id": zone, "localName": zone}]}
+
+
+def _images(args: dict) -> dict:
+    image = "<newest image matching {}>".format(args.get("nameRegex", ""))
+    return {"ids": [image], "images": [{"id": image, "name": image}]}
+
+
+def _instance_types(args: dict) -> dict:
+    # No price: the program then shows that the cap is read from the cloud at deploy time.
+    name = args.get("instanceType", "")
+    return {"ids": [name], "instanceTypes": [{"id": name, "price": ""}]}
+
+
+CALL_ANSWERS = {
+    "alicloud:index/getZones:getZones": _zones,
+    "alicloud:ecs/getImages:getImages": _images,
+    "alicloud:ecs/getInstanceTypes:getInstanceTypes": _instance_types,
+}
+
+# Outputs the cloud computes after creation: {resource type: {output: template}}.
+COMPUTED_OUTPUTS = {
+    "alicloud:ecs/instance:Instance": {"privateIp": "10.42.0.{index}", "publicIp": "<public ip of {name}>"},
+    "alicloud:nas/mountTarget:MountTarget": {"mountTargetDomain": "<mount address of {name}>"},
+}
