@@ -33,6 +33,7 @@ class PlannedResource:
     parent: Optional[str]
     inputs: dict
     custom: bool
+    retain_on_delete: bool = False
 
     def as_dict(self) -> dict:
         return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
@@ -82,12 +83,15 @@ class _ParentTrackingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.names_by_urn: dict[str, str] = {}
         self.parents: dict[tuple[str, str], Optional[str]] = {}
+        self.retained: set[tuple[str, str]] = set()
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type != "pulumi:pulumi:Stack":
             self.names_by_urn[urn] = request.name
             self.parents[(request.type, request.name)] = self.names_by_urn.get(request.parent)
+            if getattr(request, "retainOnDelete", False):
+                self.retained.add((request.type, request.name))
         return super().RegisterResource(request)
 
 
@@ -144,6 +148,7 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
         plan.outputs = {name: _resolve(value) for name, value in exports.items()}
         for record in plan.resources:
             record.parent = monitor.parents.get((record.type, record.name))
+            record.retain_on_delete = (record.type, record.name) in monitor.retained
     finally:
         os.chdir(cwd)
     plan.log = stderr.getvalue()

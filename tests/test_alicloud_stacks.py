@@ -1,0 +1,214 @@
+"""Every Alibaba stack, evaluated by the real program on Pulumi's mock engine: the key inputs the
+engine would send to Alibaba Cloud, checked against the stack file and the provider's documented values."""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import yaml
+
+from components.stackfiles import load_stack_config, stack_names
+
+ALICLOUD_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider", "alicloud") == "alicloud"]
+EXPECTED_TYPES = {  # what each stack file's header promises
+    "entry-t4": "ecs.gn6i-c8g1.2xlarge",
+    "entry-a10": "ecs.gn7i-c8g1.2xlarge",
+    "medium-a10": "ecs.gn7i-2x.8xlarge",
+    "medium-a100": "ecs.gn7-c13g1.13xlarge",
+    "large-a100": "ecs.gn7e-c16g1.32xlarge",
+    "large-h20": "ecs.gn8v-8x.16xlarge",
+}
+INSTANCE = "alicloud:ecs/instance:Instance"
+TEMPLATE = "alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate"
+POOL = "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup"
+RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
+
+
+def stack_value(stack, key, default=None):
+    return load_stack_config(stack).get(f"gpu-training:{key}", default)
+
+
+def node_resources(plan):
+    return plan.of_type(INSTANCE) or plan.of_type(TEMPLATE)
+
+
+def decoded_user_data(resource) -> dict:
+    raw = base64.b64decode(resource.inputs["userData"])
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return yaml.safe_load(raw.decode())
+
+
+def node_config_in(resource) -> dict:
+    document = decoded_user_data(resource)
+    for entry in document.get("write_files", []):
+        if entry["path"] == "/etc/gpu-training/node.json":
+            content = entry["content"]
+            if entry.get("encoding") in ("gz+b64", "gzip+base64"):
+                content = gzip.decompress(base64.b64decode(content)).decode()
+            elif entry.get("encoding") in ("b64", "base64"):
+                content = base64.b64decode(content).decode()
+            return json.loads(content)
+    raise AssertionError("no node.json in the user-data")
+
+
+def test_there_are_the_six_alibaba_stacks():
+    assert set(EXPECTED_TYPES) <= set(ALICLOUD_STACKS)
+
+
+@pytest.mark.parametrize("stack", ALICLOUD_STACKS)
+def test_instance_type_billing_and_gpu_count(stack, plan_for):
+    plan = plan_for(stack)
+    nodes = int(stack_value(stack, "nodes", 1))
+    expected = EXPECTED_TYPES.get(stack)
+    if stack_value(stack, "billing") == "spot":
+        (template,) = plan.of_type(TEMPLATE)
+        (pool,) = plan.of_type(POOL)
+        assert not plan.of_type(INSTANCE)
+        assert template.inputs["instanceChargeType"] == "PostPaid"
+        assert template.inputs["spotStrategy"] in ("SpotAsPriceGo", "SpotWithPriceLimit")
+        assert pool.inputs["autoProvisioningGroupType"] == "maintain"  # reclaimed nodes are replaced
+        assert pool.inputs["totalTargetCapacity"] == str(nodes)
+        assert pool.inputs["spotInstanceInterruptionBehavior"] == "terminate"
+        types = [c["instanceType"] for c in pool.inputs["launchTemplateConfigs"]]
+        assert len(set(types)) >= 2, "the spot pool spans at least two instance types"
+        assert all(c["maxPrice"] for c in pool.inputs["launchTemplateConfigs"]), "every pool type is capped"
+        if expected:
+            assert template.inputs["instanceType"] == expected and types[0] == expected
+    else:
+        instances = plan.of_type(INSTANCE)
+        assert len(instances) == nodes
+        for instance in instances:
+            assert instance.inputs["instanceChargeType"] == "PostPaid"
+            assert instance.inputs["spotStrategy"] == "NoSpot"
+            if expected:
+                assert instance.inputs["instanceType"] == expected
+    config = node_config_in(node_resources(plan)[0])
+    assert config["accelerator"]["count"] == int(stack_value(stack, "gpusPerNode"))
+    assert config["stack"] == stack and config["nodeCount"] == nodes
+
+
+@pytest.mark.parametrize("stack", ALICLOUD_STACKS)
+def test_disks_are_encrypted_ssd_sized_and_levelled_by_tier(stack, plan_for):
+    plan = plan_for(stack)
+    tier = stack_value(stack, "tier")
+    size = int(stack_value(stack, "dataDiskGb"))
+    for node in node_resources(plan):
+        (disk,) = node.inputs["dataDisks"]
+        assert disk["category"] == "cloud_essd"
+        assert disk["size"] == size
+        assert disk["encrypted"] is True
+        wanted = {"entry": "PL1", "medium": "PL2", "large": "PL3"}[tier]
+        minimum = {"PL1": 20, "PL2": 461, "PL3": 1261}[wanted]
+        assert disk["performanceLevel"] == (wanted if size >= minimum else disk["performanceLevel"])
+        if node.type == INSTANCE:
+            assert node.inputs["systemDiskEncrypted"] is True
+        else:
+            assert node.inputs["systemDisk"]["encrypted"] is True
+
+
+@pytest.mark.parametrize("stack", ALICLOUD_STACKS)
+def test_hardened_metadata_ttl_and_role(stack, plan_for):
+    plan = plan_for(stack)
+    now = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)
+    expiry = now + timedelta(hours=float(stack_value(stack, "maxHours", 24)))
+    for node in node_resources(plan):
+        assert node.inputs["httpTokens"] == "required"
+        release = datetime.strptime(node.inputs["autoReleaseTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+        assert timedelta(0) <= release - expiry <= timedelta(minutes=1)
+        assert release - now >= timedelta(minutes=30)  # Alibaba's minimum lead time
+    if plan.of_type(INSTANCE):
+        attachments = plan.of_type("alicloud:ecs/ramRoleAttachment:RamRoleAttachment")
+        assert len(attachments) == len(plan.of_type(INSTANCE))
+    else:
+        assert plan.of_type(TEMPLATE)[0].inputs["ramRoleName"]
+
+
+@pytest.mark.parametrize("stack", ALICLOUD_STACKS)
+def test_node_role_is_least_privilege(stack, plan_for):
+    (policy,) = plan_for(stack).of_type("alicloud:ram/policy:Policy")
+    document = json.loads(policy.inputs["policyDocument"])
+    actions = {a for s in document["Statement"] for a in s["Action"]}
+    assert "ecs:DeleteInstance" in actions and not any(a.endswith("*") for a in actions)
+    delete = next(s for s in document["Statement"] if "ecs:DeleteInstance" in s["Action"])
+    assert delete["Condition"]["StringEquals"] == {"acs:ResourceTag/gpu-training:stack": [stack]}
+    bucket = json.loads(json.dumps(stack_value(stack, "checkpoint")))["bucket"]
+    oss_resources = [r for s in document["Statement"] for r in s["Resource"] if r.startswith("acs:oss")]
+    assert oss_resources and all(r in (f"acs:oss:*:*:{bucket}", f"acs:oss:*:*:{bucket}/gpu-training/{stack}/*")
+                                 for r in oss_resources)
+
+
+@pytest.mark.parametrize("stack", ALICLOUD_STACKS)
+def test_cpfs_only_in_the_large_tier(stack, plan_for):
+    plan = plan_for(stack)
+    file_systems = plan.of_type("alicloud:nas/fileSystem:FileSystem")
+    if stack_value(stack, "tier") == "large":
+        (fs,) = file_systems
+        assert fs.inputs["fileSystemType"] == "cpfs" and fs.inputs["protocolType"] == "cpfs"
+        assert fs.inputs["storageType"] in ("advance_100", "advance_200")
+        assert fs.inputs["capacity"] >= 3600
+        assert plan.of_type("alicloud:nas/mountTarget:MountTarget")
+        assert plan.outputs["sharedFsAddress"]
+        assert len(plan.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")) == 1
+    else:
+        assert not file_systems
+        assert not plan.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")
+
+
+@pytest.mark.parametrize("stack", ALICLOUD_STACKS)
+def test_no_ssh_ingress_by_default_and_tags_everywhere(stack, plan_for):
+    plan = plan_for(stack)
+    rules = plan.of_type(RULE)
+    assert not [r for r in rules if r.inputs.get("portRange") == "22/22"]
+    (members,) = [r for r in rules if r.inputs.get("sourceSecurityGroupId")]
+    assert members.inputs["ipProtocol"] == "all"
+    for node in node_resources(plan):
+        assert node.inputs.get("internetMaxBandwidthOut", 0) == 0  # no public address without SSH
+    taggable = [r for r in plan.resources if r.custom and r.type in {
+        INSTANCE, TEMPLATE, "alicloud:vpc/network:Network", "alicloud:vpc/switch:Switch",
+        "alicloud:ecs/securityGroup:SecurityGroup", "alicloud:nas/fileSystem:FileSystem"}]
+    assert taggable
+    for resource in taggable:
+        tags = resource.inputs["tags"]
+        assert tags["gpu-training:stack"] == stack
+        assert tags["gpu-training:tier"] == stack_value(stack, "tier")
+        assert tags["gpu-training:expires-at"]
+        for key, value in (stack_value(stack, "tags") or {}).items():
+            assert tags[key] == value
+
+
+def test_ssh_opens_only_the_listed_cidrs(plan_for):
+    plan = plan_for("entry-t4", 'sshAllowCidrs=["203.0.113.7/32"]', "sshPublicKey=ssh-ed25519 AAAAC3 me")
+    ssh = [r for r in plan.of_type(RULE) if r.inputs.get("portRange") == "22/22"]
+    assert [r.inputs["cidrIp"] for r in ssh] == ["203.0.113.7/32"]
+    assert plan.outputs["sshCommand"].startswith("ssh ubuntu@")
+    assert plan.of_type("alicloud:ecs/ecsKeyPair:EcsKeyPair")
+
+
+def test_a_64_node_what_if_previews(plan_for):
+    plan = plan_for("large-h20", "nodes=64")
+    assert len(plan.of_type(INSTANCE)) == 64
+    assert len(plan.outputs["privateIps"]) == 64
+
+
+def test_spot_what_if_on_an_on_demand_stack(plan_for):
+    plan = plan_for("entry-t4", "billing=spot")
+    (pool,) = plan.of_type(POOL)
+    assert pool.inputs["spotTargetCapacity"] == "1" and pool.inputs["payAsYouGoTargetCapacity"] == "0"
+
+
+def test_training_code_is_uploaded_under_the_stack_prefix(plan_for):
+    objects = plan_for("entry-t4").of_type("alicloud:oss/bucketObject:BucketObject")
+    keys = {o.inputs["key"] for o in objects}
+    assert "gpu-training/entry-t4/code/train_cnn.py" in keys
+    assert all(o.inputs["contentMd5"] and o.inputs["bucket"] == "my-gpu-training-checkpoints" for o in objects)
+
+
+def test_checkpoint_bucket_is_retained_when_the_stack_creates_it(plan_for):
+    plan = plan_for("entry-t4", "checkpoint.create=true")
+    (bucket,) = plan.of_type("alicloud:oss/bucket:Bucket")
+    assert bucket.inputs["serverSideEncryptionRule"]["sseAlgorithm"] == "AES256"
+    assert bucket.retain_on_delete, "pulumi destroy must leave the checkpoint bucket and its data"
