@@ -1,0 +1,92 @@
+"""The project's promises: Pulumi.yaml and the README match the config schema, the preview CLI's
+exit codes and JSON shape, and every Python file says what it is for."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components import schema
+
+REPO = Path(__file__).resolve().parent.parent
+PULUMI_TYPES = {"string", "integer", "boolean", "array"}
+
+
+def test_pulumi_yaml_declares_the_schema():
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    assert project["name"] == "gpu-training"
+    assert project["runtime"]["name"] == "python" and project["runtime"]["options"]["virtualenv"]
+    assert project["stackConfigDir"] == "stacks"
+    declared = project["config"]
+    text = (REPO / "Pulumi.yaml").read_text()
+    for key in schema.KEYS:
+        if key.type in PULUMI_TYPES:
+            assert declared[key.name]["type"] == key.type, key.name
+            assert declared[key.name]["description"]
+            if key.default is not None:
+                assert declared[key.name]["default"] == key.default, key.name
+            else:
+                assert "default" not in declared[key.name], key.name
+        else:  # Pulumi has no number/object config type: documented in the file's comment block
+            assert f"#   {key.name} " in text, key.name
+    assert set(declared) <= {k.name for k in schema.KEYS}
+
+
+def test_readme_documents_every_key():
+    readme = (REPO / "README.md").read_text()
+    for key in schema.KEYS:
+        assert f"| `{key.name}` | {key.type} |" in readme, key.name
+
+
+def test_every_python_file_has_a_module_docstring():
+    missing = []
+    for path in REPO.rglob("*.py"):
+        if ".venv" in path.parts or "node_modules" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if not ast.get_docstring(tree) and path.stat().st_size > 0:
+            missing.append(str(path.relative_to(REPO)))
+    assert not missing, missing
+
+
+def run_preview(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"}
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+
+
+def test_preview_cli_bad_config_exits_2_with_every_problem_and_no_traceback():
+    result = run_preview("entry-t4", "--set", "gpuPerNode=2", "--set", "nodes=3", "--set", "billing=cheap")
+    assert result.returncode == 2
+    assert "gpu-training:gpuPerNode: unknown key; did you mean 'gpusPerNode'?" in result.stderr
+    assert "nodes:" in result.stderr and "billing:" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("no-such-stack",), "no stack 'no-such-stack'"),
+    (("entry-t4", "--set", "novalue"), "expected KEY=VALUE"),
+])
+def test_preview_cli_bad_arguments_exit_2(args, fragment):
+    result = run_preview(*args)
+    assert result.returncode == 2 and fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_preview_cli_json_document():
+    result = run_preview("medium-a100", "--json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert set(document) >= {"stack", "provider", "resources", "outputs", "cost", "findings"}
+    assert set(document["cost"]) >= {"currency", "onDemandPerHour", "spotPerHour", "effectivePerHour"}
+    for resource in document["resources"]:
+        assert set(resource) == {"type", "name", "parent", "inputs"}
+    names = {r["name"] for r in document["resources"]}
+    assert all(r["parent"] in names for r in document["resources"] if r["parent"] is not None)
+    assert 0 < document["userData"]["encodedSize"] < 16384
