@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from components import cost
+from components import artifacts, cost
 from components.spec import Spec
 
 VERSION = 1
@@ -86,6 +86,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},
         "identity": {"roleName": role or role_name(spec)},
+        "artifacts": artifacts.node_config_section(spec),
         "cluster": {"tagKey": "gpu-training:stack", "tagValue": spec.stack},
         "bootstrap": {
             "aptMirror": profile.apt_mirror,

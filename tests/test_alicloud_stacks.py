@@ -200,10 +200,14 @@ def test_spot_what_if_on_an_on_demand_stack(plan_for):
     assert pool.inputs["spotTargetCapacity"] == "1" and pool.inputs["payAsYouGoTargetCapacity"] == "0"
 
 
-def test_training_code_is_uploaded_under_the_stack_prefix(plan_for):
-    objects = plan_for("entry-t4").of_type("alicloud:oss/bucketObject:BucketObject")
+def test_agent_and_training_code_are_uploaded_under_the_stack_prefix(plan_for):
+    plan = plan_for("entry-t4")
+    objects = plan.of_type("alicloud:oss/bucketObject:BucketObject")
     keys = {o.inputs["key"] for o in objects}
     assert "gpu-training/entry-t4/code/train_cnn.py" in keys
+    listed = node_config_in(node_resources(plan)[0])["artifacts"]["agent"]
+    assert listed["files"], "the fetcher needs the agent's file list"
+    assert {listed["prefix"] + name for name in listed["files"]} <= keys
     assert all(o.inputs["contentMd5"] and o.inputs["bucket"] == "my-gpu-training-checkpoints" for o in objects)
 
 

@@ -1,34 +1,14 @@
-"""Alibaba Cloud storage: the training code in OSS, the checkpoint bucket when asked to create it
-(retained on destroy), and the shared file system (CPFS or NAS) with a mount target in the VPC."""
+"""Alibaba Cloud storage: the node agent and the training code in OSS, the checkpoint bucket when
+asked to create it (retained on destroy), and the shared file system (CPFS or NAS) with a mount
+target in the VPC."""
 from __future__ import annotations
-
-import base64
-import hashlib
-from pathlib import Path
 
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components.artifacts import all_artifacts
 from components.providers.base import NetworkParts, PartContext, StorageParts
 from components.spec import Spec
-
-SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints"}
-
-
-def code_files(spec: Spec) -> list[tuple[str, Path]]:
-    """(object key, local path) of every file the nodes download into their workdir before training."""
-    if spec.train.code_dir is None or not spec.checkpoint.bucket:
-        return []
-    root = spec.train.code_dir
-    prefix = spec.checkpoint.stack_prefix(spec.stack)
-    return [(f"{prefix}/code/{path.relative_to(root).as_posix()}", path)
-            for path in sorted(root.rglob("*"))
-            if path.is_file() and not SKIP_PARTS.intersection(path.relative_to(root).parts)
-            and path.suffix != ".pyc"]
-
-
-def _content_md5(path: Path) -> str:
-    return base64.b64encode(hashlib.md5(path.read_bytes()).digest()).decode()
 
 
 class Storage(pulumi.ComponentResource):
@@ -45,11 +25,11 @@ class Storage(pulumi.ComponentResource):
                 versioning=alicloud.oss.BucketVersioningArgs(status="Enabled"), force_destroy=False, tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
             bucket_dependency = [bucket]
-        for index, (key, path) in enumerate(code_files(spec)):
+        for index, artifact in enumerate(all_artifacts(spec)):
             # content_md5 makes a changed file a changed input, so `pulumi up` re-uploads it.
             alicloud.oss.BucketObject(
-                f"{ctx.name}-code-{index}", bucket=spec.checkpoint.bucket, key=key, source=str(path),
-                content_md5=_content_md5(path), server_side_encryption="AES256",
+                f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
+                source=str(artifact.path), content_md5=artifact.md5_base64, server_side_encryption="AES256",
                 opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
 
         self.address = None

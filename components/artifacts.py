@@ -1,0 +1,79 @@
+"""Files the nodes download from object storage: the node agent (beyond the boot set that rides in
+user-data) and the training code. One list, used by every provider's storage part (uploads), the
+node config (names + sha256 the fetcher verifies) and the local rehearsal."""
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+AGENT_SRC = REPO_ROOT / "scripts" / "node_agent"
+# Embedded in user-data so a node can fetch the rest (docs/node-config.md, "Agent delivery").
+BOOT_SET = ("__init__.py", "s3.py", "fetch.py")
+SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}
+
+
+@dataclass(frozen=True)
+class Artifact:
+    key: str  # object key in the checkpoint bucket
+    relative: str  # path under the node's target folder
+    path: Path
+    sha256: str
+
+    @property
+    def md5_base64(self) -> str:
+        """Content-MD5 header value: stores check the upload, and a changed file is a changed input."""
+        return base64.b64encode(hashlib.md5(self.path.read_bytes()).digest()).decode()
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _files(root: Path) -> list[Path]:
+    return [path for path in sorted(root.rglob("*"))
+            if path.is_file() and not SKIP_PARTS.intersection(path.relative_to(root).parts)
+            and path.suffix != ".pyc"]
+
+
+def stack_prefix(prefix: str, stack: str) -> str:
+    return f"{prefix}/{stack}" if prefix else stack
+
+
+def agent_artifacts(prefix: str, stack: str, source: Path = AGENT_SRC) -> list[Artifact]:
+    base = f"{stack_prefix(prefix, stack)}/agent/"
+    result = []
+    for path in _files(source):
+        relative = f"node_agent/{path.relative_to(source).as_posix()}"
+        if path.suffix == ".py" and path.name not in BOOT_SET:
+            result.append(Artifact(base + relative, relative, path, _sha256(path)))
+    return result
+
+
+def code_artifacts(prefix: str, stack: str, code_dir: Optional[Path]) -> list[Artifact]:
+    if code_dir is None:
+        return []
+    base = f"{stack_prefix(prefix, stack)}/code/"
+    return [Artifact(base + path.relative_to(code_dir).as_posix(), path.relative_to(code_dir).as_posix(), path,
+                     _sha256(path)) for path in _files(code_dir)]
+
+
+def all_artifacts(spec) -> list[Artifact]:
+    """Everything `pulumi up` uploads for a Spec (components.spec.Spec); nothing without a bucket."""
+    if not spec.checkpoint.bucket:
+        return []
+    prefix = spec.checkpoint.prefix
+    return agent_artifacts(prefix, spec.stack) + code_artifacts(prefix, spec.stack, spec.train.code_dir)
+
+
+def node_config_section(spec) -> dict:
+    """node.json's `artifacts`: what the fetcher downloads and verifies before the agent starts."""
+    base = stack_prefix(spec.checkpoint.prefix, spec.stack)
+    return {
+        "agent": {"prefix": f"{base}/agent/",
+                  "files": {a.relative: a.sha256 for a in agent_artifacts(spec.checkpoint.prefix, spec.stack)}},
+        "code": {"prefix": f"{base}/code/"},
+    }
