@@ -407,8 +407,9 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
         problems.error("checkpoint.bucket", "spot billing needs a checkpoint bucket: a reclaimed node can only"
                        " resume from object storage")
     elif not bucket:
-        problems.warning("checkpoint.bucket", "not set: checkpoints stay on the node and are lost with it,"
-                         " and the node is never released by the agent")
+        problems.error("checkpoint.bucket", "not set: the node agent, the training code, checkpoints, markers"
+                       " and reports travel through this bucket; give a bucket you own in the stack's region"
+                       " (or set checkpoint.create: true to create one that outlives the stack)")
     prefix = str(raw.get("prefix", "")).strip("/")
     store: ObjectStore = profile.object_store(region)
     endpoint = raw.get("endpoint") or store.endpoint
@@ -575,9 +576,6 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     ssh = _check_ssh(values, problems)
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
-    if train.code_dir is not None and not checkpoint.bucket:
-        problems.error("train.codeDir", "the training code reaches the nodes through object storage: set"
-                       " checkpoint.bucket, or set train.codeDir to \"\" when the image already has the code")
     bootstrap = _check_bootstrap(values, gpu, problems)
     tags = _check_tags(values, problems)
     spot_zones = tuple(str(z) for z in values.get("spotZones", []))
