@@ -58,6 +58,12 @@ def node_user_data(plan: Plan) -> tuple[str, int] | None:
     return None
 
 
+def root_cause(error: Exception) -> str:
+    """Pulumi wraps a failure inside an input in layers of "While processing ...": keep the innermost."""
+    text = str(error).strip()
+    return text.split("has risen:")[-1].strip() if "has risen:" in text else text
+
+
 def findings_of(spec: Spec) -> list[dict]:
     return [{"level": f.level, "key": f.key, "message": f.message} for f in spec.findings]
 
@@ -157,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print(stop.stderr, file=sys.stderr, end="")
         return stop.code or EXIT_FAILED
     except Exception as error:  # the program's own failure, shown without a traceback
-        print(f"error: the program failed: {error}", file=sys.stderr)
+        print(f"error: the program failed: {root_cause(error)}", file=sys.stderr)
         return EXIT_FAILED
     if args.user_data:
         user_data = node_user_data(plan)
