@@ -24,6 +24,7 @@ from components.stackfiles import StackFileError, apply_overrides, engine_form, 
 EXIT_INVALID = 2
 EXIT_FAILED = 1
 USER_DATA_KEYS = ("userData", "user_data")
+COLLAPSE_AFTER = 3  # siblings of one type beyond this are summarised in the human view
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -110,9 +111,18 @@ def render_human(spec: Spec, plan: Plan) -> None:
     tree = Tree(title)
 
     def add(branch, parent_name):
-        for resource in by_parent.get(parent_name, []):
-            label = f"[cyan]{resource.type}[/] {resource.name}"
-            node = branch.add(label)
+        children = by_parent.get(parent_name, [])
+        shown_per_type: dict = {}
+        for resource in children:
+            same = [r for r in children if r.type == resource.type]
+            shown_per_type[resource.type] = shown_per_type.get(resource.type, 0) + 1
+            if len(same) > COLLAPSE_AFTER and shown_per_type[resource.type] > COLLAPSE_AFTER - 1:
+                if shown_per_type[resource.type] == COLLAPSE_AFTER:  # one summary line for the rest
+                    rest = same[COLLAPSE_AFTER - 1:]
+                    branch.add(f"[cyan]{resource.type}[/] ... and {len(rest)} more like it"
+                               f" ({rest[0].name} .. {rest[-1].name}; --json lists them all)")
+                continue
+            node = branch.add(f"[cyan]{resource.type}[/] {resource.name}")
             if resource.custom:
                 for key, value in sorted(resource.inputs.items()):
                     if key in ("tags", "volumeTags", "templateTags"):
