@@ -1,0 +1,185 @@
+"""Render a node's cloud-init user-data from the Jinja2 template files and encode it for the cloud API.
+
+Templates are looked up in the provider's folder first (components/providers/<cloud>/templates/),
+then in the neutral scripts/bootstrap/, so a cloud adds or overrides snippets (shared-FS mounts,
+NCCL extras) without a provider test in neutral code. StrictUndefined makes a missing variable fail.
+
+Encoding: the whole #cloud-config document is gzip-compressed once and base64-encoded for the API.
+cloud-init unpacks gzip user-data itself; one gzip over everything compresses better than per-file
+gz+b64 (which pays base64 twice and cannot share a dictionary across files).
+
+Size: Tencent accepts 16 KB after base64, AWS 16 KB before it, Alibaba 32 KB before it (provider SDK
+docs). The whole agent does not fit 16 KB, so by default ("auto") it rides in user-data only when the
+result stays under 16 KB encoded; otherwise it becomes a bundle the program uploads next to the
+checkpoints and the bootstrap fetches with the node role (sha256 pinned in user-data).
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import jinja2
+
+from components.bootstrap.agentfiles import (AGENT_SRC, FETCHER, PROVIDERS, REPO, RUNTIME_NAME, AgentBundle,
+                                             EmbeddedFile, agent_files, make_bundle, strip_python)
+from components.bootstrap.config import BootstrapConfigError, bootstrap_values
+
+TEMPLATES = REPO / "scripts" / "bootstrap"
+NODE_JSON = "/etc/gpu-training/node.json"
+BOOTSTRAP_PATH = "/usr/local/sbin/gpu-training-bootstrap"
+AGENT_UNIT = "gpu-training-agent.service"
+# Tencent CVM and AWS EC2 accept 16 KB of user data; Alibaba ECS 32 KB (issue 3, REFERENCE.md).
+MAX_ENCODED_BYTES = 16384
+
+
+class UserDataTooLarge(ValueError):
+    """The encoded user-data exceeds the limit; the message lists the largest embedded files."""
+
+
+@dataclass(frozen=True)
+class FileSize:
+    path: str
+    bytes: int
+    gzip_bytes: int   # this file compressed alone: its rough share of the encoded size
+    source: str
+
+
+@dataclass(frozen=True)
+class RenderedUserData:
+    cloud_config: str              # the decoded '#cloud-config' document
+    encoded: str                   # base64(gzip(cloud_config)): the cloud's user_data argument
+    encoded_size: int              # len(encoded)
+    files: tuple[FileSize, ...] = ()
+    # Set when the agent travels through the checkpoint bucket: the program uploads data at key.
+    agent_bundle: Optional[AgentBundle] = None
+
+
+def _yaml_block(text: str, indent: int) -> str:
+    """A YAML scalar that loads back to exactly `text`: a literal block when possible, else JSON-quoted."""
+    printable = all(c in "\n\t" or (" " <= c and c not in "\x7f\ufeff") for c in text)
+    if not text or not printable or text[0] in " \n" or "\r" in text or "\u2028" in text or "\u2029" in text:
+        return json.dumps(text)
+    body = text.rstrip("\n")
+    trailing = len(text) - len(body)
+    chomp = "-" if trailing == 0 else ("" if trailing == 1 else "+")
+    pad = " " * indent
+    lines = [pad + line if line else "" for line in body.split("\n")]
+    # The template's own newline ends the last line; extra trailing newlines become kept empty lines.
+    return f"|{chomp}\n" + "\n".join(lines) + "\n" * max(trailing - 1, 0)
+
+
+def _sq(value: Any) -> str:
+    return shlex.quote(str(value))
+
+
+def environment(provider: str) -> jinja2.Environment:
+    loaders = []
+    provider_dir = PROVIDERS / provider / "templates"
+    if provider_dir.is_dir():
+        loaders.append(jinja2.FileSystemLoader(str(provider_dir)))
+    loaders.append(jinja2.FileSystemLoader(str(TEMPLATES)))
+    env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                             autoescape=False,
+                             # Bash's ${#array[@]} would open a standard Jinja comment ({#).
+                             comment_start_string="{##", comment_end_string="##}")
+    env.filters["sq"] = _sq
+    env.filters["yaml_block"] = _yaml_block
+    return env
+
+
+def shared_fs_types(provider: str) -> list[str]:
+    """The shared-FS types that have a mount snippet for this provider (neutral 'none' included)."""
+    names = set()
+    for folder in (PROVIDERS / provider / "templates", TEMPLATES):
+        names.update(p.name[len("sharedfs-"):-len(".sh.j2")] for p in folder.glob("sharedfs-*.sh.j2"))
+    return sorted(names)
+
+
+def render_bootstrap(node_config: dict, values: Optional[dict] = None, bundle: Optional[AgentBundle] = None) -> str:
+    """The bootstrap bash script of this node config (what cloud-init writes to BOOTSTRAP_PATH)."""
+    v = values or bootstrap_values(node_config)
+    if v["shared_type"] not in shared_fs_types(v["provider"]):
+        raise BootstrapConfigError([
+            f"bootstrap.sharedFs.type: {v['shared_type']!r} has no mount snippet for provider "
+            f"{v['provider']!r}; available: {', '.join(shared_fs_types(v['provider']))} "
+            f"(add components/providers/{v['provider']}/templates/sharedfs-{v['shared_type']}.sh.j2)"])
+    return environment(v["provider"]).get_template("bootstrap.sh.j2").render(
+        v=v, unit=AGENT_UNIT, bundle=bundle, node_json=NODE_JSON, fetcher=FETCHER.name)
+
+
+DELIVERIES = ("auto", "embed", "bundle")
+
+
+def _encode(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _sizes(files: list[EmbeddedFile]) -> tuple[FileSize, ...]:
+    return tuple(FileSize(f.path, len(f.content.encode()), len(gzip.compress(f.content.encode(), 9, mtime=0)),
+                          f.source) for f in files)
+
+
+def _document(node_config: dict, v: dict, env: jinja2.Environment, agent: list[EmbeddedFile],
+              bundle: Optional[AgentBundle]) -> tuple[str, list[EmbeddedFile]]:
+    files = [
+        EmbeddedFile(NODE_JSON, "0644", json.dumps(node_config, indent=1) + "\n", "node config"),
+        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, bundle),
+                     "scripts/bootstrap/bootstrap.sh.j2"),
+        EmbeddedFile(f"/etc/systemd/system/{AGENT_UNIT}", "0644",
+                     env.get_template("agent.service.j2").render(v=v, node_json=NODE_JSON),
+                     "scripts/bootstrap/agent.service.j2"),
+        *agent,
+    ]
+    text = env.get_template("user-data.yaml.j2").render(v=v, files=files, bootstrap_path=BOOTSTRAP_PATH)
+    return text, files
+
+
+def render_user_data(node_config: dict, *, agent_delivery: str = "auto",
+                     max_encoded: Optional[int] = MAX_ENCODED_BYTES, agent_src: Path = AGENT_SRC,
+                     providers: Path = PROVIDERS) -> RenderedUserData:
+    """Render and encode the user-data of one node.
+
+    agent_delivery: "embed" puts the whole agent in user-data; "bundle" puts only the cloud runtime
+    and the fetcher there and returns `agent_bundle`, which the program must upload to the checkpoint
+    bucket at `agent_bundle.key`; "auto" embeds when the result stays under `max_encoded`, else
+    bundles. Raises BootstrapConfigError (bad node config) or UserDataTooLarge.
+    """
+    if agent_delivery not in DELIVERIES:
+        raise ValueError(f"agent_delivery: {agent_delivery!r} is not allowed; allowed: {', '.join(DELIVERIES)}")
+    v = bootstrap_values(node_config)
+    env = environment(v["provider"])
+    agent_dir = v["paths"]["agent"]
+    agent = agent_files(v["provider"], agent_dir, agent_src, providers)
+    bundle = None
+    text, files = _document(node_config, v, env, agent, None) if agent_delivery != "bundle" else ("", [])
+    encoded = _encode(text) if text else ""
+    too_big = max_encoded is not None and len(encoded) >= max_encoded
+    if agent_delivery == "bundle" or (agent_delivery == "auto" and too_big):
+        bundle = make_bundle(agent, agent_dir, node_config["checkpoint"]["prefix"], v["stack"])
+        stage1 = [f for f in agent if f.path.endswith("/" + RUNTIME_NAME)]
+        stage1.append(EmbeddedFile(f"{agent_dir}/{FETCHER.name}", "0644",
+                                   strip_python(FETCHER.read_text(encoding="utf-8"), str(FETCHER)),
+                                   "scripts/bootstrap/fetch_agent.py"))
+        text, files = _document(node_config, v, env, stage1, bundle)
+        encoded = _encode(text)
+    sizes = _sizes(files)
+    if max_encoded is not None and len(encoded) >= max_encoded:
+        top = sorted(sizes, key=lambda s: -s.gzip_bytes)[:6]
+        raise UserDataTooLarge(
+            f"stack {v['stack']}: encoded user-data is {len(encoded)} bytes, limit {max_encoded}"
+            f" (agent delivery: {'bundle' if bundle else 'embed'}); largest parts (gzip alone): "
+            + ", ".join(f"{s.path} {s.gzip_bytes}" for s in top))
+    return RenderedUserData(text, encoded, len(encoded), sizes, bundle)
+
+
+def decode(encoded: str) -> str:
+    """The #cloud-config text inside an encoded user-data string (what cloud-init will see)."""
+    return gzip.decompress(base64.b64decode(encoded)).decode("utf-8")
+
+
