@@ -1,0 +1,32 @@
+"""Entry point: `python -m node_agent --config /etc/gpu-training/node.json` (systemd runs it).
+
+Logs go with timestamps to stdout (the journal) and to <paths.logs>/agent.log, the trainer's
+output included. Exit status: 0 finished (or nothing left to do), 2 bad config, 3 the final
+upload or marker failed (node kept; a restart retries), 4 the release request failed.
+"""
+import argparse
+import logging
+import os
+import sys
+
+from .agent import Agent
+from .config import load
+
+
+def main():
+    ap = argparse.ArgumentParser(prog='node_agent', description='gpu-training node agent')
+    ap.add_argument('--config', default='/etc/gpu-training/node.json', help='node config (docs/node-config.md)')
+    cfg = load(ap.parse_args().config)
+    os.makedirs(cfg['paths']['logs'], exist_ok=True)
+    fmt = logging.Formatter('%(asctime)s %(name)s %(levelname)s %(message)s')
+    for h in (logging.StreamHandler(sys.stdout), logging.FileHandler(os.path.join(cfg['paths']['logs'], 'agent.log'))):
+        h.setFormatter(fmt)
+        logging.getLogger().addHandler(h)
+    # Our own loggers talk; botocore and friends only when something is wrong.
+    logging.getLogger().setLevel(logging.WARNING)
+    for n in ('agent', 'trainer'):
+        logging.getLogger(n).setLevel(logging.INFO)
+    sys.exit(Agent(cfg).run())
+
+
+main()

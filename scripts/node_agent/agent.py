@@ -1,0 +1,254 @@
+"""The node agent's lifecycle: prepare, start and watch the trainer, final sync, marker, release.
+
+Every step is recorded in <paths.state>/agent-state.json before the next one starts, so an agent
+restarted by systemd continues where the last one stopped and never starts the trainer twice:
+  start -> run (trainer pid + start time) -> final (outcome known) -> release -> done
+A PREEMPTED run (spot notice, or the agent itself got SIGTERM) goes back to `start` after its
+marker, so a node that comes back resumes from the checkpoint. The node is released only after a
+verified final upload and the final marker; a failed upload leaves it running (exit 3: systemd
+restarts the agent, which retries) until the cloud-side TTL.
+"""
+import json
+import logging
+import os
+import shlex
+import signal
+import threading
+import time
+from contextlib import suppress
+from datetime import datetime, timezone
+
+from . import proc
+from .cloud import retrying, runtime
+from .monitor import Monitor
+from .store import Store
+
+L, T = logging.getLogger('agent'), logging.getLogger('trainer')
+
+
+def iso(t):
+    return t and datetime.fromtimestamp(t, timezone.utc).isoformat(timespec='seconds')
+
+
+class Agent:
+    def __init__(self, cfg):
+        self.c, self.A, P = cfg, cfg['agent'], cfg['paths']
+        for d in (P['state'], P['logs'], P['checkpoints']):
+            os.makedirs(d, exist_ok=True)
+        self.sf, self.exitf, self.csv = (os.path.join(P['state'], n) for n in ('agent-state.json', 'trainer.exit', 'utilisation.csv'))
+        self.log, self.st, self.spawned, self.asked = os.path.join(P['logs'], 'trainer.log'), {}, False, None
+        if os.path.exists(self.sf):
+            with open(self.sf) as f:
+                self.st = json.load(f)
+        self.retry, self.rt = retrying(cfg), runtime(cfg)
+        self.node = self.retry(self.rt.instance_id)()
+        self.store = Store(cfg, self.node, cfg['identity']['roleName'] and self.retry(self.rt.credentials))
+        self.mon = Monitor(cfg, self.csv)
+        # systemd stop / shutdown: stop the trainer gracefully, save, do not release (see watch).
+        for s in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(s, lambda n, _: setattr(self, 'asked', signal.Signals(n).name))
+
+    def save(self, **kw):
+        self.st.update(kw)
+        with open(self.sf + '.tmp', 'w') as f:
+            json.dump(self.st, f)
+        os.replace(self.sf + '.tmp', self.sf)
+
+    def end(self, state, reason, release=True, **kw):
+        self.save(phase='final', state=state, reason=reason, release=release, endedAt=time.time(), **kw)
+
+    def run(self):
+        """The whole lifecycle; the exit status (0 finished, 3 data or marker not saved, 4 release failed)."""
+        st, bad = self.st, os.path.join(self.c['paths']['state'], 'UNHEALTHY')
+        if not st:
+            self.save(phase='start', boot=time.time())
+        L.info('node %s, stack %s, phase %s', self.node, self.c['stack'], st['phase'])
+        if st['phase'] == 'done':
+            L.info('finished earlier (%s): nothing to do', st.get('state'))
+            return 0
+        if st['phase'] == 'start' and os.path.exists(bad):
+            with open(bad) as f:
+                # Humans must look at a node whose accelerators do not match: no training, no release.
+                self.end('FAILED', 'unhealthy: ' + (f.read().strip() or 'see bootstrap-status.json'), False)
+        if st['phase'] == 'start':
+            self.start()
+        if st['phase'] == 'run':
+            self.watch()
+        return self.finish()
+
+    def start(self):
+        c, P, Tr = self.c, self.c['paths'], self.c['train']
+        ck, n, port = P['checkpoints'], int(c['nodeCount']), str(int(Tr['rendezvousPort']))
+        os.makedirs(Tr['workdir'], exist_ok=True)
+        self.store.fetch_code(Tr['workdir'])
+        got = self.store.restore(ck)
+        rank, master = 0, '127.0.0.1'
+        until = time.time() + self.A['peerWaitMinutes'] * 60
+        while n > 1:
+            try:
+                peers = sorted(self.rt.peers())
+            except Exception as e:
+                L.warning('peer lookup failed: %s', e)
+                peers = []
+            ids = [p[0] for p in peers]
+            if len(ids) >= n and self.node in ids:
+                rank, master = ids.index(self.node), peers[0][1]
+                break
+            if time.time() > until:
+                return self.end('FAILED', f'peers: {len(ids)} of {n} nodes found within peerWaitMinutes')
+            L.info('waiting for peers: %d of %d', len(ids), n)
+            time.sleep(5)
+        env = {**os.environ, **self.env_file(), **{k: str(v) for k, v in Tr['env'].items()}, 'CKPT_DIR': ck,
+               'RESUME_FROM': ck if got or any(os.scandir(ck)) else '', 'NODE_RANK': str(rank),
+               'MASTER_ADDR': master, 'MASTER_PORT': port}
+        if P['venv']:
+            env['PATH'] = os.path.join(P['venv'], 'bin') + os.pathsep + env.get('PATH', '')
+        cmd = Tr['command']
+        if Tr['launcher'] == 'torchrun':
+            t = shlex.split(cmd)
+            # torchrun takes the script itself; a command that is not python runs with --no-python.
+            t = t[1:] if os.path.basename(t[0]).startswith('python') else ['--no-python', *t]
+            cmd = shlex.join(['torchrun', '--nnodes', str(n), '--node_rank', str(rank), '--nproc_per_node',
+                              str(int(Tr['gpusPerNode'])), '--master_addr', master, '--master_port', port, *t])
+        else:
+            env.update(RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK='0')
+        pid, t0 = proc.spawn(cmd, Tr['workdir'], env, self.log, self.exitf)
+        self.spawned = True
+        self.save(phase='run', pid=pid, pstart=t0, startedAt=time.time(), lastCheckpoint=got, stop=None,
+                  state=None, exitCode=None, reason=None, endedAt=None)
+        L.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, n, env['RESUME_FROM'], cmd)
+        try:
+            self.marker('RUNNING')
+        except Exception as e:
+            L.warning('no RUNNING marker: %s', e)
+
+    def env_file(self):
+        """KEY=VALUE lines of the bootstrap's train.env (DataLoader workers, AMP, NCCL hints)."""
+        try:
+            with open(self.c['paths']['trainEnv']) as f:
+                kv = [ln.strip().removeprefix('export ').split('=', 1) for ln in f if '=' in ln and ln.strip()[0] != '#']
+        except OSError:
+            return {}
+        return {k.strip(): v.strip().strip('"\'') for k, v in kv}
+
+    def watch(self):
+        """Follow the trainer until its process group is gone; stop it on notice, idle, TTL or SIGTERM."""
+        A, st = self.A, self.st
+        pid, t0, grace = st['pid'], st['pstart'], A['maxGraceSeconds']
+        if not self.spawned:
+            L.info('re-attaching to the running trainer, pid %d', pid)
+        tail, halt = proc.Tail(self.log, not self.spawned), threading.Event()
+        sync = threading.Thread(target=self.syncer, args=(halt,), daemon=True)
+        sync.start()
+        ttl = A['maxHours'] and st['boot'] + A['maxHours'] * 3600 - A['ttlMarginMinutes'] * 60
+        spot = util = 0
+        low = None
+        # The leader's /proc entry is cheap to check; the whole group is scanned only once it is gone.
+        while proc.alive(pid, t0) or proc.group_alive(pid):
+            tail.pump(T.info)
+            now, s, why = time.time(), st.get('stop'), None
+            if s:
+                if now > s['kill'] and not s.get('killed'):
+                    L.warning('grace period over: SIGKILL to the trainer process group')
+                    proc.signal_group(pid, signal.SIGKILL)
+                    self.save(stop={**s, 'killed': True})
+            elif not proc.alive(pid, t0):
+                # It ended by itself: leftovers of its group (workers) get the grace period, then SIGKILL.
+                self.save(stop={'kill': now + grace})
+            elif self.asked:
+                why = 'PREEMPTED', f'agent got {self.asked}: node stopping', grace
+            elif now >= spot:
+                spot = now + A['spotPollSeconds']
+                try:
+                    t = self.rt.spot_notice()
+                except Exception as e:
+                    L.warning('spot notice check failed: %s', e)
+                    t = None
+                if t:
+                    left = t.timestamp() - now - A['uploadAllowanceSeconds']
+                    why = 'PREEMPTED', f'spot notice: terminated at {t.isoformat()}', max(1, min(grace, left))
+            if not (s or why) and now >= util:
+                util = now + A['utilSampleSeconds']
+                u = self.mon.sample(L)
+                low = None if u is None or u >= A['idleUtilPercent'] else low or now
+                if low and A['idleMinutes'] and now - low >= A['idleMinutes'] * 60:
+                    why = 'FAILED', f"idle: utilisation under {A['idleUtilPercent']}% for {A['idleMinutes']} min", grace
+            if not (s or why) and ttl and now >= ttl:
+                why = 'FAILED', f"ttl: maxHours {A['maxHours']} less {A['ttlMarginMinutes']} min reached", grace
+            if why:
+                L.warning('%s: %s to the trainer, grace %.1f s', why[1], self.c['train']['stopSignal'], why[2])
+                proc.signal_group(pid, getattr(signal, self.c['train']['stopSignal']))
+                self.save(stop={'state': why[0], 'reason': why[1], 'kill': now + why[2]})
+            time.sleep(0.2)
+        tail.pump(T.info)
+        halt.set()
+        sync.join()
+        code, s = proc.exit_code(self.exitf), st.get('stop') or {}
+        state = s.get('state') or ('DONE' if code == 0 else 'FAILED')
+        reason = s.get('reason') or (code != 0 and f'trainer exit code {code}' or None)
+        if s.get('killed'):
+            reason = f"{reason or 'leftover processes'}; killed after the grace period"
+        L.info('trainer ended: exit code %s, %s, %s', code, state, reason)
+        self.end(state, reason, state != 'PREEMPTED', exitCode=code)
+
+    def syncer(self, halt):
+        """Periodic snapshots while the trainer runs (syncIntervalSeconds 0: only the final one)."""
+        every = self.A['syncIntervalSeconds']
+        while every and not halt.wait(every):
+            try:
+                self.st['lastCheckpoint'] = self.store.snapshot(self.c['paths']['checkpoints']) or self.st['lastCheckpoint']
+            except Exception as e:
+                L.error('periodic checkpoint sync failed: %s', e)
+
+    def finish(self):
+        st, keep = self.st, self.A['keep']
+        if st['phase'] == 'final':
+            try:
+                self.save(lastCheckpoint=self.store.snapshot(self.c['paths']['checkpoints'], True) or st.get('lastCheckpoint'))
+                try:
+                    self.report()
+                except Exception as e:
+                    L.warning('utilisation report incomplete: %s', e)
+                self.marker(st['state'])
+            except Exception as e:
+                L.error('final upload or marker failed after retries: %s. NOT releasing this node', e)
+                with suppress(Exception):
+                    self.marker('SYNC_FAILED', reason=f"{e}; the run was {st['state']}: {st['reason']}")
+                return 3
+            if st['state'] == 'PREEMPTED':
+                # The cloud reclaims a preempted node; should it come back, the agent resumes.
+                self.save(phase='start', stop=None)
+                return 0
+            self.save(phase='release')
+        if st['release'] and not keep:
+            L.info('releasing this node')
+            try:
+                self.retry(self.rt.release)()
+            except Exception as e:
+                L.error('release failed: %s (the cloud-side TTL remains the backstop)', e)
+                return 4
+        else:
+            L.info('not releasing this node: %s', 'agent.keep' if keep else st['reason'])
+        self.save(phase='done')
+        return 0
+
+    def report(self):
+        d = self.c['paths']['state'] + '/report'
+        os.makedirs(d, exist_ok=True)
+        L.info('utilisation: %s', json.dumps(self.mon.report(d)))
+        for p in (self.csv, d + '/utilisation.png', d + '/summary.json'):
+            if os.path.exists(p):
+                with open(p, 'rb') as f:
+                    self.store.put_data(f'report/{self.node}/{os.path.basename(p)}', f.read())
+
+    def marker(self, state, **kw):
+        st, c = self.st, self.c
+        t0, t1, rate = st.get('startedAt'), st.get('endedAt'), c['cost'].get('effectivePerNodeHour')
+        h = ((t1 or time.time()) - t0) / 3600 if t0 else 0
+        self.store.put_data(f'markers/{self.node}.json', json.dumps({
+            'state': state, 'node': self.node, 'stack': c['stack'], 'exitCode': st.get('exitCode'),
+            'reason': st.get('reason'), 'startedAt': iso(t0), 'endedAt': iso(t1), 'durationSeconds': round(h * 3600, 1),
+            'gpuHours': round(h * c['accelerator']['count'], 4), 'estimatedCost': None if rate is None else round(h * rate, 4),
+            'currency': c['cost'].get('currency'), 'utilisation': self.mon.summary()[0],
+            'lastCheckpoint': st.get('lastCheckpoint'), 'updatedAt': iso(time.time()), **kw}, indent=1).encode())
+        L.info('marker %s', state)

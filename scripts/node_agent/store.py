@@ -1,0 +1,171 @@
+"""Checkpoint snapshots in S3-compatible object storage: verified uploads, manifests, restore.
+
+Layout under <prefix>/<stack>/ (docs/node-config.md, "Object storage layout"):
+  checkpoints/objects/<sha256>        file contents, keyed by their own hash, written once
+  checkpoints/manifests/<id>.json     one snapshot: {relative path: {sha256, size}}, written last
+A snapshot exists only once its manifest does, and a manifest is written only after every object
+it names was verified (size, and our sha256 in the object metadata, read back by HEAD). A newer
+snapshot only ever adds objects, so it can never damage an older complete one, and unchanged files
+are uploaded once. Ids start with the UTC time, so the newest manifest is the last key.
+"""
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from .cloud import retrying
+
+L = logging.getLogger('agent')
+# Trainers write atomically (temp file + rename): these names are work in progress.
+TEMP = ('.tmp', '.part', '.partial', '.swp', '~', '.lock')
+
+
+def sha256(f):
+    h = hashlib.sha256()
+    for b in iter(lambda: f.read(1 << 20), b''):
+        h.update(b)
+    return h.hexdigest()
+
+
+def inside(base, rel):
+    """base/rel, or None when rel would escape base (a damaged or hostile manifest)."""
+    p = os.path.realpath(os.path.join(base, rel))
+    return p if p.startswith(os.path.realpath(base) + os.sep) else None
+
+
+class Store:
+    def __init__(self, cfg, node, credentials):
+        k = cfg['checkpoint']
+        self.bucket, self.node, self.lock = k['bucket'], node, threading.Lock()
+        self.root = f"{k['prefix'].strip('/')}/{cfg['stack']}/"
+        self.objects, self.retry = self.root + 'checkpoints/objects/', retrying(cfg)
+        session = boto3.Session()
+        if credentials:
+            from botocore.credentials import RefreshableCredentials
+            # Role credentials expire within hours; botocore refreshes them through this callback.
+            session._session._credentials = RefreshableCredentials.create_from_metadata(
+                credentials(), credentials, 'node-role')
+        extra = {}
+        if cfg['provider'] != 'aws' or k['endpoint']:
+            # OSS/COS/OBS/BOS reject the CRC32 checksums that botocore >= 1.36 sends by default.
+            extra = {'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
+        self.s3 = session.client('s3', endpoint_url=k['endpoint'], region_name=k['region'] or cfg['region'],
+                                 config=Config(signature_version=k['signatureVersion'], connect_timeout=5,
+                                               read_timeout=60, retries={'mode': 'standard', 'max_attempts': 3},
+                                               s3={'addressing_style': k['addressingStyle']}, **extra))
+        self.tc = TransferConfig(multipart_threshold=16 << 20, multipart_chunksize=16 << 20, max_concurrency=8)
+        self.hashes, self.verified, self.last = {}, set(), (None, None)
+
+    def verify(self, key, size, sha):
+        """True when the object exists with this size and sha256; False when it is absent."""
+        try:
+            h = self.s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as e:
+            if e.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound'):
+                return False
+            raise
+        return h['ContentLength'] == size and h['Metadata'].get('sha256') == sha
+
+    def put(self, key, src, size, sha):
+        """Upload bytes or an open file unless the object already holds this content; then verify it."""
+        if (key, sha) in self.verified or self.verify(key, size, sha):
+            return self.verified.add((key, sha))
+        if isinstance(src, bytes):
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=src, Metadata={'sha256': sha})
+        else:
+            # Through /proc/self/fd: the inode we hashed, even if the trainer renamed a new file over the name.
+            self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.tc,
+                                ExtraArgs={'Metadata': {'sha256': sha}})
+        if not self.verify(key, size, sha):
+            raise OSError(f'{key}: the uploaded object does not verify')
+        self.verified.add((key, sha))
+
+    def put_data(self, rel, body):
+        self.retry(self.put)(self.root + rel, body, len(body), hashlib.sha256(body).hexdigest())
+
+    def snapshot(self, ckpt_dir, final=False):
+        """Upload new/changed files, then write a manifest; the newest complete snapshot id (or None)."""
+        with self.lock:
+            found = []
+            try:
+                for root, _, names in os.walk(ckpt_dir):
+                    for n in names:
+                        p = os.path.join(root, n)
+                        if n.startswith('.') or n.endswith(TEMP):
+                            continue
+                        try:
+                            f = open(p, 'rb')
+                        except OSError:
+                            continue  # renamed away between listing and opening
+                        st = os.fstat(f.fileno())
+                        # Touched within the last second: may still be written in place (final: trainer gone).
+                        if not final and time.time() - st.st_mtime < 1:
+                            f.close()
+                            continue
+                        sig = st.st_ino, st.st_size, st.st_mtime_ns
+                        if self.hashes.get(p, (0,))[0] != sig:
+                            self.hashes[p] = sig, sha256(f)
+                        found.append((os.path.relpath(p, ckpt_dir), f, st.st_size, self.hashes[p][1]))
+                with ThreadPoolExecutor(4) as ex:
+                    list(ex.map(lambda x: self.retry(self.put)(self.objects + x[3], *x[1:]), found))
+            finally:
+                for x in found:
+                    x[1].close()
+            files = {r: {'sha256': s, 'size': z} for r, _, z, s in found}
+            if not files or files == self.last[1]:
+                return self.last[0]
+            t = time.time_ns()
+            sid = time.strftime('%Y%m%dT%H%M%S', time.gmtime(t // 10**9)) + f'.{t % 10**9:09d}Z-{self.node}'
+            self.put_data(f'checkpoints/manifests/{sid}.json', json.dumps({'id': sid, 'node': self.node, 'files': files}).encode())
+            self.last = sid, files
+            L.info('snapshot %s complete: %d files, %d bytes', sid, len(files), sum(v['size'] for v in files.values()))
+            return sid
+
+    def keys(self, rel):
+        pages = self.s3.get_paginator('list_objects_v2').paginate(Bucket=self.bucket, Prefix=self.root + rel)
+        return [o['Key'] for p in pages for o in p.get('Contents', [])]
+
+    def fetch_code(self, workdir):
+        """Copy <prefix>/<stack>/code/ (the user's training code, when uploaded) into the workdir."""
+        for k in self.retry(self.keys)('code/'):
+            dst = inside(workdir, k[len(self.root) + 5:])
+            if dst and not k.endswith('/'):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                self.retry(self.s3.download_file)(self.bucket, k, dst)
+
+    def restore(self, ckpt_dir):
+        """Download the newest snapshot whose objects all verify; its id, or None."""
+        for key in reversed(self.retry(self.keys)('checkpoints/manifests/')):
+            try:
+                m = json.loads(self.retry(self.s3.get_object)(Bucket=self.bucket, Key=key)['Body'].read())
+                if self.retry(self.fetch)(ckpt_dir, m['files']):
+                    L.info('restored snapshot %s: %d files', m['id'], len(m['files']))
+                    self.last = m['id'], None
+                    return m['id']
+                L.warning('snapshot %s is incomplete: trying an older one', key)
+            except Exception as e:  # a damaged manifest must not keep the node from older ones
+                L.warning('snapshot %s is unusable (%s): trying an older one', key, e)
+
+    def fetch(self, ckpt_dir, files):
+        if not files or not all(self.verify(self.objects + v['sha256'], v['size'], v['sha256']) for v in files.values()):
+            return False
+        for rel, v in files.items():
+            dst = inside(ckpt_dir, rel)
+            # Never overwrite a local file: it is as new as the store's copy, or newer.
+            if not dst or os.path.exists(dst):
+                continue
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            self.s3.download_file(self.bucket, self.objects + v['sha256'], dst + '.tmp', Config=self.tc)
+            with open(dst + '.tmp', 'rb') as f:
+                if sha256(f) != v['sha256']:
+                    raise OSError(f'{rel}: the downloaded file does not match its sha256')
+            os.replace(dst + '.tmp', dst)
+        return True
