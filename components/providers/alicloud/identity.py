@@ -47,11 +47,11 @@ class NodeIdentity(pulumi.ComponentResource):
         self.role = alicloud.ram.Role(f"{ctx.name}-node-role", role_name=name,
                                       assume_role_policy_document=json.dumps(trust, sort_keys=True),
                                       description=f"gpu-training {spec.stack} nodes", max_session_duration=3600,
-                                      opts=child)
+                                      tags=dict(ctx.tags), opts=child)
         self.policy = alicloud.ram.Policy(f"{ctx.name}-node-policy", policy_name=name,
                                           policy_document=json.dumps(policy_document(spec), sort_keys=True),
                                           description=f"least privilege for gpu-training {spec.stack} nodes",
-                                          opts=child)
+                                          tags=dict(ctx.tags), opts=child)
         alicloud.ram.RolePolicyAttachment(f"{ctx.name}-node-policy-attachment", policy_name=self.policy.policy_name,
                                           policy_type="Custom", role_name=self.role.role_name, opts=child)
         self.register_outputs({"roleName": self.role.role_name})
