@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Sandbox stand-in for the system tools the bootstrap calls (components/bootstrap/sandbox.py links
+# it under each tool's name). Every call is appended to $SANDBOX_CALLS (name and arguments joined by
+# the 0x1f unit separator), then emulated just far enough against the state in $SANDBOX_STATE:
+# GPUs/NPUs the driver sees, disks and their file systems, installed packages, mounts, units.
+# Nothing here touches the real system.
+set -euo pipefail
+me=${0##*/}
+S=$SANDBOX_STATE
+{ printf '%s' "$me"; [ "$#" -eq 0 ] || printf '\037%s' "$@"; printf '\n'; } >>"$SANDBOX_CALLS"
+
+last() { local a; for a in "$@"; do :; done; printf '%s' "${a:-}"; }
+accelerators() { cat "$S/gpus" 2>/dev/null || cat "$S/npus" 2>/dev/null || echo 0; }
+pkg_name() { local p=${1##*/}; p=${p%.deb}; p=${p%%_*}; printf '%s' "${p%%=*}"; }
+install_pkg() {
+  local name
+  name=$(pkg_name "$1")
+  mkdir -p "$S/pkgs" && : >"$S/pkgs/$name"
+  case "$name" in
+    cuda-drivers-*) cp "$S/gpus_after_install" "$S/gpus" ;;
+  esac
+}
+
+case "$me" in
+  nvidia-smi)
+    [ -f "$S/gpus" ] || { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2; exit 9; }
+    n=$(cat "$S/gpus")
+    case "$*" in
+      -L) for ((i = 0; i < n; i++)); do echo "GPU $i: NVIDIA Sandbox (UUID: GPU-sandbox-$i)"; done ;;
+      *driver_version*) for ((i = 0; i < n; i++)); do echo "$(cat "$S/driver_version")"; done ;;
+      *) echo "sandbox nvidia-smi" ;;
+    esac ;;
+  npu-smi)
+    [ -f "$S/npus" ] || { echo "npu-smi: dcmi init failed" >&2; exit 1; }
+    printf '\tTotal Count                    : %s\n' "$(cat "$S/npus")" ;;
+  apt-get)
+    if [ "${1:-}" = install ] || [[ " $* " == *" install "* ]]; then
+      for a in "$@"; do case "$a" in -*|install|DPkg::*|Dpkg::*) ;; *) install_pkg "$a" ;; esac; done
+    fi ;;
+  dpkg)
+    [ "${1:-}" != -i ] || install_pkg "$2" ;;
+  dpkg-query)
+    [ -e "$S/pkgs/$(last "$@")" ] || exit 1
+    printf 'install ok installed' ;;
+  apt-cache)
+    cat "$S/madison/$(last "$@")" 2>/dev/null || true ;;
+  mkfs.xfs)
+    d="$S/disks/$(basename "$(last "$@")")"
+    echo xfs >"$d/fstype"
+    echo "0000aaaa-$(basename "$d")-4000-8000-sandbox" >"$d/uuid" ;;
+  blkid)
+    d="$S/disks/$(basename "$(last "$@")")"
+    if [ -s "$d/fstype" ]; then printf 'TYPE=%s\nUUID=%s\n' "$(cat "$d/fstype")" "$(cat "$d/uuid")"
+    elif [ -s "$d/pttype" ]; then printf 'PTTYPE=%s\n' "$(cat "$d/pttype")"
+    else exit 2; fi ;;
+  lsblk)
+    cols=""; dev=""
+    for a in "$@"; do case "$a" in /dev/*) dev=$a ;; -*) ;; *) cols=$a ;; esac; done
+    row() {  # row NAME SIZE TYPE MOUNTPOINT, printed as the -o columns ask
+      local out=() c cs
+      IFS=, read -ra cs <<<"$cols"
+      for c in "${cs[@]}"; do
+        case "$c" in NAME) out+=("$1") ;; SIZE) out+=("$2") ;; TYPE) out+=("$3") ;; MOUNTPOINT) out+=("$4") ;; esac
+      done
+      echo "${out[*]}"
+    }
+    if [ -n "$dev" ]; then
+      d="$S/disks/${dev#/dev/}"
+      row "$dev" "$(cat "$d/size")" disk "$(cat "$d/mountpoint" 2>/dev/null || true)"
+      for ((i = 1; i <= $(cat "$d/partitions" 2>/dev/null || echo 0); i++)); do row "$dev$i" 0 part ""; done
+    else
+      for d in "$S"/disks/*; do row "/dev/${d##*/}" "$(cat "$d/size")" disk "$(cat "$d/mountpoint" 2>/dev/null || true)"; done
+    fi ;;
+  mount)
+    last "$@" >>"$S/mounts"; echo >>"$S/mounts" ;;
+  mountpoint)
+    grep -qxF -- "$(last "$@")" "$S/mounts" 2>/dev/null ;;
+  systemctl)
+    unit=$(last "$@"); unit=${unit%.service}
+    mkdir -p "$S/units"
+    case "$*" in
+      *is-active*) [ -e "$S/units/$unit.active" ] ;;
+      *is-enabled*) [ -e "$S/units/$unit.enabled" ] ;;
+      *enable*--now*|*--now*enable*) : >"$S/units/$unit.enabled"; : >"$S/units/$unit.active" ;;
+      *enable*) : >"$S/units/$unit.enabled" ;;
+      *) ;;
+    esac ;;
+  curl)
+    dst=""; prev=""
+    for a in "$@"; do [ "$prev" != -o ] || dst=$a; prev=$a; done
+    url=$(last "$@")
+    # shellcheck disable=SC2016  # $0/$@ belong to the fake package, not to this shim
+    case "$url" in
+      *.run) printf '#!/usr/bin/env bash\nexec "%s" "$0" "$@"\n' "$SANDBOX_SHIMS/ascend-run-package" >"$dst" ;;
+      *) printf 'sandbox download of %s\n' "$url" >"$dst" ;;
+    esac ;;
+  ascend-run-package)
+    case "${1##*/}" in
+      *npu-driver*) cp "$S/npus_after_install" "$S/npus" ;;
+      *cann-toolkit*)
+        mkdir -p "$SANDBOX_ASCEND_HOME/ascend-toolkit"
+        # shellcheck disable=SC2016  # expanded when set_env.sh is sourced
+        printf 'export ASCEND_TOOLKIT_HOME=%s/ascend-toolkit/latest\nexport LD_LIBRARY_PATH=%s/lib64:${LD_LIBRARY_PATH:-}\n' \
+          "$SANDBOX_ASCEND_HOME" "$SANDBOX_ASCEND_HOME" >"$SANDBOX_ASCEND_HOME/ascend-toolkit/set_env.sh" ;;
+    esac ;;
+  id)
+    [ -e "$S/users/$(last "$@")" ] ;;
+  useradd)
+    mkdir -p "$S/users" && : >"$S/users/$(last "$@")" ;;
+  ip)
+    echo "default via 10.0.0.1 dev eth0 proto dhcp src 10.0.0.5 metric 100" ;;
+  nproc)
+    cat "$S/nproc" ;;
+  python3)
+    if [ "${1:-}" = -m ] && [ "${2:-}" = venv ]; then
+      mkdir -p "$3/bin"
+      for t in python pip; do
+        printf '#!/usr/bin/env bash\nexec "%s/venv-%s" "$@"\n' "$SANDBOX_SHIMS" "$t" >"$3/bin/$t"
+        chmod +x "$3/bin/$t"
+      done
+    else
+      exec "$SANDBOX_REAL_PYTHON" "$@"
+    fi ;;
+  venv-python)
+    if [ "${1:-}" = -c ]; then accelerators
+    else exec "$SANDBOX_AGENT_PYTHON" "$@"; fi ;;
+  *) ;;  # groupadd, apt-mark, modprobe, sysctl, venv-pip: recording the call is the whole emulation
+esac
