@@ -2,7 +2,8 @@
 
 Logs go with timestamps to stdout (the journal) and to <paths.logs>/agent.log, the trainer's
 output included. Exit status: 0 finished (or nothing left to do), 2 bad config, 3 the final
-upload or marker failed (node kept; a restart retries), 4 the release request failed.
+upload or marker failed (node kept; a restart retries), 4 the release request failed, 1 anything else
+(metadata or object storage unreachable beyond the retries: systemd restarts the agent).
 """
 import argparse
 import logging
@@ -26,7 +27,12 @@ def main():
     logging.getLogger().setLevel(logging.WARNING)
     for n in ('agent', 'trainer'):
         logging.getLogger(n).setLevel(logging.INFO)
-    sys.exit(Agent(cfg).run())
+    try:
+        sys.exit(Agent(cfg).run())
+    except Exception as e:
+        # systemd restarts the agent (Restart=on-failure); the state file says where to continue.
+        logging.getLogger('agent').error('agent failed, exiting for a restart: %r', e)
+        sys.exit(1)
 
 
 main()

@@ -59,7 +59,7 @@ class Store:
             extra = {'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
         self.s3 = session.client('s3', endpoint_url=k['endpoint'], region_name=k['region'] or cfg['region'],
                                  config=Config(signature_version=k['signatureVersion'], connect_timeout=5,
-                                               read_timeout=60, retries={'mode': 'standard', 'max_attempts': 3},
+                                               read_timeout=60, retries={'mode': 'standard', 'total_max_attempts': 2},
                                                s3={'addressing_style': k['addressingStyle']}, **extra))
         self.tc = TransferConfig(multipart_threshold=16 << 20, multipart_chunksize=16 << 20, max_concurrency=8)
         self.hashes, self.verified, self.last = {}, set(), (None, None)

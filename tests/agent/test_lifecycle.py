@@ -8,6 +8,8 @@ import signal
 import time
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from conftest import checkpoint_ok, verify_snapshot
 
 
@@ -20,7 +22,7 @@ def test_clean_finish_alicloud_releases_after_verified_upload(make_node, api_stu
     m = node.marker()
     assert m['state'] == 'DONE' and m['exitCode'] == 0, m
     assert m['durationSeconds'] > 0 and m['gpuHours'] > 0
-    assert m['estimatedCost'] == round(m['durationSeconds'] / 3600 * 3.0, 4) and m['currency'] == 'CNY'
+    assert m['estimatedCost'] == pytest.approx(m['durationSeconds'] / 3600 * 3.0, abs=1e-4) and m['currency'] == 'CNY'
     assert m['utilisation']['samples'] > 0 and m['utilisation']['gpuUtilMean'] is not None
     # The final snapshot holds exactly the trainer's files, byte for byte.
     files = verify_snapshot(node, m['lastCheckpoint'])
@@ -43,3 +45,134 @@ def test_clean_finish_alicloud_releases_after_verified_upload(make_node, api_stu
     log = (node.tmp / 'logs' / 'agent.log').read_text()
     assert 'finished' in log and 'marker DONE' in log
     assert node.state()['phase'] == 'done'
+
+
+def test_spot_notice_preempts_and_a_fresh_node_resumes_tencent(make_node, api_stub):
+    api = api_stub('tencentcloud')
+    a = make_node('a', cloud='tencentcloud', api=api)
+    a.train(FT_STEPS=2000, FT_STEP_S=0.01, FT_EVERY=10)
+    p = a.start()
+    a.until(lambda: len(list((a.tmp / 'ckpt').glob('ckpt-*.bin'))) >= 1 and a.records())
+    time.sleep(1)  # a couple of periodic snapshots
+    a.meta.notice = datetime.now(timezone.utc) + timedelta(seconds=60)
+    assert a.wait(p) == 0, a.output()
+
+    m = a.marker()
+    assert m['state'] == 'PREEMPTED' and 'spot notice' in m['reason'], m
+    term = [r for r in a.records() if 'term' in r]
+    assert len(term) == 1, 'the trainer got exactly one stop signal'
+    files = verify_snapshot(a, m['lastCheckpoint'])
+    assert max(checkpoint_ok(b) for b in files.values()) == (term[0]['step'], True), 'final save is in the snapshot'
+    assert not api.requests, 'a preempted node is not released by the agent'
+    assert a.state()['phase'] == 'start', 'a restart of this node would resume'
+
+    b = make_node('b', cloud='tencentcloud', api=api)
+    b.train(FT_STEPS=term[0]['step'] + 10)
+    assert b.run() == 0, b.output()
+    start = b.records()[0]
+    assert start['start'] == term[0]['step'], 'resumed from the preempted node\'s last save, not from zero'
+    assert start['env']['RESUME_FROM'] == str(b.tmp / 'ckpt')
+    assert b.marker()['state'] == 'DONE'
+    calls = api.calls('TerminateInstances')
+    assert len(calls) == 1 and calls[0]['params'] == {'InstanceIds': [b.id]}, api.requests
+    h = calls[0]['headers']
+    assert h['authorization'].startswith(f'TC3-HMAC-SHA256 Credential={b.meta.key_id}/'), h
+    assert h['x-tc-token'] == b.meta.token
+
+
+def test_trainer_ignoring_sigterm_is_killed_after_grace_and_last_periodic_checkpoint_survives(make_node, api_stub):
+    api = api_stub('alicloud')
+    node = make_node(api=api, maxGraceSeconds=1)
+    # A checkpoint every ~1.2 s: the agent leaves files younger than a second for the next snapshot.
+    node.train(FT_STEPS=100000, FT_STEP_S=0.02, FT_EVERY=60, FT_IGNORE_TERM=1)
+    p = node.start()
+    node.until(lambda: 'snapshot' in node.output())
+    node.meta.notice = datetime.now(timezone.utc) + timedelta(seconds=30)
+    assert node.wait(p) == 0, node.output()
+
+    m = node.marker()
+    assert m['state'] == 'PREEMPTED' and 'killed after the grace period' in m['reason'], m
+    files = verify_snapshot(node, m['lastCheckpoint'])
+    assert files and all(checkpoint_ok(b)[1] for b in files.values()), 'every file of the last snapshot is intact'
+    assert not [r for r in node.records() if 'term' in r or 'end' in r], 'the trainer never saved on its own'
+    assert not api.requests
+
+
+def test_hung_job_is_idle_then_failed_and_released(make_node, api_stub):
+    api = api_stub('alicloud')
+    node = make_node(api=api, idleMinutes=0.02, idleUtilPercent=5, maxGraceSeconds=1)
+    node.train(FT_STEPS=1000, FT_HANG_AT=5)
+    assert node.run() == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and m['reason'].startswith('idle'), m
+    assert [c['params']['InstanceId'] for c in api.calls('DeleteInstance')] == [node.id]
+    assert m['utilisation']['gpuUtilMean'] < 90, 'the idle samples are in the summary'
+
+
+def test_ttl_stops_gracefully_saves_and_releases(make_node, api_stub):
+    api = api_stub('alicloud')
+    node = make_node(api=api, maxHours=0.0004, ttlMarginMinutes=0)  # 1.44 s after the first start
+    node.train(FT_STEPS=100000, FT_STEP_S=0.01)
+    assert node.run() == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and m['reason'].startswith('ttl'), m
+    term = [r for r in node.records() if 'term' in r]
+    assert term and max(checkpoint_ok(b) for b in verify_snapshot(node, m['lastCheckpoint']).values())[0] == term[0]['step']
+    assert len(api.calls('DeleteInstance')) == 1
+
+
+def test_agent_restart_reattaches_and_never_starts_the_trainer_twice(make_node, api_stub):
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.train(FT_STEPS=50, FT_STEP_S=0.05)
+    first = node.start()
+    node.until(lambda: node.records() and node.state().get('phase') == 'run')
+    os.kill(first.pid, signal.SIGKILL)  # a crash: systemd would restart it
+    first.wait()
+    assert node.run() == 0, node.output()
+    starts = [r for r in node.records() if 'start' in r]
+    assert len(starts) == 1, starts
+    m = node.marker()
+    assert m['state'] == 'DONE' and m['exitCode'] == 0, m
+    assert 're-attaching' in node.output()
+    assert len(api.calls('DeleteInstance')) == 1
+    # A third start after the end does nothing.
+    assert node.run() == 0 and len(api.calls('DeleteInstance')) == 1 and len(node.records()) == 2
+
+
+def test_agent_sigterm_stops_trainer_saves_and_a_restart_resumes(make_node, api_stub):
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.train(FT_STEPS=200, FT_STEP_S=0.02)
+    p = node.start()
+    node.until(lambda: node.records())
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)  # systemctl stop, or the OS shutting down
+    assert node.wait(p) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'PREEMPTED' and 'SIGTERM' in m['reason'] and not api.requests, m
+    saved = [r for r in node.records() if 'term' in r][0]['step']
+    assert node.run() == 0, node.output()
+    assert node.records()[-2]['start'] == saved and node.marker()['state'] == 'DONE'
+    assert len(api.calls('DeleteInstance')) == 1
+
+
+def test_unhealthy_node_trains_nothing_and_is_not_released(make_node, api_stub):
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    (node.tmp / 'state').mkdir(parents=True)
+    (node.tmp / 'state' / 'UNHEALTHY').write_text('accelerators: 7 found, 8 expected\n')
+    assert node.run() == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and '7 found, 8 expected' in m['reason'], m
+    assert not node.records() and not api.requests
+
+
+def test_aws_imdsv2_finish_powers_off_through_the_shutdown_command(make_node):
+    node = make_node(cloud='aws')
+    node.cfg['checkpoint']['region'] = 'us-east-1'
+    node.train(FT_STEPS=5)
+    assert node.run() == 0, node.output()
+    assert node.marker()['state'] == 'DONE' and (node.tmp / 'shutdown').exists()
+    gets = [{k.lower(): v for k, v in h.items()} for m, p, h in node.meta.log if m == 'GET']
+    assert gets and all(h.get('x-aws-ec2-metadata-token') for h in gets), 'every read carried the IMDSv2 token'
