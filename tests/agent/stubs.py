@@ -50,7 +50,7 @@ class Stub:
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(('127.0.0.1', 0), H)
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
         self.url = f'http://127.0.0.1:{self.server.server_address[1]}'
 
     def stop(self):

@@ -176,3 +176,21 @@ def test_aws_imdsv2_finish_powers_off_through_the_shutdown_command(make_node):
     assert node.marker()['state'] == 'DONE' and (node.tmp / 'shutdown').exists()
     gets = [{k.lower(): v for k, v in h.items()} for m, p, h in node.meta.log if m == 'GET']
     assert gets and all(h.get('x-aws-ec2-metadata-token') for h in gets), 'every read carried the IMDSv2 token'
+
+
+def test_multinode_runs_torchrun_with_the_rank_of_this_node_among_sorted_peers(make_node, api_stub):
+    api = api_stub('alicloud', [('i-c', '10.0.0.3'), ('i-a', '10.0.0.1'), ('i-b', '10.0.0.2')])
+    node = make_node(api=api, instance_id='i-b')
+    node.cfg['nodeCount'] = 3
+    node.cfg['train'].update(launcher='torchrun', gpusPerNode=2, rendezvousPort=29555)
+    node.train(FT_STEPS=5)
+    log = node.tmp / 'torchrun.log'
+    assert node.run(env={'FAKE_TORCHRUN_LOG': str(log)}) == 0, node.output()
+    args = log.read_text().split()
+    assert args[:10] == ['--nnodes', '3', '--node_rank', '1', '--nproc_per_node', '2', '--master_addr', '10.0.0.1',
+                         '--master_port', '29555'], args
+    assert args[10].endswith('fake_trainer.py'), 'python itself is dropped: torchrun runs the script'
+    env = node.records()[0]['env']
+    assert (env['NODE_RANK'], env['MASTER_ADDR'], env['MASTER_PORT']) == ('1', '10.0.0.1', '29555')
+    tags = [c['params'] for c in api.calls('DescribeInstances')]
+    assert tags and all('gpu-training:stack' in p.values() and 'agent-test' in p.values() for p in tags), tags

@@ -1,0 +1,108 @@
+"""The per-cloud node runtimes against the metadata and API stubs: tokens, time formats, credentials, peers.
+
+The runtimes are loaded from their files the way the agent loads them on a node, and use the
+agent's own HTTP helper.
+"""
+import importlib.util
+import sys
+import uuid
+from datetime import datetime, timezone
+
+import boto3
+import pytest
+from botocore.credentials import RefreshableCredentials
+
+from conftest import ROOT
+from stubs import CloudApi, Metadata
+
+sys.path.insert(0, str(ROOT / 'scripts'))
+from node_agent.cloud import http  # noqa: E402  (the agent's own metadata helper)
+
+
+def runtime(cloud, meta, api=None, region='cn-hangzhou'):
+    spec = importlib.util.spec_from_file_location(f'rt_{cloud}', ROOT / 'components' / 'providers' / cloud / 'node_runtime.py')
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = {'region': region, 'endpoints': {'metadata': meta.url, 'cloudApi': api},
+           'identity': {'roleName': meta.role}, 'cluster': {'tagKey': 'gpu-training:stack', 'tagValue': 'st'}}
+    return mod.Runtime(cfg, http)
+
+
+@pytest.fixture
+def meta():
+    made = []
+
+    def make(cloud):
+        m = Metadata(cloud, f'i-{uuid.uuid4().hex[:8]}')
+        made.append(m)
+        return m
+    yield make
+    for m in made:
+        m.stop()
+
+
+def test_tencent_termination_time_is_utc_plus_8_not_iso(meta):
+    m = meta('tencentcloud')
+    rt = runtime('tencentcloud', m)
+    assert rt.spot_notice() is None
+    # 20:30:05 UTC is 04:30:05 the next day in Beijing: the stub serves "2026-12-03 04:30:05".
+    m.notice = datetime(2026, 12, 2, 20, 30, 5, tzinfo=timezone.utc)
+    got = rt.spot_notice()
+    assert got == m.notice and got.utcoffset().total_seconds() == 0
+
+
+def test_alibaba_hardened_metadata_needs_the_token_and_recovers_from_a_revoked_one(meta):
+    m = meta('alicloud')
+    status, _ = http('GET', m.url + '/latest/meta-data/instance-id')
+    assert status == 403, 'the stub must refuse reads without a token, as hardened mode does'
+    rt = runtime('alicloud', m)
+    assert rt.instance_id() == m.instance_id
+    m.revoke_tokens()
+    with pytest.raises(OSError, match='403'):
+        rt.instance_id()
+    assert rt.instance_id() == m.instance_id, 'a fresh token is fetched after a 403'
+    puts = [p for method, p, h in m.log if method == 'PUT']
+    assert len(puts) == 2
+    m.notice = datetime(2026, 12, 2, 10, 0, 0, tzinfo=timezone.utc)
+    assert rt.spot_notice() == m.notice
+
+
+def test_aws_instance_action_and_imdsv2(meta):
+    m = meta('aws')
+    rt = runtime('aws', m)
+    assert rt.spot_notice() is None
+    m.notice = datetime(2026, 12, 2, 10, 2, 0, tzinfo=timezone.utc)
+    assert rt.spot_notice() == m.notice
+    assert rt.private_ip() == m.ip
+
+
+@pytest.mark.parametrize('cloud', ['alicloud', 'tencentcloud', 'aws'])
+def test_role_credentials_feed_botocore_refreshable_credentials(meta, cloud):
+    m = meta(cloud)
+    rt = runtime(cloud, m)
+    c = RefreshableCredentials.create_from_metadata(rt.credentials(), rt.credentials, 'node-role')
+    frozen = c.get_frozen_credentials()
+    assert (frozen.access_key, frozen.secret_key, frozen.token) == (m.key_id, m.secret, m.token)
+
+
+@pytest.mark.parametrize('cloud', ['alicloud', 'tencentcloud'])
+def test_peers_come_from_the_cloud_api_filtered_by_the_stack_tag(meta, cloud):
+    m = meta(cloud)
+    api = CloudApi(cloud, [('i-2', '10.0.0.2'), ('i-1', '10.0.0.1')])
+    try:
+        assert sorted(runtime(cloud, m, api.url).peers()) == [('i-1', '10.0.0.1'), ('i-2', '10.0.0.2')]
+        (req,) = api.calls('DescribeInstances')
+        text = str(req['params'])
+        assert 'gpu-training:stack' in text and "'st'" in text, req['params']
+    finally:
+        api.stop()
+
+
+def test_aws_peers_through_ec2_describe_instances(meta, moto_url):
+    ec2 = boto3.client('ec2', endpoint_url=moto_url, region_name='us-east-1')
+    image = ec2.describe_images()['Images'][0]['ImageId']
+    tag = [{'ResourceType': 'instance', 'Tags': [{'Key': 'gpu-training:stack', 'Value': 'st'}]}]
+    mine = ec2.run_instances(ImageId=image, MinCount=2, MaxCount=2, TagSpecifications=tag)['Instances']
+    ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1)  # another stack's node
+    got = runtime('aws', meta('aws'), moto_url, region='us-east-1').peers()
+    assert sorted(got) == sorted((i['InstanceId'], i['PrivateIpAddress']) for i in mine)
