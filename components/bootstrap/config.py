@@ -40,6 +40,9 @@ class BootstrapConfigError(ValueError):
         super().__init__("node config not usable for the bootstrap:\n  " + "\n  ".join(self.problems))
 
 
+_MISSING = object()
+
+
 class _Reader:
     """Dotted-key access that records a problem instead of raising on the first one."""
 
@@ -58,13 +61,13 @@ class _Reader:
                     return default
                 if required:
                     self.problems.append(f"{key}: missing (see docs/node-config.md)")
-                return None
+                return _MISSING
             node = node[part]
         return node
 
     def pattern(self, key: str, regex: re.Pattern, allowed: str, default: Any = ..., *, null_ok: bool = False):
         value = self.get(key, default)
-        if value is None and (null_ok or default is None):
+        if value is _MISSING or (value is None and (null_ok or default is None)):
             return None
         if not isinstance(value, str) or not regex.match(value):
             self.bad(key, value, allowed)
@@ -73,6 +76,8 @@ class _Reader:
 
     def choice(self, key: str, choices: tuple[str, ...], default: Any = ...):
         value = self.get(key, default)
+        if value is _MISSING:
+            return choices[0]
         if value not in choices:
             self.bad(key, value, "one of " + ", ".join(choices))
             return choices[0]
@@ -80,8 +85,8 @@ class _Reader:
 
     def integer(self, key: str, low: int, high: int, default: Any = ..., *, null_ok: bool = False):
         value = self.get(key, default)
-        if value is None and null_ok:
-            return None
+        if value is _MISSING or (value is None and null_ok):
+            return None if value is None else low
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             self.bad(key, value, f"an integer from {low} to {high}")
             return low

@@ -77,9 +77,9 @@ def _sq(value: Any) -> str:
     return shlex.quote(str(value))
 
 
-def environment(provider: str) -> jinja2.Environment:
+def environment(provider: str, providers: Path = PROVIDERS) -> jinja2.Environment:
     loaders = []
-    provider_dir = PROVIDERS / provider / "templates"
+    provider_dir = providers / provider / "templates"
     if provider_dir.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(provider_dir)))
     loaders.append(jinja2.FileSystemLoader(str(TEMPLATES)))
@@ -93,23 +93,25 @@ def environment(provider: str) -> jinja2.Environment:
     return env
 
 
-def shared_fs_types(provider: str) -> list[str]:
+def shared_fs_types(provider: str, providers: Path = PROVIDERS) -> list[str]:
     """The shared-FS types that have a mount snippet for this provider (neutral 'none' included)."""
     names = set()
-    for folder in (PROVIDERS / provider / "templates", TEMPLATES):
+    for folder in (providers / provider / "templates", TEMPLATES):
         names.update(p.name[len("sharedfs-"):-len(".sh.j2")] for p in folder.glob("sharedfs-*.sh.j2"))
     return sorted(names)
 
 
-def render_bootstrap(node_config: dict, values: Optional[dict] = None, bundle: Optional[AgentBundle] = None) -> str:
+def render_bootstrap(node_config: dict, values: Optional[dict] = None, bundle: Optional[AgentBundle] = None,
+                     providers: Path = PROVIDERS) -> str:
     """The bootstrap bash script of this node config (what cloud-init writes to BOOTSTRAP_PATH)."""
     v = values or bootstrap_values(node_config)
-    if v["shared_type"] not in shared_fs_types(v["provider"]):
+    available = shared_fs_types(v["provider"], providers)
+    if v["shared_type"] not in available:
         raise BootstrapConfigError([
             f"bootstrap.sharedFs.type: {v['shared_type']!r} has no mount snippet for provider "
-            f"{v['provider']!r}; available: {', '.join(shared_fs_types(v['provider']))} "
+            f"{v['provider']!r}; available: {', '.join(available)} "
             f"(add components/providers/{v['provider']}/templates/sharedfs-{v['shared_type']}.sh.j2)"])
-    return environment(v["provider"]).get_template("bootstrap.sh.j2").render(
+    return environment(v["provider"], providers).get_template("bootstrap.sh.j2").render(
         v=v, unit=AGENT_UNIT, bundle=bundle, node_json=NODE_JSON, fetcher=FETCHER.name)
 
 
@@ -126,10 +128,10 @@ def _sizes(files: list[EmbeddedFile]) -> tuple[FileSize, ...]:
 
 
 def _document(node_config: dict, v: dict, env: jinja2.Environment, agent: list[EmbeddedFile],
-              bundle: Optional[AgentBundle]) -> tuple[str, list[EmbeddedFile]]:
+              bundle: Optional[AgentBundle], providers: Path) -> tuple[str, list[EmbeddedFile]]:
     files = [
         EmbeddedFile(NODE_JSON, "0644", json.dumps(node_config, indent=1) + "\n", "node config"),
-        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, bundle),
+        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, bundle, providers),
                      "scripts/bootstrap/bootstrap.sh.j2"),
         EmbeddedFile(f"/etc/systemd/system/{AGENT_UNIT}", "0644",
                      env.get_template("agent.service.j2").render(v=v, node_json=NODE_JSON),
@@ -153,11 +155,11 @@ def render_user_data(node_config: dict, *, agent_delivery: str = "auto",
     if agent_delivery not in DELIVERIES:
         raise ValueError(f"agent_delivery: {agent_delivery!r} is not allowed; allowed: {', '.join(DELIVERIES)}")
     v = bootstrap_values(node_config)
-    env = environment(v["provider"])
+    env = environment(v["provider"], providers)
     agent_dir = v["paths"]["agent"]
     agent = agent_files(v["provider"], agent_dir, agent_src, providers)
     bundle = None
-    text, files = _document(node_config, v, env, agent, None) if agent_delivery != "bundle" else ("", [])
+    text, files = _document(node_config, v, env, agent, None, providers) if agent_delivery != "bundle" else ("", [])
     encoded = _encode(text) if text else ""
     too_big = max_encoded is not None and len(encoded) >= max_encoded
     if agent_delivery == "bundle" or (agent_delivery == "auto" and too_big):
@@ -166,7 +168,7 @@ def render_user_data(node_config: dict, *, agent_delivery: str = "auto",
         stage1.append(EmbeddedFile(f"{agent_dir}/{FETCHER.name}", "0644",
                                    strip_python(FETCHER.read_text(encoding="utf-8"), str(FETCHER)),
                                    "scripts/bootstrap/fetch_agent.py"))
-        text, files = _document(node_config, v, env, stage1, bundle)
+        text, files = _document(node_config, v, env, stage1, bundle, providers)
         encoded = _encode(text)
     sizes = _sizes(files)
     if max_encoded is not None and len(encoded) >= max_encoded:

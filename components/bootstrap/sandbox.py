@@ -192,7 +192,8 @@ class Sandbox:
                "GPU_TRAINING_ROOT": str(self.root), "SANDBOX_STATE": str(self.state),
                "SANDBOX_CALLS": str(self.calls_file), "SANDBOX_SHIMS": str(self.shims),
                "SANDBOX_REAL_PYTHON": sys.executable, "SANDBOX_AGENT_PYTHON": self.agent_python,
-               "SANDBOX_ASCEND_HOME": str(self.ascend_home), **self.env_extra}
+               "SANDBOX_ASCEND_HOME": str(self.ascend_home),
+               "SANDBOX_MARKER": str(self.path(self.cfg["paths"]["state"]) / "UNHEALTHY"), **self.env_extra}
         t0 = time.perf_counter()
         proc = subprocess.run(self.bootstrap_command(), env=env, capture_output=True, text=True, timeout=timeout)
         seconds = time.perf_counter() - t0

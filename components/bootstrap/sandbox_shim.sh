@@ -27,7 +27,7 @@ case "$me" in
     n=$(cat "$S/gpus")
     case "$*" in
       -L) for ((i = 0; i < n; i++)); do echo "GPU $i: NVIDIA Sandbox (UUID: GPU-sandbox-$i)"; done ;;
-      *driver_version*) for ((i = 0; i < n; i++)); do echo "$(cat "$S/driver_version")"; done ;;
+      *driver_version*) for ((i = 0; i < n; i++)); do printf '%s\n' "$(cat "$S/driver_version")"; done ;;
       *) echo "sandbox nvidia-smi" ;;
     esac ;;
   npu-smi)
@@ -81,7 +81,10 @@ case "$me" in
     case "$*" in
       *is-active*) [ -e "$S/units/$unit.active" ] ;;
       *is-enabled*) [ -e "$S/units/$unit.enabled" ] ;;
-      *enable*--now*|*--now*enable*) : >"$S/units/$unit.enabled"; : >"$S/units/$unit.active" ;;
+      *enable*--now*|*--now*enable*)
+        : >"$S/units/$unit.enabled"; : >"$S/units/$unit.active"
+        # What the agent would find at its start: the health marker must already be in place.
+        [ ! -e "$SANDBOX_MARKER" ] || cp "$SANDBOX_MARKER" "$S/units/$unit.unhealthy-at-start" ;;
       *enable*) : >"$S/units/$unit.enabled" ;;
       *) ;;
     esac ;;

