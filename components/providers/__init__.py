@@ -15,6 +15,7 @@ from components.providers.base import ProviderProfile
 
 REGISTRY: dict[str, str] = {
     "alicloud": "components.providers.alicloud",
+    "tencentcloud": "components.providers.tencentcloud",
 }
 
 

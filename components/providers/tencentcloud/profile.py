@@ -1,0 +1,136 @@
+"""Tencent Cloud's declared capabilities, disk classes, endpoints, mirrors and value rules (pure data, no SDK).
+
+Sources (docs/tencentcloud.md lists them with links):
+- REFERENCE.md: metadata service, COS S3 endpoint and `name-APPID` buckets, in-VPC mirror.
+- tencentcloud-iac-pulumi 0.2.3 `cfs.FileSystem`: CFS Turbo capacity, Standard Turbo (TB) >= 40,960 GiB
+  in steps of 20,480, High-Performance Turbo (TP) >= 20,480 GiB in steps of 10,240.
+- CBS doc 362/39611 "Enhanced SSD performance": baseline throughput min{120 + 0.5 x GiB, 350} MB/s,
+  at most 1,000 MB/s with extra performance, which can be bought only above 460 GiB.
+- CVM doc 213/33000 "CBS types" and the CBS usage limits: Tremendous SSD (CLOUD_TSSD) is sold only
+  with some storage/standard families (S5se, S6, M6, SA3, ...), none of the GPU families.
+- CVM doc 213/15373 (2024): spot costs "typically 3% to 20% of the pay-as-you-go price".
+- CVM doc 213/17817 (spot FAQ): billing uses the market price, the max price is only a cap.
+- COS doc 436/8276 and 436/30580: bucket names are `<name>-<APPID>`; CAM resources need the APPID.
+- CBS data disk sizes 20-32,000 GiB: the console's limits for SSD classes; the stored docs only confirm
+  "32 TB per disk" from a third-party copy, so the bound is marked unconfirmed in docs/tencentcloud.md.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+from components.providers.base import DataDisk, ObjectStore, ProviderProfile
+
+# Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
+# Enhanced SSD with extra throughput bought on top of its baseline.
+_CATEGORY_FOR_CLASS = {"standard": "CLOUD_BSSD", "high": "CLOUD_HSSD", "extreme": "CLOUD_HSSD"}
+EXTRA_THROUGHPUT_MBPS = 650  # 1,000 MB/s ceiling minus the 350 MB/s baseline ceiling (doc 362/39611)
+EXTRA_THROUGHPUT_MIN_GIB = 461  # extra performance needs more than 460 GiB
+DISK_MIN_GIB, DISK_MAX_GIB = 20, 32000
+
+TURBO = "cfsturbo"
+TURBO_MIN_GIB, TURBO_STEP_GIB = 20480, 10240  # High-Performance Turbo (TP)
+
+# COS bucket names carry the account's APPID: "<name>-<APPID>", lowercase letters, digits and '-'.
+BUCKET_RE = re.compile(r"^(?P<name>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)-(?P<appid>[0-9]{6,})$")
+
+
+def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDisk:
+    """The CBS data disk for a tier; performance_level holds the extra throughput in MB/s, if any."""
+    chosen = category or _CATEGORY_FOR_CLASS[disk_class]
+    if chosen != "CLOUD_HSSD" or disk_class != "extreme":
+        return DataDisk(chosen, None, size_gb)
+    if size_gb < EXTRA_THROUGHPUT_MIN_GIB:
+        return DataDisk(chosen, None, size_gb,
+                        f"Enhanced SSD extra throughput needs more than 460 GiB; a {size_gb} GiB disk keeps its"
+                        f" baseline. Raise dataDiskGb to {EXTRA_THROUGHPUT_MIN_GIB} for +{EXTRA_THROUGHPUT_MBPS} MB/s.")
+    return DataDisk(chosen, str(EXTRA_THROUGHPUT_MBPS), size_gb)
+
+
+def extra_throughput(disk: DataDisk) -> Optional[int]:
+    """The `throughput_performance` argument (MB/s) of a data disk chosen by `data_disk`."""
+    return int(disk.performance_level) if disk.performance_level else None
+
+
+def object_store(region: str) -> ObjectStore:
+    # COS speaks the S3 API with SigV4 and virtual-hosted buckets; in-region CVMs reach the default
+    # domain over the internal network.
+    return ObjectStore(f"https://cos.{region}.myqcloud.com", "virtual", "s3v4")
+
+
+def bucket_appid(bucket: str) -> Optional[str]:
+    match = BUCKET_RE.match(bucket)
+    return match.group("appid") if match else None
+
+
+def spot_cap(spec) -> Optional[float]:
+    """The SPOTPAID max price for the pool: the user's cap, else the lowest known on-demand price."""
+    known = [row.price.on_demand_per_hour for row in spec.pool_types if row.price.known]
+    if spec.spot_max_price is not None:
+        return min([spec.spot_max_price, *known])
+    return min(known) if known else None
+
+
+def checks(spec) -> Iterable[tuple[str, str]]:
+    """Value rules `unsupported` cannot express; each names the key, the value and what is allowed."""
+    bucket = spec.checkpoint.bucket
+    if bucket and bucket_appid(bucket) is None:
+        yield ("checkpoint.bucket",
+               f"{bucket!r} is not a COS bucket name: COS names are '<name>-<APPID>' (e.g."
+               " 'my-ckpt-1250000000'; lowercase letters, digits and '-'), and the node role's COS policy"
+               " needs the APPID; copy the full name from the COS console")
+    if spec.spot and spot_cap(spec) is None:
+        yield ("spotMaxPricePerHour",
+               f"not set, and the catalog has no on-demand price for {spec.instance.name}: Tencent's SPOTPAID"
+               " needs a max price and tencentcloud-iac-pulumi has no price lookup; set spotMaxPricePerHour"
+               " (CNY per node-hour, at most the on-demand price your console shows; you are billed the"
+               " market price, the cap only stops launches above it)")
+    size = spec.data_disk.size_gb
+    if not DISK_MIN_GIB <= size <= DISK_MAX_GIB:
+        yield ("dataDiskGb", f"{size} is out of range for a CBS SSD data disk; allowed: {DISK_MIN_GIB}-{DISK_MAX_GIB} GiB")
+    if spec.shared_storage == TURBO and (spec.shared_storage_gb - TURBO_MIN_GIB) % TURBO_STEP_GIB:
+        low = spec.shared_storage_gb - (spec.shared_storage_gb - TURBO_MIN_GIB) % TURBO_STEP_GIB
+        yield ("sharedStorageGb",
+               f"{spec.shared_storage_gb} is not a CFS Turbo (High-Performance) size: {TURBO_MIN_GIB} GiB plus"
+               f" steps of {TURBO_STEP_GIB}; e.g. {low} or {low + TURBO_STEP_GIB}")
+
+
+PROFILE = ProviderProfile(
+    name="tencentcloud",
+    display_name="Tencent Cloud",
+    region_key="tencentcloud:region",
+    currency="CNY",
+    shared_storage={
+        TURBO: "CFS Turbo, High-Performance (TP): parallel file system reached over a CCN, Lustre client",
+    },
+    parallel_fs=TURBO,
+    shared_storage_default_gb={TURBO: TURBO_MIN_GIB},
+    shared_storage_min_gb={TURBO: TURBO_MIN_GIB},
+    ssd_disk_categories=("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD"),
+    refused_disk_categories={
+        "CLOUD_BASIC": "basic cloud disk: HDD",
+        "CLOUD_PREMIUM": "premium cloud disk: HDD with an SSD cache, too slow for training data",
+    },
+    data_disk=data_disk,
+    object_store=object_store,
+    metadata_endpoint="http://metadata.tencentyun.com",
+    apt_mirror="http://mirrors.tencentyun.com",
+    pip_index="http://mirrors.tencentyun.com/pypi/simple",
+    node_requirements=("boto3", "tenacity", "tencentcloud-sdk-python-common", "tencentcloud-sdk-python-cvm"),
+    spot_discount=0.2,
+    spot_discount_source=("Tencent CVM doc 213/15373 (2024): spot is typically 3% to 20% of the pay-as-you-go"
+                          " price; the upper bound is used as the estimate"),
+    unsupported={
+        "spotFallback=true": ("tencentcloud-iac-pulumi 0.2.3's as_.ScalingGroup exposes no mixed spot/pay-as-you-go"
+                              " allocation, so pay-as-you-go cannot fill missing spot capacity; widen the pool"
+                              " with spotZones, or use billing: on-demand"),
+        "dataDiskCategory=CLOUD_TSSD": ("Tremendous SSD is sold only with some storage and standard families"
+                                        " (S5se, S6, M6, SA3, ...), not with GPU instances; the extreme tier uses"
+                                        " CLOUD_HSSD with extra throughput instead"),
+        "dataDiskCategory=LOCAL_NVME": ("local NVMe comes with the instance type itself, not as a CBS data disk;"
+                                        " the catalog's GPU families have none"),
+    },
+    checks=checks,
+    default_image_note=("a Tencent Cloud public Ubuntu 22.04 image (images.get_instance); set gpu-training:image"
+                        " to an image with the GPU driver preinstalled and the bootstrap skips the driver install"),
+)

@@ -1,0 +1,74 @@
+"""Tencent Cloud storage: the node agent and the training code in COS, the checkpoint bucket when asked to
+create it (retained on destroy), and CFS Turbo as the shared file system.
+
+CFS Turbo is reached over a Cloud Connect Network (CCN), not through a VPC mount target: the program
+creates a CCN, attaches the stack's VPC to it, and gives the file system its own CIDR on the CCN
+(tencentcloud-iac-pulumi `cfs.FileSystem`: net_interface "CCN" needs ccn_id and cidr_block; Tencent
+CFS docs: associate the client VPC with the file system's CCN). Nodes mount it with the Lustre client
+at `<mount ip>@tcp0:/<fs id>/cfs` (TencentCloud/kubernetes-csi-tencentcloud, driver/cfsturbo).
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pulumi
+from tencentcloud_iac_pulumi import ccn, cfs, cos
+
+from components.artifacts import all_artifacts
+from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.tencentcloud.network import TURBO_CIDR, VPC_CIDR
+from components.providers.tencentcloud.profile import TURBO
+from components.spec import Spec
+
+
+def _md5_hex(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+class Storage(pulumi.ComponentResource):
+    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts):
+        super().__init__("gpu-training:tencentcloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(ctx.tags)
+        bucket_dependency = []
+        if spec.checkpoint.bucket and spec.checkpoint.create:
+            # Checkpoints must outlive the stack: destroy leaves the bucket (and its data) in place.
+            bucket = cos.Bucket(
+                f"{ctx.name}-checkpoints", bucket=spec.checkpoint.bucket, acl="private",
+                encryption_algorithm="AES256", versioning_enable=True, force_clean=False, tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
+            bucket_dependency = [bucket]
+        for index, artifact in enumerate(all_artifacts(spec)):
+            # The MD5 as etag makes a changed file a changed input, so `pulumi up` re-uploads it.
+            cos.BucketObject(
+                f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
+                source=str(artifact.path), etag=_md5_hex(artifact.path), tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+
+        self.address = None
+        self.file_system_id = None
+        if spec.shared_storage == TURBO:
+            net = ccn.Instance(f"{ctx.name}-ccn", name=f"gpu-training-{spec.stack}",
+                               description=f"gpu-training {spec.stack}: reaches CFS Turbo", qos="AU",
+                               charge_type="POSTPAID", tags=tags, opts=child)
+            attachment = ccn.AttachmentV2(f"{ctx.name}-ccn-vpc", ccn_id=net.id, instance_id=network.vpc_id,
+                                        instance_type="VPC", instance_region=spec.region,
+                                        description="the stack's VPC", opts=child)
+            group = cfs.AccessGroup(f"{ctx.name}-cfs-access", name=f"gpu-training-{spec.stack}",
+                                    description="only this stack's VPC", opts=child)
+            cfs.AccessRule(f"{ctx.name}-cfs-rule", access_group_id=group.id, auth_client_ip=VPC_CIDR, priority=1,
+                           rw_permission="RW", user_permission="no_root_squash", opts=child)
+            fs = cfs.FileSystem(
+                f"{ctx.name}-cfsturbo", name=f"gpu-training-{spec.stack}", availability_zone=network.zone,
+                access_group_id=group.id, protocol="TURBO", storage_type="TP", net_interface="CCN",
+                ccn_id=net.id, cidr_block=TURBO_CIDR, capacity=spec.shared_storage_gb, tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]))
+            self.address = pulumi.Output.all(fs.mount_ip, fs.fs_id).apply(lambda v: f"{v[0]}:/{v[1]}")
+            self.file_system_id = fs.id
+        self.register_outputs({"sharedFsAddress": self.address})
+
+
+def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
+    storage = Storage(spec, ctx, network)
+    return StorageParts(shared_fs_address=storage.address, shared_fs_id=storage.file_system_id)
