@@ -592,7 +592,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         problems.info("spotZones", f"the spot pool has one instance type ({instance.name}) in one zone;"
                       " list spotZones to give it more capacity to draw from")
 
-    return Spec(
+    spec = Spec(
         project=project, stack=stack, provider=provider, profile=profile, region=region, tier=tier, gpu=gpu,
         gpus_per_node=count, nodes=nodes, instance=instance, pool_types=pool, billing=billing,
         spot_max_price=spot_cap, spot_fallback=bool(values.get("spotFallback", False)),
@@ -603,3 +603,8 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
     )
+    for key, message in profile.checks(spec):
+        problems.error(key, message)
+    if problems.has_errors:
+        raise SpecError(problems.items)
+    return spec

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 
 import pulumi
 
@@ -22,6 +22,10 @@ class ObjectStore:
     endpoint: str
     addressing_style: str  # virtual | path
     signature_version: str  # s3 | s3v4
+
+
+def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
+    return ()
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class ProviderProfile:
     spot_discount: float  # typical spot price as a fraction of on-demand
     spot_discount_source: str
     unsupported: Mapping[str, str] = field(default_factory=dict)  # "key=value" or "key" -> reason
+    # Rules that depend on values or on the resolved spec (bucket naming, size steps, a required spot
+    # cap), which `unsupported` cannot express: checks(spec) -> (dotted key, message) errors.
+    checks: Callable[[Any], Iterable[tuple[str, str]]] = no_checks
     default_image_note: str = ""
 
 
