@@ -14,6 +14,7 @@ Facts on the real services: ../../../shared/REFERENCE.md (instance metadata, sel
 import http.client
 import json
 import threading
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -147,7 +148,7 @@ class CloudApi(Stub):
             params = json.loads(body or b'{}')
             action = h.get('x-tc-action')
         with self.lock:
-            self.requests.append({'action': action, 'params': params, 'headers': h, 'method': method})
+            self.requests.append({'action': action, 'params': params, 'headers': h, 'method': method, 'time': time.time()})
             if self.fail > 0:
                 self.fail -= 1
                 return 503, b'{"message": "injected fault"}', {'Content-Type': 'application/json'}

@@ -1,0 +1,158 @@
+"""Measure the node agent on this machine: reaction latencies and checkpoint upload throughput.
+
+Prints medians of several runs of the real agent process against local servers on 127.0.0.1
+(moto S3, the metadata and cloud API stubs of tests/agent/stubs.py, the fake trainer):
+  1. job exit -> release request: the trainer's last instruction to the DeleteInstance request
+     (includes the final verified sync, the report with its PNG, and the marker);
+  2. spot notice -> trainer signal: the stub starts serving the notice, the trainer's SIGTERM
+     handler runs (bounded by agent.spotPollSeconds; run with the default 2 s and with 0.5 s);
+  3. checkpoint upload throughput: the agent's snapshot (hash, upload, verify, manifest) against
+     a plain boto3 upload_file loop over the same files, both to the same local moto server.
+Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K]
+"""
+import argparse
+import json
+import logging
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / 'tests' / 'agent'), str(ROOT / 'scripts')]
+os.environ.update(AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench', AWS_DEFAULT_REGION='us-east-1')
+
+import boto3  # noqa: E402
+from moto.server import ThreadedMotoServer  # noqa: E402
+from stubs import CloudApi, Metadata  # noqa: E402
+
+
+def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
+    return {
+        'stack': 'bench', 'provider': 'alicloud', 'region': 'cn-hangzhou', 'nodeCount': 1,
+        'accelerator': {'kind': 'nvidia', 'count': 1},
+        'paths': {'checkpoints': f'{tmp}/ckpt', 'state': f'{tmp}/state', 'logs': f'{tmp}/logs', 'trainEnv': f'{tmp}/none'},
+        'checkpoint': {'bucket': bucket, 'prefix': 'bench', 'endpoint': s3_url, 'region': 'us-east-1',
+                       'addressingStyle': 'path', 'signatureVersion': 's3v4'},
+        'train': {'command': f'{sys.executable} {ROOT}/tests/agent/fake_trainer.py', 'workdir': f'{tmp}/work',
+                  'env': {'FT_STEPS': str(steps), 'FT_STEP_S': '0.01', 'FT_RECORD': f'{tmp}/rec', 'FT_GPU': f'{tmp}/gpu'}},
+        'agent': {'syncIntervalSeconds': 300, 'spotPollSeconds': 2, 'utilSampleSeconds': 1, 'idleMinutes': 0,
+                  'maxGraceSeconds': 30, 'uploadAllowanceSeconds': 0, **agent},
+        'endpoints': {'metadata': meta.url, 'cloudApi': api.url}, 'identity': {'roleName': meta.role},
+        'cost': {'currency': 'CNY', 'effectivePerNodeHour': None},
+    }
+
+
+def run_agent(cfg, tmp, until=None):
+    path = pathlib.Path(tmp) / 'node.json'
+    path.write_text(json.dumps(cfg))
+    env = {**os.environ, 'PYTHONPATH': str(ROOT / 'scripts'), 'FAKE_GPU_FILE': f'{tmp}/gpu',
+           'PATH': f"{ROOT / 'tests' / 'agent' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    p = subprocess.Popen([sys.executable, '-m', 'node_agent', '--config', str(path)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if until:
+        until(p)
+    if p.wait(120) != 0:
+        raise SystemExit(f'agent failed: see {tmp}/logs/agent.log')
+
+
+def records(tmp):
+    p = pathlib.Path(tmp) / 'rec'
+    return [json.loads(ln) for ln in p.read_text().splitlines()] if p.exists() else []
+
+
+def exit_to_release(s3_url, bucket, runs):
+    out = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            meta, api = Metadata('alicloud', f'i-{uuid.uuid4().hex[:8]}'), CloudApi('alicloud')
+            run_agent(node_config(tmp, meta, api, s3_url, bucket, steps=20), tmp)
+            end = [r['time'] for r in records(tmp) if 'end' in r][0]
+            out.append(api.calls('DeleteInstance')[0]['time'] - end)
+            meta.stop()
+            api.stop()
+    return out
+
+
+def notice_to_signal(s3_url, bucket, runs, poll):
+    out = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            meta, api = Metadata('alicloud', f'i-{uuid.uuid4().hex[:8]}'), CloudApi('alicloud')
+            t = {}
+
+            def notice(p):
+                while not records(tmp):
+                    time.sleep(0.05)
+                time.sleep(1 + (len(out) % 4) * 0.37)  # spread the notice over the poll cycle
+                meta.notice = datetime.now(timezone.utc) + timedelta(minutes=2)
+                t['notice'] = time.time()
+            run_agent(node_config(tmp, meta, api, s3_url, bucket, steps=10**6, spotPollSeconds=poll), tmp, notice)
+            out.append([r['term'] for r in records(tmp) if 'term' in r][0] - t['notice'])
+            meta.stop()
+            api.stop()
+    return out
+
+
+def upload_throughput(s3_url, bucket, runs, files, mb):
+    from node_agent.store import Store
+    s3 = boto3.client('s3', endpoint_url=s3_url)
+    total = files * mb * 2**20
+    agent, plain = [], []
+    for r in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(files):
+                with open(f'{tmp}/shard-{i}.bin', 'wb') as f:
+                    f.write(os.urandom(mb * 2**20))  # fresh content each run: nothing to deduplicate
+            old = time.time() - 10
+            for i in range(files):
+                os.utime(f'{tmp}/shard-{i}.bin', (old, old))
+            t = time.perf_counter()
+            for i in range(files):
+                s3.upload_file(f'{tmp}/shard-{i}.bin', bucket, f'plain/{r}/shard-{i}.bin')
+            plain.append(total / (time.perf_counter() - t) / 2**20)
+            cfg = {'stack': f'bench-{r}', 'provider': 'alicloud', 'region': 'us-east-1',
+                   'checkpoint': {'bucket': bucket, 'prefix': 'up', 'endpoint': s3_url, 'region': 'us-east-1',
+                                  'addressingStyle': 'path', 'signatureVersion': 's3v4'},
+                   'agent': {'uploadAttempts': 3, 'retryBaseSeconds': 1}}
+            store = Store(cfg, 'bench', None)
+            t = time.perf_counter()
+            store.snapshot(tmp)
+            agent.append(total / (time.perf_counter() - t) / 2**20)
+    return agent, plain
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--runs', type=int, default=5)
+    ap.add_argument('--files', type=int, default=4)
+    ap.add_argument('--mb-per-file', type=int, default=48)
+    a = ap.parse_args()
+    logging.getLogger('werkzeug').setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
+    server.start()
+    s3_url = 'http://%s:%d' % server.get_host_and_port()
+    bucket = 'bench-' + uuid.uuid4().hex[:8]
+    boto3.client('s3', endpoint_url=s3_url).create_bucket(Bucket=bucket)
+    med = statistics.median
+
+    x = exit_to_release(s3_url, bucket, a.runs)
+    print(f'job exit -> release request: median {med(x):.2f} s over {len(x)} runs (min {min(x):.2f}, max {max(x):.2f})')
+    for poll in (2, 0.5):
+        x = notice_to_signal(s3_url, bucket, a.runs, poll)
+        print(f'spot notice -> trainer SIGTERM, spotPollSeconds={poll}: median {med(x):.2f} s over {len(x)} runs '
+              f'(min {min(x):.2f}, max {max(x):.2f})')
+    ag, pl = upload_throughput(s3_url, bucket, max(3, a.runs // 2), a.files, a.mb_per_file)
+    print(f'checkpoint upload, {a.files} x {a.mb_per_file} MiB to local moto: agent snapshot (sha256 + upload + '
+          f'verify + manifest) median {med(ag):.0f} MiB/s, plain boto3 upload_file median {med(pl):.0f} MiB/s, '
+          f'ratio {med(ag) / med(pl):.2f}')
+    server.stop()
+
+
+if __name__ == '__main__':
+    main()
