@@ -2,7 +2,9 @@
 
 Prices come from the catalog (dated, sourced, or unknown). Spot is estimated as a fraction of the
 on-demand price (the provider's declared typical fraction), capped by the user's spot price cap.
-Whatever is unknown stays None, with the reason in `basis`.
+Whatever is unknown stays None, with the reason in `basis`. A whole training run (the advisor) is
+the hourly cost times the billed hours; on spot the hours grow by the time reclaims cost
+(`spot_hours`), so the spot figure includes the interruption overhead.
 """
 from __future__ import annotations
 
@@ -72,3 +74,72 @@ def spec_cost(spec) -> ClusterCost:
     """The hourly cost of a validated Spec (components.spec.Spec)."""
     return cluster_cost(spec.instance, spec.nodes, spec.billing, spec.profile.spot_discount,
                         spec.profile.spot_discount_source, spec.spot_max_price)
+
+
+@dataclass(frozen=True)
+class SpotRisk:
+    """What reclaims cost a spot run: how often a node is reclaimed and the hours each reclaim loses."""
+    interruptions_per_node_hour: float
+    lost_hours_per_interruption: float  # replacement boot + work since the last checkpoint
+    max_lost_fraction: float  # beyond this the run mostly waits for replacements: not viable
+    basis: str
+
+
+def spot_lost_fraction(nodes: int, risk: SpotRisk) -> float:
+    """The share of wall time lost to reclaims: any node's reclaim stalls the whole cluster."""
+    return nodes * risk.interruptions_per_node_hour * risk.lost_hours_per_interruption
+
+
+def spot_hours(train_hours: float, nodes: int, risk: SpotRisk) -> Optional[float]:
+    """Training hours on spot, reclaims included; None when reclaims would eat the run."""
+    lost = spot_lost_fraction(nodes, risk)
+    if lost >= risk.max_lost_fraction:
+        return None
+    # Lost time is itself exposed to reclaims, hence the division rather than (1 + lost).
+    return train_hours / (1 - lost)
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """A training run priced both ways: on-demand, and on spot with the interruption overhead."""
+    currency: str
+    nodes: int
+    gpus: int
+    on_demand_hours: float  # billed: training plus start-up
+    spot_hours: Optional[float]  # billed on spot; None = spot not viable for this run
+    on_demand: Optional[float]  # None = price unknown
+    spot: Optional[float]
+    basis: str
+
+    def hours(self, billing: str) -> Optional[float]:
+        return self.spot_hours if billing == "spot" else self.on_demand_hours
+
+    def total(self, billing: str) -> Optional[float]:
+        return self.spot if billing == "spot" else self.on_demand
+
+    def gpu_hours(self, billing: str) -> Optional[float]:
+        hours = self.hours(billing)
+        return None if hours is None else hours * self.gpus
+
+
+def training_run_cost(instance: InstanceType, nodes: int, train_hours: float, startup_hours: float,
+                      spot_fraction: float, spot_source: str, risk: SpotRisk,
+                      spot_cap: Optional[float] = None) -> RunCost:
+    """Price `train_hours` of training on `nodes` x `instance`, billed from start-up to the end."""
+    hourly = cluster_cost(instance, nodes, "on-demand", spot_fraction, spot_source, spot_cap)
+    on_demand_hours = train_hours + startup_hours
+    on_spot = spot_hours(train_hours, nodes, risk)
+    billed_spot = None if on_spot is None else on_spot + startup_hours
+
+    def total(rate: Optional[float], hours: Optional[float]) -> Optional[float]:
+        return None if rate is None or hours is None else rate * hours
+
+    basis = hourly.basis
+    if on_spot is None:
+        basis += (f"; spot not viable: reclaims would take {spot_lost_fraction(nodes, risk):.0%} of the run"
+                  f" (limit {risk.max_lost_fraction:.0%})")
+    else:
+        basis += f"; spot hours include reclaims ({risk.basis})"
+    return RunCost(hourly.currency, nodes, nodes * instance.gpu_count, on_demand_hours, billed_spot,
+                   total(hourly.on_demand_per_hour, on_demand_hours), total(hourly.spot_per_hour, billed_spot),
+                   basis)
