@@ -25,7 +25,7 @@ import yaml
 SHIM = Path(__file__).with_name("sandbox_shim.sh")
 SHIMMED = ("nvidia-smi", "npu-smi", "apt-get", "apt-cache", "apt-mark", "dpkg", "dpkg-query", "mkfs.xfs", "blkid",
            "lsblk", "mount", "mountpoint", "systemctl", "modprobe", "curl", "wget", "id", "groupadd", "useradd",
-           "sysctl", "ip", "nproc", "python3", "venv-python", "venv-pip", "ascend-run-package")
+           "sysctl", "ip", "nproc", "python3", "venv-python", "venv-pip", "ascend-run-package", "downloaded")
 REAL = ("bash", "env", "cat", "cp", "mv", "rm", "mkdir", "touch", "chmod", "ln", "date", "sed", "grep", "awk", "find",
         "readlink", "mktemp", "cmp", "sort", "comm", "paste", "head", "tail", "tr", "wc", "dirname", "basename",
         "flock", "tee", "uname", "seq", "sleep")
@@ -60,6 +60,8 @@ class Scenario:
     preinstalled: tuple[str, ...] = ()
     cann_installed: bool = False
     madison: Optional[dict[str, str]] = None     # apt-cache madison answers (default: derived from the config)
+    # Bash run when a downloaded file of that name is executed; GPU_TRAINING_ROOT is the sandbox root.
+    effects: Optional[dict[str, str]] = None
 
 
 @dataclass
@@ -176,6 +178,8 @@ class Sandbox:
             }
         for pkg, text in madison.items():
             self._put(f"madison/{pkg}", text)
+        for name, script in (s.effects or {}).items():
+            self._put(f"effects/{name}", script)
 
     def _put(self, rel: str, value) -> None:
         path = self.state / rel

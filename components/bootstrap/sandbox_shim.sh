@@ -92,11 +92,16 @@ case "$me" in
     dst=""; prev=""
     for a in "$@"; do [ "$prev" != -o ] || dst=$a; prev=$a; done
     url=$(last "$@")
-    # shellcheck disable=SC2016  # $0/$@ belong to the fake package, not to this shim
+    # Downloads become recording scripts: running one is logged as "downloaded <file> args".
+    # shellcheck disable=SC2016  # $0/$@ belong to the fake download, not to this shim
     case "$url" in
       *.run) printf '#!/usr/bin/env bash\nexec "%s" "$0" "$@"\n' "$SANDBOX_SHIMS/ascend-run-package" >"$dst" ;;
-      *) printf 'sandbox download of %s\n' "$url" >"$dst" ;;
+      *) printf '#!/usr/bin/env bash\nexec "%s" "$0" "$@"\n' "$SANDBOX_SHIMS/downloaded" >"$dst" ;;
     esac ;;
+  downloaded)
+    # A scenario may give a download an effect (e.g. a client installer that loads a module).
+    effect="$S/effects/${1##*/}"
+    if [ -f "$effect" ]; then bash "$effect"; fi ;;
   ascend-run-package)
     case "${1##*/}" in
       *npu-driver*) cp "$S/npus_after_install" "$S/npus" ;;

@@ -28,9 +28,21 @@ def _load(name: str) -> str:
     return (FIXTURES / f"{stack}.json").read_text()
 
 
-def load_config(name: str) -> dict:
+# Stack configs carry the preview's "<...>" placeholder for the shared FS address; a node would get the
+# real mount target, in the form each provider snippet documents.
+SAMPLE_FS_ADDRESS = {"cpfs": "cpfs-0123456789abcdef-000001.cn-hangzhou.cpfs.aliyuncs.com:/share",
+                     "nas": "0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com", "cfsturbo": "10.0.3.7:/a1b2c3d4"}
+# What installing a shared-FS client changes on a real node, for snippets that check it on re-runs.
+SAMPLE_FS_EFFECTS = {"cfsturbo": {"cfs_turbo_client_setup": 'mkdir -p "$GPU_TRAINING_ROOT/sys/module/ptlrpc"'}}
+
+
+def load_config(name: str, *, real_address: bool = True) -> dict:
     """A fresh copy of a node config: 'stack:<name>' (stacks/Pulumi.<name>.yaml) or 'fixture:<name>'."""
-    return copy.deepcopy(json.loads(_load(name)))
+    cfg = copy.deepcopy(json.loads(_load(name)))
+    fs = cfg["bootstrap"]["sharedFs"]
+    if real_address and str(fs.get("address") or "").startswith("<"):
+        fs["address"] = SAMPLE_FS_ADDRESS[fs["type"]]
+    return cfg
 
 
 def tool(name: str) -> str | None:
