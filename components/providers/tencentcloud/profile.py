@@ -131,6 +131,6 @@ PROFILE = ProviderProfile(
                                         " the catalog's GPU families have none"),
     },
     checks=checks,
-    default_image_note=("a Tencent Cloud public Ubuntu 22.04 image (images.get_instance); set gpu-training:image"
+    default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set gpu-training:image"
                         " to an image with the GPU driver preinstalled and the bootstrap skips the driver install"),
 )
