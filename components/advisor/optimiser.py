@@ -156,15 +156,14 @@ def check_static(offer: Offer, request: Request) -> Union[Fit, Rejection]:
     perf = perfmod.load()
     row, tier = offer.instance, offer.tier
     if tier is None:
-        return Rejection(offer, "tier", f"{row.gpu_count}x {row.gpu} fits no tier of the guide ({tier_summary()})")
+        return Rejection(offer, "tier", f"{row.gpu_count}x {row.gpu} fits no tier")
     if offer.gpu is None or offer.gpu.images_per_second is None:
         return Rejection(offer, "performance", f"no training throughput figure for {row.gpu} in perf.yaml"
                          + (f" ({offer.gpu.basis})" if offer.gpu else ""))
     dataset = request.dataset_gb_int
     ram_needed = max(tier.memory_floor_gb, 2 * dataset)
     if row.memory_gb < 2 * dataset:
-        return Rejection(offer, "ram", f"{row.memory_gb:.0f} GB RAM < {2 * dataset} GB, twice the {dataset} GB"
-                         " data set (the guide's RAM rule, enforced by the spec)")
+        return Rejection(offer, "ram", f"{row.memory_gb:.0f} GB RAM < {2 * dataset} GB")
     if row.memory_gb < tier.memory_floor_gb:
         return Rejection(offer, "ram", f"{row.memory_gb:.0f} GB RAM is below the {tier.name} tier's"
                          f" {tier.memory_floor_gb} GB floor")
@@ -174,13 +173,13 @@ def check_static(offer: Offer, request: Request) -> Union[Fit, Rejection]:
         batch, lowered = request.batch, False
         need = perfmod.memory_needed_gb(perf, model, batch, request.resolution)
         if need > usable:
-            return Rejection(offer, "vram", f"batch {batch} per GPU needs ~{need:.1f} GB; a {row.gpu} offers"
+            return Rejection(offer, "vram", f"batch {batch} per GPU needs ~{need:.1f} GB; each {row.gpu} offers"
                              f" {usable:.1f} of {row.gpu_memory_gb} GB")
     else:
         chosen = perfmod.default_batch(perf, model, row.gpu_memory_gb, request.resolution, MIN_BATCH)
         if chosen is None:
             need = perfmod.memory_needed_gb(perf, model, MIN_BATCH, request.resolution)
-            return Rejection(offer, "vram", f"even batch {MIN_BATCH} per GPU needs ~{need:.1f} GB; a {row.gpu}"
+            return Rejection(offer, "vram", f"even batch {MIN_BATCH} per GPU needs ~{need:.1f} GB; each {row.gpu}"
                              f" offers {usable:.1f} of {row.gpu_memory_gb} GB")
         batch, lowered = chosen, chosen < model.default_batch
     per_gpu = perfmod.gpu_images_per_second(perf, model, offer.gpu, request.resolution, batch)
@@ -239,8 +238,15 @@ def rank_mode(evaluations: list[Evaluation]) -> str:
     return "gpu-hours"
 
 
+def unconfirmed(row: InstanceType) -> int:
+    """How many of the facts the scaling model leans on the catalog leaves unconfirmed."""
+    return (row.nvlink is None) + (row.nvswitch is None) + (row.rdma == "unknown")
+
+
 def rank_key(ev: Evaluation, mode: str) -> tuple:
-    tail = (ev.hours, ev.nodes, ev.offer.provider, ev.offer.instance.name, ev.billing)
+    # Ties go to the shorter run, fewer nodes, then the instance whose docs confirm more.
+    tail = (ev.hours, ev.nodes, unconfirmed(ev.offer.instance), ev.offer.provider, ev.offer.instance.name,
+            ev.billing)
     if mode == "cost":
         return (ev.cost, ev.gpu_hours) + tail
     return (ev.weighted_gpu_hours,) + tail

@@ -1,0 +1,95 @@
+"""Plain-language reasons: why a configuration fits, why others were rejected, what the ranking means."""
+from __future__ import annotations
+
+from components.advisor import perf as perfmod
+from components.advisor.optimiser import Evaluation, Rejection, Result, tier_summary
+
+CONSTRAINT_TITLES = {
+    "tier": "no tier of the guide takes the GPU count/model",
+    "performance": "no performance figure for the GPU",
+    "ram": "RAM: the spec needs at least twice the data set (the guide's rule) and the tier's floor",
+    "vram": "GPU memory for the batch",
+    "deadline": "too slow for the deadline",
+    "spot": "spot reclaims would eat the run",
+    "budget": "over budget",
+}
+
+
+def shared_storage(ev: Evaluation) -> tuple[str, int]:
+    """The shared file system the spec will give this stack by default, and its size in GiB."""
+    tier, profile = ev.offer.tier, ev.offer.profile
+    assert tier is not None
+    if tier.shared_storage == "parallel" and profile.parallel_fs:
+        return profile.parallel_fs, int(profile.shared_storage_default_gb.get(profile.parallel_fs, 0))
+    return "none", 0
+
+
+def reasons(ev: Evaluation, request) -> list[str]:
+    perf = perfmod.load()
+    row, fit, tier = ev.offer.instance, ev.fit, ev.offer.tier
+    assert tier is not None and ev.offer.gpu is not None
+    lines = []
+    stand_in = row.gpu not in tier.gpus
+    lines.append(f"tier: {tier.name} ({tier.description})"
+                 + (f"; {row.gpu} is a stand-in, not one of the guide's {', '.join(tier.gpus)}" if stand_in else ""))
+    lowered = f", lowered from the recipe's {request.model.default_batch} to fit" if fit.batch_lowered else ""
+    lines.append(f"VRAM: batch {fit.batch} per GPU{lowered} needs ~{fit.memory_needed_gb:.1f} GB;"
+                 f" each {row.gpu} offers {fit.usable_gb:.1f} of {row.gpu_memory_gb} GB"
+                 f" (global batch {fit.batch * ev.gpus})")
+    per_gpu_vcpu = row.vcpus_per_gpu
+    guide = "inside the guide's 8-16" if 8 <= per_gpu_vcpu <= 16 else "outside the guide's 8-16"
+    feed = (f"the CPUs prepare ~{fit.node_cpu:,.0f} images/s per node, the GPUs take"
+            f" ~{ev.gpu_images_per_second / ev.nodes:,.0f}")
+    lines.append(f"vCPU: {row.vcpus} vCPU = {per_gpu_vcpu:g} per GPU ({guide}); {feed}"
+                 + (": CPU-bound, the GPUs will wait for data" if ev.cpu_bound else ""))
+    floor = f", tier floor {tier.memory_floor_gb} GB" if tier.memory_floor_gb else ""
+    lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x the {request.dataset_gb_int} GB"
+                 f" data set{floor})")
+    disk = ev.offer.profile.data_disk(tier.disk_class, fit.data_disk_gb, None)
+    level = f" {disk.performance_level}" if disk.performance_level else ""
+    fs, fs_gb = shared_storage(ev)
+    fs_text = (f"shared FS: {fs} {fs_gb:,} GiB at /shared ({ev.offer.profile.shared_storage.get(fs, fs)})"
+               if fs != "none" else "shared FS: none (single node; data on the local disk)")
+    lines.append(f"disk: {fit.data_disk_gb:,} GiB {disk.category}{level} per node (data set x1.5 + 50 GB for"
+                 f" checkpoints, tier minimum {tier.data_disk_min_gb}); {fs_text}")
+    scale = ev.scaling
+    if ev.gpus > 1:
+        lines.append(f"scaling: {ev.nodes} x {row.gpu_count} GPUs at {scale.efficiency:.0%} of linear ({scale.link})")
+    model_note = f"{request.model.name}: {request.model.basis}" if request.model.estimate else None
+    gpu_note = f"{row.gpu}: {ev.offer.gpu.basis}" if ev.offer.gpu.estimate else None
+    estimates = [n for n in (gpu_note, model_note) if n]
+    if estimates:
+        lines.append("estimates: " + "; ".join(estimates))
+    if row.note:
+        lines.append(f"catalog note: {row.note}")
+    return lines
+
+
+def rejection_groups(rejections: list[Rejection], limit: int = 6) -> list[tuple[str, list[str], int]]:
+    """(title, up to `limit` lines, how many more) per constraint, most frequent first."""
+    groups: dict[str, list[str]] = {}
+    for rejection in rejections:
+        billing = f" [{rejection.billing}]" if rejection.billing == "spot" else ""
+        groups.setdefault(rejection.constraint, []).append(f"{rejection.offer.label}{billing}: {rejection.message}")
+    ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    result = []
+    for key, lines in ordered:
+        title = CONSTRAINT_TITLES.get(key, key)
+        if key == "tier":
+            title += f" ({tier_summary()})"
+        result.append((title, lines[:limit], max(0, len(lines) - limit)))
+    return result
+
+
+def ranking_note(result: Result) -> str:
+    if not result.ranked:
+        return ""
+    if result.mode == "cost":
+        return f"ranked by total cost ({result.ranked[0].run.currency}), spot including reclaim overhead"
+    unknown = sum(1 for ev in result.ranked if ev.cost is None)
+    currencies = sorted({ev.run.currency for ev in result.ranked})
+    why = (f"{unknown} of {len(result.ranked)} fitting configurations have no known price"
+           if unknown else f"prices are in several currencies ({', '.join(currencies)})")
+    return (f"ranked by GPU-hours, not cost: {why} (scripts/prices.py refresh fills catalog prices);"
+            " spot GPU-hours are weighted by the provider's typical spot fraction. GPU-hours favour fast GPUs,"
+            " whose hours usually cost more")

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Sizing and cost advisor: the cheapest configuration that trains your model by the deadline, and why.
+
+Give the model, the data set, the epochs and a deadline; the advisor evaluates every instance type of
+the registered providers' catalogs (1 to --max-nodes nodes, on-demand and, with --spot, spot), ranks
+what fits by total cost (or by GPU-hours where prices are unknown, and says so), explains each pick
+(VRAM for the batch, vCPU per GPU, RAM against the data set, disk and shared FS) and why the rest
+were rejected. --write-stack NAME writes stacks/Pulumi.NAME.yaml for the first pick, validated by
+the same spec the preview uses. Estimates come from components/data/perf.yaml (docs/advisor.md).
+
+Exit status: 0 configurations found, 1 nothing fits (the failed constraints and what would relax
+them are printed), 2 bad arguments or a stack that cannot be written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from components.advisor import explain, stackfile  # noqa: E402
+from components.advisor.optimiser import Evaluation, Result, relaxations, search  # noqa: E402
+from components.advisor.request import Request, RequestError, build_request  # noqa: E402
+from components.spec import SpecError  # noqa: E402
+from components.stackfiles import STACKS_DIR, StackFileError  # noqa: E402
+
+EXIT_OK, EXIT_NO_FIT, EXIT_INVALID = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own exit 2, with a pointer to --help
+        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/recommend.py --help)\n")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(
+        prog="recommend.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  recommend.py --model resnet50 --images 1281167 --epochs 90 --deadline 24\n"
+               "  recommend.py --model resnet18 --images 50000 --resolution 32 --epochs 200 --deadline 12\n"
+               "  recommend.py --model yolov5s --images 118287 --dataset-gb 19 --epochs 300 --deadline 48 --spot\n"
+               "  recommend.py --gflops 12 --params 30 --resolution 256 --images 200000 --epochs 50 --deadline 10\n"
+               "  recommend.py --model vit-b --images 1281167 --dataset-gb 140 --epochs 300 --deadline 12 \\\n"
+               "      --region alicloud:cn-beijing --write-stack large-vit")
+    work = parser.add_argument_group("the workload")
+    work.add_argument("--model", help="resnet18/34/50/101, efficientnet-b0..b4, yolov5n..x, yolov8n..x, vit-b,"
+                      " vit-l, unet; or use --gflops and --params")
+    work.add_argument("--gflops", type=float, help="custom model: forward GFLOPs per sample at --resolution"
+                      " (a multiply-add counts 2)")
+    work.add_argument("--params", type=float, help="custom model: parameters, in millions")
+    work.add_argument("--images", type=float, help="training images (samples) per epoch")
+    work.add_argument("--resolution", type=float, help="input side in pixels (default: the model's)")
+    work.add_argument("--dataset-gb", type=float, help="data set size in GB (default: estimated from --images)")
+    work.add_argument("--epochs", type=float)
+    work.add_argument("--batch-size", type=float, help="per-GPU batch (default: the recipe's, lowered to fit)")
+    limits = parser.add_argument_group("time, money and place")
+    limits.add_argument("--deadline", type=float, help="hours from launch to the end of training")
+    limits.add_argument("--budget", type=float, help="most the run may cost, in the catalog currency")
+    limits.add_argument("--provider", action="append", default=[], help="allowed provider (repeatable; default: all)")
+    limits.add_argument("--region", action="append", default=[], metavar="PROVIDER:REGION",
+                        help="region for a provider, e.g. alicloud:cn-hangzhou (repeatable)")
+    limits.add_argument("--spot", action="store_true", help="spot instances are allowed (the job checkpoints)")
+    limits.add_argument("--max-nodes", type=float, default=64, help="most nodes for multi-node (default 64)")
+    out = parser.add_argument_group("output")
+    out.add_argument("--top", type=int, default=8, help="configurations to list (default 8)")
+    out.add_argument("--explain", type=int, default=3, help="how many picks to explain (default 3)")
+    out.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    out.add_argument("--write-stack", metavar="NAME", help="write stacks/Pulumi.NAME.yaml for the pick")
+    out.add_argument("--pick", type=int, default=1, help="which ranked configuration --write-stack writes (default 1)")
+    out.add_argument("--bucket", default=stackfile.DEFAULT_BUCKET, help="checkpoint bucket for the stack file")
+    out.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                     help="extra stack key for the written file (repeatable), e.g. spotMaxPricePerHour=20")
+    out.add_argument("--force", action="store_true", help="replace an existing stack file")
+    out.add_argument("--stacks-dir", type=Path, default=STACKS_DIR, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.top < 1 or args.explain < 0 or args.pick < 1:
+        parser.error("--top and --pick must be 1 or more, --explain 0 or more")
+    return args
+
+
+def request_from(args: argparse.Namespace) -> Request:
+    return build_request(model=args.model, gflops=args.gflops, params_m=args.params, images=args.images,
+                         resolution=args.resolution, dataset_gb=args.dataset_gb, epochs=args.epochs,
+                         deadline_hours=args.deadline, budget=args.budget, provider_names=args.provider,
+                         regions=args.region, spot=args.spot, batch=args.batch_size, max_nodes=args.max_nodes)
+
+
+# ---------------------------------------------------------------- output
+
+def _money(value, currency: str) -> str:
+    return "unknown" if value is None else f"{value:,.0f} {currency}"
+
+
+def _hours(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 60:.0f} min" if value < 1 else f"{value:.1f} h"
+
+
+def _gpu_hours(ev: Evaluation, mode: str) -> str:
+    text = f"{ev.gpu_hours:,.1f}"
+    if mode == "gpu-hours" and ev.billing == "spot":
+        text += f" (x{ev.offer.profile.spot_discount:g})"  # the weight the ranking applied
+    return text
+
+
+def evaluation_doc(ev: Evaluation, request: Request) -> dict:
+    row = ev.offer.instance
+    return {
+        "provider": ev.offer.provider, "instanceType": row.name, "tier": ev.offer.tier.name, "gpu": row.gpu,
+        "gpusPerNode": row.gpu_count, "nodes": ev.nodes, "billing": ev.billing, "batchPerGpu": ev.fit.batch,
+        "imagesPerSecond": round(ev.images_per_second, 1), "cpuBound": ev.cpu_bound,
+        "scalingEfficiency": round(ev.scaling.efficiency, 4), "trainHours": round(ev.train_hours, 3),
+        "hours": round(ev.hours, 3), "gpuHours": round(ev.gpu_hours, 2),
+        "cost": {"currency": ev.run.currency, "onDemand": ev.run.on_demand, "spot": ev.run.spot,
+                 "onDemandHours": round(ev.run.on_demand_hours, 3),
+                 "spotHours": None if ev.run.spot_hours is None else round(ev.run.spot_hours, 3),
+                 "basis": ev.run.basis},
+        "reasons": explain.reasons(ev, request),
+    }
+
+
+def document(result: Result) -> dict:
+    request = result.request
+    return {
+        "request": {"model": request.model.name, "images": request.images, "resolution": request.resolution,
+                    "datasetGb": round(request.dataset_gb, 2), "datasetEstimated": request.dataset_estimated,
+                    "epochs": request.epochs, "deadlineHours": request.deadline_hours, "budget": request.budget,
+                    "providers": list(request.providers), "spot": request.spot, "maxNodes": request.max_nodes},
+        "rankedBy": result.mode,
+        "ranking": explain.ranking_note(result),
+        "configurations": [evaluation_doc(ev, request) for ev in result.ranked],
+        "rejected": [{"provider": r.offer.provider, "instanceType": r.offer.instance.name, "billing": r.billing,
+                      "constraint": r.constraint, "message": r.message} for r in result.rejections],
+        "relaxations": [] if result.feasible else relaxations(result),
+        "notes": result.notes,
+    }
+
+
+def render(result: Result, top: int, explain_count: int, console, args: argparse.Namespace) -> None:
+    from rich.table import Table
+
+    request = result.request
+    dataset = f"{request.dataset_gb:,.1f} GB" + (" (estimated; --dataset-gb to set it)" if request.dataset_estimated else "")
+    console.print(f"[bold]{request.model.name}[/]: {request.images:,} images at {request.resolution}px x"
+                  f" {request.epochs:g} epochs = {request.samples:,.0f} samples; data set {dataset};"
+                  f" deadline {request.deadline_hours:g} h"
+                  + (f"; budget {request.budget:,.0f}" if request.budget else "")
+                  + f"; providers {', '.join(request.providers)}; spot {'allowed' if request.spot else 'not allowed'}")
+    if result.ranked:
+        table = Table(title=f"configurations that fit ({len(result.ranked)}; best {min(top, len(result.ranked))} shown)")
+        for column in ("#", "provider", "instance type", "nodes x GPUs", "tier", "billing", "img/s",
+                       "time", "on-demand", "spot+reclaims", "GPU-h"):
+            table.add_column(column, justify="right" if column in ("#", "img/s", "time", "GPU-h") else "left",
+                             no_wrap=column in ("instance type", "nodes x GPUs"))
+        for index, ev in enumerate(result.ranked[:top], 1):
+            row, run = ev.offer.instance, ev.run
+            spot = "not viable" if run.spot_hours is None else _money(run.spot, run.currency)
+            table.add_row(str(index), ev.offer.provider, row.name, f"{ev.nodes} x {row.gpu_count} {row.gpu}",
+                          ev.offer.tier.name, ev.billing, f"{ev.images_per_second:,.0f}" + ("*" if ev.cpu_bound else ""),
+                          _hours(ev.hours), _money(run.on_demand, run.currency), spot, _gpu_hours(ev, result.mode))
+        console.print(table)
+        console.print(f"[dim]{explain.ranking_note(result)}. * = CPU-bound. Time = billed hours (start-up"
+                      " included). Costs cover the instances only: disks, shared FS, object storage and traffic"
+                      " are extra.[/]")
+        for index, ev in enumerate(result.ranked[:explain_count], 1):
+            console.print(f"\n[bold]#{index} {ev.nodes} x {ev.offer.instance.name}[/] ({ev.billing}) fits because:")
+            for line in explain.reasons(ev, request):
+                console.print(f"  - {line}", highlight=False)
+            blockers = stackfile.write_problems(ev, request, bucket=args.bucket, overrides=args.overrides)
+            if blockers:
+                console.print(f"  [yellow]to write this stack, give: {'; '.join(blockers)}[/]", highlight=False)
+    else:
+        console.print("\n[bold red]no configuration meets the request[/]")
+        for line in relaxations(result):
+            console.print(f"  - {line}", highlight=False)
+    groups = explain.rejection_groups(result.rejections)
+    if groups:
+        console.print("\n[bold]rejected[/]")
+        for title, lines, more in groups:
+            console.print(f" {title}:")
+            for line in lines:
+                console.print(f"  - {line}", highlight=False)
+            if more:
+                console.print(f"  - ... and {more} more")
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]")
+
+
+def write_stack(args: argparse.Namespace, result: Result, console) -> int:
+    if not result.ranked:
+        print("error: --write-stack: no configuration fits, so there is nothing to write", file=sys.stderr)
+        return EXIT_NO_FIT
+    if args.pick > len(result.ranked):
+        print(f"error: --pick {args.pick}: only {len(result.ranked)} configurations fit", file=sys.stderr)
+        return EXIT_INVALID
+    ev = result.ranked[args.pick - 1]
+    request = result.request
+    try:
+        path = stackfile.target_path(args.stacks_dir, args.write_stack)
+        region = stackfile.region_for(ev, request.regions)
+        if not region:
+            raise stackfile.StackWriteError(
+                f"--write-stack needs a region for {ev.offer.provider}: the catalog price has none; add"
+                f" --region {ev.offer.provider}:<region> (e.g. the region your bucket is in)")
+        config = stackfile.stack_config(ev, request, region=region, bucket=args.bucket, overrides=args.overrides)
+        stackfile.validate(config, args.write_stack)
+        text = stackfile.render(args.write_stack, ev, request, config, explain.ranking_note(result))
+        stackfile.write(path, text, args.force)
+    except (stackfile.StackWriteError, StackFileError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except SpecError as error:
+        print(f"error: the stack for {ev.nodes} x {ev.offer.instance.name} does not validate, nothing written;"
+              " add the missing keys with --set KEY=VALUE (or --bucket):", file=sys.stderr)
+        print(error.render(), file=sys.stderr)
+        return EXIT_INVALID
+    message = f"wrote {path}: preview it with `make preview STACK={args.write_stack}`"
+    if console is not None:
+        console.print(f"\n[green]{message}[/]")
+    else:
+        print(message, file=sys.stderr)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        request = request_from(args)
+    except RequestError as error:
+        for key, message in error.problems:
+            print(f"error: {key}: {message}", file=sys.stderr)
+        return EXIT_INVALID
+    result = search(request)
+    console = None
+    if args.json:
+        print(json.dumps(document(result), indent=2))
+    else:
+        from rich.console import Console
+        console = Console()
+        if not console.is_terminal:  # piped or captured: keep the table whole rather than 80 columns
+            console = Console(width=160)
+        render(result, args.top, args.explain, console, args)
+    status = EXIT_OK if result.feasible else EXIT_NO_FIT
+    if args.write_stack:
+        written = write_stack(args, result, console)
+        status = written if written != EXIT_OK else status
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
