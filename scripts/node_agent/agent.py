@@ -19,8 +19,8 @@ from contextlib import suppress
 from datetime import datetime, timezone
 
 from . import proc
-from .cloud import retrying, runtime
 from .monitor import Monitor
+from .s3 import retrying, runtime
 from .store import Store
 
 L, T = logging.getLogger('agent'), logging.getLogger('trainer')

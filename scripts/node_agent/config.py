@@ -7,7 +7,7 @@ may be fractional, so tests and rehearsals run in seconds.
 import json
 import sys
 
-REQUIRED = ('stack provider region paths.checkpoints paths.state paths.logs checkpoint.bucket checkpoint.prefix '
+REQUIRED = ('stack provider region paths.checkpoints paths.state paths.logs checkpoint.bucket '
             'train.command endpoints.metadata')
 NUMBERS = ('agent.syncIntervalSeconds=300 agent.spotPollSeconds=2 agent.utilSampleSeconds=5 agent.idleMinutes=30 '
            'agent.idleUtilPercent=5 agent.maxHours=24 agent.ttlMarginMinutes=15 agent.maxGraceSeconds=120 '
@@ -18,8 +18,8 @@ CHOICES = {'train.launcher': 'direct torchrun', 'accelerator.kind': 'nvidia asce
            'checkpoint.addressingStyle': 'virtual path', 'checkpoint.signatureVersion': 's3v4 s3',
            'train.stopSignal': 'SIGTERM SIGINT SIGHUP SIGUSR1 SIGUSR2 SIGQUIT'}
 # Type-checked against the default's type (None: any value).
-OTHER = {'paths.trainEnv': '/etc/gpu-training/train.env', 'paths.venv': '', 'train.workdir': '/tmp', 'train.env': {},
-         'agent.keep': False, 'checkpoint.endpoint': None, 'checkpoint.region': None, 'identity.roleName': None,
+OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env', 'paths.venv': '',
+         'train.workdir': '/tmp', 'train.env': {}, 'agent.keep': False, 'checkpoint.endpoint': None, 'checkpoint.region': None, 'identity.roleName': None,
          'endpoints.cloudApi': None, 'cost': {}, 'cluster': {}}
 
 

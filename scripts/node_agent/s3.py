@@ -1,8 +1,11 @@
-"""Load the cloud runtime (one file per provider), give it a metadata HTTP helper; retry policy.
+"""Connections of a node: the metadata HTTP helper, the cloud runtime, the S3 client, the retry policy.
 
-On a node the bootstrap copies `components/providers/<provider>/node_runtime.py` next to this
-package as `cloud_runtime.py`; in the repository the file is found in place. The environment
-variable GPU_TRAINING_RUNTIME_FILE overrides both (rehearsals, tests).
+Part of the boot set (docs/node-config.md, "Agent delivery"): this file rides in user-data with
+__init__.py, fetch.py and cloud_runtime.py, so at import time it needs only the standard library;
+boto3 and tenacity are imported where they are used. The cloud runtime is the provider's
+`components/providers/<provider>/node_runtime.py`, copied next to this package as
+`cloud_runtime.py` on a node and found in place in the repository; the environment variable
+GPU_TRAINING_RUNTIME_FILE overrides both (rehearsals, tests).
 """
 import importlib.util
 import logging
@@ -10,8 +13,6 @@ import os
 import sys
 import urllib.error
 import urllib.request
-
-from tenacity import retry, stop_after_attempt, wait_exponential
 
 L = logging.getLogger('agent')
 # The metadata service is link-local: never send it through a proxy from the environment.
@@ -27,15 +28,8 @@ def http(method, url, headers=None):
         return e.code, e.read().decode(errors='replace')
 
 
-def retrying(cfg):
-    """Decorator: agent.uploadAttempts tries, exponential backoff from agent.retryBaseSeconds (max 30 s)."""
-    a = cfg['agent']
-    return retry(stop=stop_after_attempt(a['uploadAttempts']), wait=wait_exponential(a['retryBaseSeconds'], max=30),
-                 reraise=True, before_sleep=lambda s: L.warning('try %d failed: %s', s.attempt_number, s.outcome.exception()))
-
-
 def runtime(cfg):
-    """The provider's Runtime(cfg, http)."""
+    """The provider's Runtime(cfg, http); exit 2 when the provider has none."""
     here = os.path.dirname(os.path.abspath(__file__))
     p = os.environ.get('GPU_TRAINING_RUNTIME_FILE') or here + '/cloud_runtime.py'
     if not os.path.exists(p) and p.endswith('/cloud_runtime.py'):
@@ -47,3 +41,39 @@ def runtime(cfg):
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     return m.Runtime(cfg, http)
+
+
+def client(cfg, credentials=None):
+    """boto3 S3 client for checkpoint.*: endpoint, addressing style, signature, checksum quirks.
+
+    credentials: a callable returning botocore's credential dict (the node role, refreshed before
+    it expires); None uses boto3's default chain.
+    """
+    import boto3
+    from botocore.config import Config
+    k = cfg['checkpoint']
+    session = boto3.Session()
+    if credentials:
+        from botocore.credentials import RefreshableCredentials
+        session._session._credentials = RefreshableCredentials.create_from_metadata(credentials(), credentials, 'node-role')
+    extra = {}
+    if cfg['provider'] != 'aws' or k.get('endpoint'):
+        # OSS/COS/OBS/BOS reject the CRC32 checksums that botocore >= 1.36 sends by default.
+        extra = {'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
+    return session.client('s3', endpoint_url=k.get('endpoint'), region_name=k.get('region') or cfg['region'],
+                          config=Config(signature_version=k.get('signatureVersion') or 's3v4', connect_timeout=5,
+                                        read_timeout=60, retries={'mode': 'standard', 'total_max_attempts': 2},
+                                        s3={'addressing_style': k.get('addressingStyle') or 'virtual'}, **extra))
+
+
+def root(cfg):
+    """<prefix>/<stack>/: where this stack's objects live."""
+    return '/'.join(filter(None, (cfg['checkpoint']['prefix'].strip('/'), cfg['stack']))) + '/'
+
+
+def retrying(cfg):
+    """Decorator: agent.uploadAttempts tries, exponential backoff from agent.retryBaseSeconds (max 30 s)."""
+    from tenacity import retry, stop_after_attempt, wait_exponential
+    a = cfg['agent']
+    return retry(stop=stop_after_attempt(a['uploadAttempts']), wait=wait_exponential(a['retryBaseSeconds'], max=30),
+                 reraise=True, before_sleep=lambda s: L.warning('try %d failed: %s', s.attempt_number, s.outcome.exception()))

@@ -16,12 +16,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import boto3
 from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from .cloud import retrying
+from .s3 import client, retrying, root
 
 L = logging.getLogger('agent')
 # Trainers write atomically (temp file + rename): these names are work in progress.
@@ -43,24 +41,9 @@ def inside(base, rel):
 
 class Store:
     def __init__(self, cfg, node, credentials):
-        k = cfg['checkpoint']
-        self.bucket, self.node, self.lock = k['bucket'], node, threading.Lock()
-        self.root = f"{k['prefix'].strip('/')}/{cfg['stack']}/"
-        self.objects, self.retry = self.root + 'checkpoints/objects/', retrying(cfg)
-        session = boto3.Session()
-        if credentials:
-            from botocore.credentials import RefreshableCredentials
-            # Role credentials expire within hours; botocore refreshes them through this callback.
-            session._session._credentials = RefreshableCredentials.create_from_metadata(
-                credentials(), credentials, 'node-role')
-        extra = {}
-        if cfg['provider'] != 'aws' or k['endpoint']:
-            # OSS/COS/OBS/BOS reject the CRC32 checksums that botocore >= 1.36 sends by default.
-            extra = {'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
-        self.s3 = session.client('s3', endpoint_url=k['endpoint'], region_name=k['region'] or cfg['region'],
-                                 config=Config(signature_version=k['signatureVersion'], connect_timeout=5,
-                                               read_timeout=60, retries={'mode': 'standard', 'total_max_attempts': 2},
-                                               s3={'addressing_style': k['addressingStyle']}, **extra))
+        self.bucket, self.node, self.lock = cfg['checkpoint']['bucket'], node, threading.Lock()
+        self.root, self.s3, self.retry = root(cfg), client(cfg, credentials), retrying(cfg)
+        self.objects = self.root + 'checkpoints/objects/'
         self.tc = TransferConfig(multipart_threshold=16 << 20, multipart_chunksize=16 << 20, max_concurrency=8)
         self.hashes, self.verified, self.last = {}, set(), (None, None)
 

@@ -16,7 +16,7 @@ from conftest import ROOT
 from stubs import CloudApi, Metadata
 
 sys.path.insert(0, str(ROOT / 'scripts'))
-from node_agent.cloud import http  # noqa: E402  (the agent's own metadata helper)
+from node_agent.s3 import http  # noqa: E402  (the agent's own metadata helper)
 
 
 def runtime(cloud, meta, api=None, region='cn-hangzhou'):

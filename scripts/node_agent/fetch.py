@@ -1,0 +1,62 @@
+"""Download the rest of the node agent from object storage and verify it: the bootstrap's last step.
+
+    python -m node_agent.fetch --config /etc/gpu-training/node.json
+
+Part of the boot set (docs/node-config.md, "Agent delivery"): needs only the standard library,
+boto3 and the cloud runtime. node.json's `artifacts.agent` = {prefix, files: {relative path:
+sha256}}; each <bucket>/<prefix><relative path> is fetched with the node role's credentials into
+<paths.agent>/<relative path>. Nothing is written until every file matched its sha256, and each is
+renamed into place from a temp file, so a bad download never leaves a half-written agent. Exit 0 when every file verifies, 1
+when one is missing or does not match after the retries (the agent must not start), 2 bad config.
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+from .s3 import client, runtime
+
+
+def main():
+    ap = argparse.ArgumentParser(prog='node_agent.fetch', description='fetch and verify the node agent')
+    ap.add_argument('--config', default='/etc/gpu-training/node.json')
+    path = ap.parse_args().config
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+        art, dest = cfg['artifacts']['agent'], cfg['paths']['agent']
+        files = {r: s for r, s in art['files'].items() if not (os.path.isabs(r) or '..' in r.split('/'))}
+        assert files == art['files'] and art['prefix'] and cfg['checkpoint']['bucket']
+    except Exception as e:  # noqa: BLE001 - any shape problem is a bad config, reported in one line
+        print(f'node_agent.fetch: {path}: artifacts.agent (prefix, files), paths.agent and checkpoint.bucket '
+              f'are required, with relative file paths: {e!r}', file=sys.stderr)
+        return 2
+    rt = runtime(cfg)
+    role, a = (cfg.get('identity') or {}).get('roleName'), cfg.get('agent') or {}
+    tries, base = a.get('uploadAttempts', 8), a.get('retryBaseSeconds', 1)
+    for attempt in range(1, tries + 1):
+        try:
+            s3 = client(cfg, role and rt.credentials)
+            got = {r: s3.get_object(Bucket=cfg['checkpoint']['bucket'], Key=art['prefix'] + r)['Body'].read() for r in files}
+            bad = [r for r, body in got.items() if hashlib.sha256(body).hexdigest() != files[r]]
+            if bad:
+                raise ValueError(f"sha256 does not match node.json: {', '.join(sorted(bad))}")
+            # Written only once every file verified: never a mix of old and new modules.
+            for rel, body in got.items():
+                dst = os.path.join(dest, rel)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                with open(dst + '.tmp', 'wb') as f:
+                    f.write(body)
+                os.replace(dst + '.tmp', dst)
+            print(f'node_agent.fetch: {len(files)} files verified into {dest}')
+            return 0
+        except Exception as e:  # noqa: BLE001 - metadata, credentials or storage: all retried, then exit 1
+            print(f'node_agent.fetch: try {attempt} of {tries} failed: {e}', file=sys.stderr)
+            time.sleep(min(base * 2 ** attempt, 30) * (attempt < tries))
+    return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
