@@ -110,6 +110,7 @@ class Result:
     rejections: list[Rejection]
     mode: str  # cost | gpu-hours
     notes: list[str] = field(default_factory=list)
+    offers: list[Offer] = field(default_factory=list)  # what was searched (relaxations search it again)
 
     @property
     def feasible(self) -> bool:
@@ -311,15 +312,14 @@ def search(request: Request, offer_list: Optional[list[Offer]] = None) -> Result
             (rejections if isinstance(outcome, Rejection) else feasible).append(outcome)
     mode = rank_mode(feasible)
     feasible.sort(key=lambda ev: rank_key(ev, mode))
-    return Result(request, feasible, rejections, mode, notes)
+    return Result(request, feasible, rejections, mode, notes, list(offer_list))
 
 
 # ---------------------------------------------------------------- infeasible requests
 
-def fastest(request: Request) -> Optional[Evaluation]:
+def fastest(request: Request, offer_list: list[Offer]) -> Optional[Evaluation]:
     """The quickest configuration ignoring deadline and budget (scans every node count)."""
     best = None
-    offer_list, _ = offers(request)
     for offer in offer_list:
         fit = check_static(offer, request)
         if isinstance(fit, Rejection):
@@ -342,7 +342,7 @@ def relaxations(result: Result) -> list[str]:
         counts[rejection.constraint] = counts.get(rejection.constraint, 0) + 1
     hints = []
     if "deadline" in counts or "spot" in counts:
-        quick = fastest(request)
+        quick = fastest(request, result.offers)
         if quick is not None:
             hints.append(f"deadline: the fastest configuration, {quick.nodes} x {quick.offer.label}"
                          f" ({quick.billing}), takes {quick.hours:.1f} h: a deadline of {math.ceil(quick.hours)} h"
@@ -351,7 +351,7 @@ def relaxations(result: Result) -> list[str]:
                 hints.append(f"nodes: the fastest configuration uses all {request.max_nodes} nodes allowed:"
                              " raising --max-nodes may help")
     if "budget" in counts:
-        relaxed = search(replace(request, budget=None))
+        relaxed = search(replace(request, budget=None), result.offers)
         priced = [ev for ev in relaxed.ranked if ev.cost is not None]
         if priced:
             cheapest = min(priced, key=lambda ev: ev.cost)
@@ -363,8 +363,7 @@ def relaxations(result: Result) -> list[str]:
                          " against: drop --budget, or fill prices with scripts/prices.py refresh")
     if "vram" in counts and not result.ranked:
         perf = perfmod.load()
-        offer_list, _ = offers(request)
-        largest = max((o.instance.gpu_memory_gb for o in offer_list if o.tier is not None), default=0)
+        largest = max((o.instance.gpu_memory_gb for o in result.offers if o.tier is not None), default=0)
         room = perfmod.max_batch(perf, request.model, largest, request.resolution)
         if room >= 1:
             hints.append(f"vram: the largest GPU ({largest} GB) holds a batch of {room} per GPU:"
@@ -373,14 +372,11 @@ def relaxations(result: Result) -> list[str]:
             hints.append(f"vram: the model does not fit the largest GPU ({largest} GB) even at batch 1:"
                          " a lower --resolution or a smaller model")
     if "ram" in counts:
-        offer_list, _ = offers(request)
-        most = max((o.instance.memory_gb for o in offer_list if o.tier is not None), default=0)
+        most = max((o.instance.memory_gb for o in result.offers if o.tier is not None), default=0)
         hints.append(f"ram: the largest node has {most:.0f} GB RAM; the rule RAM >= 2x data set admits up to"
                      f" {int(most // 2)} GB of data (--dataset-gb): use a subset, or compressed shards")
     others = sorted(set(usable_providers()) - set(request.providers))
     if others:
         hints.append(f"providers: also allow {', '.join(others)} (--provider)")
-    if request.spot is False and "deadline" in counts:
-        pass  # spot never speeds a run up: no hint
     summary = ", ".join(f"{name} {count}" for name, count in sorted(counts.items(), key=lambda kv: -kv[1]))
     return [f"failed constraints (offers rejected per constraint): {summary}"] + hints
