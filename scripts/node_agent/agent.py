@@ -66,18 +66,19 @@ class Agent:
         if st['phase'] == 'done':
             L.info('finished earlier (%s): nothing to do', st.get('state'))
             return 0
-        if st['phase'] == 'start' and os.path.exists(bad):
-            with open(bad) as f:
-                # Humans must look at a node whose accelerators do not match: no training, no release.
-                self.end('FAILED', 'unhealthy: ' + (f.read().strip() or 'see bootstrap-status.json'), False)
-        if st['phase'] == 'start':
-            self.start()
-        if st['phase'] == 'run':
-            self.watch()
+        while st['phase'] in ('start', 'run'):
+            if st['phase'] == 'start' and os.path.exists(bad):
+                with open(bad) as f:
+                    # Humans must look at a node whose accelerators do not match: no training, no release.
+                    self.end('FAILED', 'unhealthy: ' + (f.read().strip() or 'see bootstrap-status.json'), False)
+            elif st['phase'] == 'start':
+                self.start()
+            else:
+                self.watch()
         return self.finish()
 
     def start(self):
-        c, P, Tr = self.c, self.c['paths'], self.c['train']
+        c, P, Tr, st = self.c, self.c['paths'], self.c['train'], self.st
         ck, n, port = P['checkpoints'], int(c['nodeCount']), str(int(Tr['rendezvousPort']))
         os.makedirs(Tr['workdir'], exist_ok=True)
         self.store.fetch_code(Tr['workdir'])
@@ -114,8 +115,8 @@ class Agent:
             env.update(RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK='0')
         pid, t0 = proc.spawn(cmd, Tr['workdir'], env, self.log, self.exitf)
         self.spawned = True
-        self.save(phase='run', pid=pid, pstart=t0, startedAt=time.time(), lastCheckpoint=got, stop=None,
-                  state=None, exitCode=None, reason=None, endedAt=None)
+        self.save(phase='run', pid=pid, pstart=t0, startedAt=st.get('startedAt') or time.time(), lastCheckpoint=got,
+                  stop=None, state=None, exitCode=None, reason=None, endedAt=None)
         L.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, n, env['RESUME_FROM'], cmd)
         try:
             self.marker('RUNNING')
@@ -137,12 +138,12 @@ class Agent:
         pid, t0, grace = st['pid'], st['pstart'], A['maxGraceSeconds']
         if not self.spawned:
             L.info('re-attaching to the running trainer, pid %d', pid)
-        tail, halt = proc.Tail(self.log, not self.spawned), threading.Event()
-        sync = threading.Thread(target=self.syncer, args=(halt,), daemon=True)
-        sync.start()
+        tail, halt, self.low = proc.Tail(self.log, not self.spawned), threading.Event(), None
+        # Sampling and uploads run beside the loop, so a slow nvidia-smi or upload never delays the spot poll.
+        for secs, fn in ((A['syncIntervalSeconds'], self.sync), (A['utilSampleSeconds'], self.sample)):
+            threading.Thread(target=self.every, args=(secs, fn, halt), daemon=True).start()
         ttl = A['maxHours'] and st['boot'] + A['maxHours'] * 3600 - A['ttlMarginMinutes'] * 60
-        spot = util = 0
-        low = None
+        spot = 0
         # The leader's /proc entry is cheap to check; the whole group is scanned only once it is gone.
         while proc.alive(pid, t0) or proc.group_alive(pid):
             tail.pump(T.info)
@@ -167,12 +168,8 @@ class Agent:
                 if t:
                     left = t.timestamp() - now - A['uploadAllowanceSeconds']
                     why = 'PREEMPTED', f'spot notice: terminated at {t.isoformat()}', max(1, min(grace, left))
-            if not (s or why) and now >= util:
-                util = now + A['utilSampleSeconds']
-                u = self.mon.sample(L)
-                low = None if u is None or u >= A['idleUtilPercent'] else low or now
-                if low and A['idleMinutes'] and now - low >= A['idleMinutes'] * 60:
-                    why = 'FAILED', f"idle: utilisation under {A['idleUtilPercent']}% for {A['idleMinutes']} min", grace
+            if not (s or why) and self.low and A['idleMinutes'] and now - self.low >= A['idleMinutes'] * 60:
+                why = 'FAILED', f"idle: utilisation under {A['idleUtilPercent']}% for {A['idleMinutes']} min", grace
             if not (s or why) and ttl and now >= ttl:
                 why = 'FAILED', f"ttl: maxHours {A['maxHours']} less {A['ttlMarginMinutes']} min reached", grace
             if why:
@@ -182,8 +179,12 @@ class Agent:
             time.sleep(0.2)
         tail.pump(T.info)
         halt.set()
-        sync.join()
         code, s = proc.exit_code(self.exitf), st.get('stop') or {}
+        if code is None and not s.get('state') and st.get('relaunches', 0) < 3:
+            # Killed together with its wrapper (reboot, or systemd killing the unit's cgroup): not the
+            # trainer's own failure. Start it again from the last checkpoint, a bounded number of times.
+            L.warning('trainer vanished without an exit status: relaunching it from the last checkpoint')
+            return self.save(phase='start', stop=None, relaunches=st.get('relaunches', 0) + 1)
         state = s.get('state') or ('DONE' if code == 0 else 'FAILED')
         reason = s.get('reason') or (code != 0 and f'trainer exit code {code}' or None)
         if s.get('killed'):
@@ -191,14 +192,20 @@ class Agent:
         L.info('trainer ended: exit code %s, %s, %s', code, state, reason)
         self.end(state, reason, state != 'PREEMPTED', exitCode=code)
 
-    def syncer(self, halt):
-        """Periodic snapshots while the trainer runs (syncIntervalSeconds 0: only the final one)."""
-        every = self.A['syncIntervalSeconds']
-        while every and not halt.wait(every):
+    def every(self, secs, fn, halt):
+        """Run fn every secs seconds until halted (0: never)."""
+        while secs and not halt.wait(secs):
             try:
-                self.st['lastCheckpoint'] = self.store.snapshot(self.c['paths']['checkpoints']) or self.st['lastCheckpoint']
+                fn()
             except Exception as e:
-                L.error('periodic checkpoint sync failed: %s', e)
+                L.error('%s failed: %s', fn.__name__, e)
+
+    def sync(self):
+        self.st['lastCheckpoint'] = self.store.snapshot(self.c['paths']['checkpoints']) or self.st['lastCheckpoint']
+
+    def sample(self):
+        u = self.mon.sample(L)
+        self.low = None if u is None or u >= self.A['idleUtilPercent'] else self.low or time.time()
 
     def finish(self):
         st, keep = self.st, self.A['keep']

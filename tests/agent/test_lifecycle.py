@@ -194,3 +194,19 @@ def test_multinode_runs_torchrun_with_the_rank_of_this_node_among_sorted_peers(m
     assert (env['NODE_RANK'], env['MASTER_ADDR'], env['MASTER_PORT']) == ('1', '10.0.0.1', '29555')
     tags = [c['params'] for c in api.calls('DescribeInstances')]
     assert tags and all('gpu-training:stack' in p.values() and 'agent-test' in p.values() for p in tags), tags
+
+
+def test_trainer_killed_with_the_agent_is_relaunched_from_its_checkpoint_not_failed(make_node, api_stub):
+    """A reboot, or systemd killing the unit's whole cgroup, takes the trainer and its wrapper down."""
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.train(FT_STEPS=60, FT_STEP_S=0.03)
+    first = node.start()
+    node.until(lambda: list((node.tmp / 'ckpt').glob('ckpt-*.bin')))
+    os.kill(first.pid, signal.SIGKILL)
+    os.killpg(node.state()['pid'], signal.SIGKILL)
+    first.wait()
+    assert node.run() == 0, node.output()
+    starts = [r['start'] for r in node.records() if 'start' in r]
+    assert len(starts) == 2 and starts[1] > 0, f'relaunched once, from a checkpoint: {starts}'
+    assert node.marker()['state'] == 'DONE' and len(api.calls('DeleteInstance')) == 1
