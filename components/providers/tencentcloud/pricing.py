@@ -1,0 +1,73 @@
+"""Tencent Cloud prices for scripts/prices.py: CVM InquiryPriceRunInstances, pay-as-you-go by the hour
+(POSTPAID_BY_HOUR) and, with spot, SPOTPAID. The API prices a launch, so it needs a zone and an image
+id. SDK: tencentcloud-sdk-python (common + cvm), imported only when prices are fetched. Credentials
+come from the environment, never from files here.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Optional, Union
+from urllib.parse import urlsplit
+
+DISPLAY = "Tencent Cloud"
+CREDENTIALS = ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
+TOKEN = "TENCENTCLOUD_SESSION_TOKEN"  # optional: temporary credentials
+NEEDS = ("zone", "image")  # InquiryPriceRunInstances requires Placement.Zone and ImageId
+CURRENCY = "CNY"  # the China site bills in CNY; the API answer carries no currency
+
+
+def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
+    missing = [name for name in CREDENTIALS if not env.get(name)]
+    if not missing:
+        return None
+    return f"set {' and '.join(missing)} (a CAM user or role allowed cvm:InquiryPriceRunInstances; {TOKEN} for temporary keys)"
+
+
+def source(endpoint: Optional[str], region: str) -> str:
+    host = urlsplit(endpoint).netloc if endpoint else "cvm.tencentcloudapi.com"
+    return f"Tencent Cloud CVM API InquiryPriceRunInstances ({host})"
+
+
+def _client(region: str, endpoint: Optional[str], env: Mapping[str, str]):
+    from tencentcloud.common.credential import Credential
+    from tencentcloud.common.profile.client_profile import ClientProfile
+    from tencentcloud.common.profile.http_profile import HttpProfile
+    from tencentcloud.cvm.v20170312.cvm_client import CvmClient
+
+    parts = urlsplit(endpoint) if endpoint else None
+    # endpoint None lets the SDK use cvm.tencentcloudapi.com.
+    profile = HttpProfile(endpoint=parts.netloc if parts else None, protocol=parts.scheme if parts else None,
+                          reqTimeout=20)
+    return CvmClient(Credential(env[CREDENTIALS[0]], env[CREDENTIALS[1]], env.get(TOKEN) or None), region,
+                     ClientProfile(httpProfile=profile))
+
+
+def _unit_price(answer: Mapping) -> float:
+    price = answer["Price"]["InstancePrice"]
+    if price.get("ChargeUnit") not in (None, "HOUR"):
+        raise ValueError(f"charge unit {price.get('ChargeUnit')!r}, not HOUR")
+    value = price.get("UnitPriceDiscount")
+    return float(value if value is not None else price["UnitPrice"])
+
+
+def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Optional[str],
+          endpoint: Optional[str], spot: bool, env: Mapping[str, str]) -> dict[str, Union[dict, str]]:
+    """{type: {"onDemandPerHour", "currency", "spotPerHour"?} or the reason it has no price}."""
+    client, result = _client(region, endpoint, env), {}
+    for name in types:
+        launch = {"Placement": {"Zone": zone}, "ImageId": image, "InstanceType": name}
+        try:
+            answer = client.call_json("InquiryPriceRunInstances", {**launch, "InstanceChargeType": "POSTPAID_BY_HOUR"})
+            quote = {"onDemandPerHour": _unit_price(answer["Response"]), "currency": CURRENCY}
+        except Exception as error:  # TencentCloudSDKException, transport errors, an unexpected answer
+            result[name] = f"InquiryPriceRunInstances failed: {getattr(error, 'code', '') or ''} {getattr(error, 'message', '') or error}".strip()
+            continue
+        if spot:
+            try:
+                answer = client.call_json("InquiryPriceRunInstances", {
+                    **launch, "InstanceChargeType": "SPOTPAID",
+                    "InstanceMarketOptions": {"MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time"}}})
+                quote["spotPerHour"] = _unit_price(answer["Response"])
+            except Exception:  # spot is optional: the on-demand price stands alone
+                quote["spotPerHour"] = None
+        result[name] = quote
+    return result

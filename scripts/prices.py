@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Catalog prices: show them, or refresh them from the providers' price APIs.
+
+  prices.py show [--provider P]
+  prices.py refresh --provider alicloud --region cn-hangzhou [--spot]
+  prices.py refresh --provider tencentcloud --region ap-shanghai --zone ap-shanghai-2 --image img-xxxx
+  prices.py refresh --provider aws --region us-east-1 --catalog components/data/catalog/aws.yaml
+
+refresh asks the provider's API for every instance type of the catalog (or --types) and writes the
+hourly pay-as-you-go price into the catalog row with its date, region and source (the API); rows
+the API cannot price stay as they were and are listed. APIs: Alibaba DescribePrice (+
+DescribeSpotPriceHistory with --spot), Tencent InquiryPriceRunInstances, AWS Price List GetProducts
+(+ DescribeSpotPriceHistory). The cloud code lives in components/providers/<cloud>/pricing.py.
+Credentials are read from the environment only. --endpoint points the SDK at another API endpoint
+(a regional one, or a local stub in tests).
+
+Exit status: 0 prices written (or shown), 1 the API priced nothing (catalog unchanged), 2 bad
+arguments, missing credentials or a missing catalog.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import yaml  # noqa: E402
+
+from components import datafiles  # noqa: E402
+from components.advisor import catalog_prices  # noqa: E402
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+PROVIDERS_DIR = Path(__file__).resolve().parent.parent / "components" / "providers"
+
+
+def pricing_providers() -> list[str]:
+    return sorted(p.parent.name for p in PROVIDERS_DIR.glob("*/pricing.py"))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/prices.py --help)\n")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(prog="prices.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    show = commands.add_parser("show", help="print the catalog prices with their date and source")
+    show.add_argument("--provider", choices=None)
+    show.add_argument("--catalog", type=Path, help="a catalog file (default: the provider's)")
+    refresh = commands.add_parser("refresh", help="fetch prices from the provider's API into the catalog")
+    refresh.add_argument("--provider", required=True, help=f"one of: {', '.join(pricing_providers())}")
+    refresh.add_argument("--region", required=True, help="the region to price, e.g. cn-hangzhou")
+    refresh.add_argument("--zone", help="availability zone (Tencent needs one)")
+    refresh.add_argument("--image", help="image id to price a launch with (Tencent needs one)")
+    refresh.add_argument("--types", help="comma-separated instance types (default: every catalog row)")
+    refresh.add_argument("--spot", action="store_true", help="also record the latest spot price (spotPerHour)")
+    refresh.add_argument("--endpoint", help="API endpoint URL, e.g. https://ecs.cn-hangzhou.aliyuncs.com")
+    refresh.add_argument("--catalog", type=Path, help="the catalog file to update (default: the provider's)")
+    refresh.add_argument("--dry-run", action="store_true", help="fetch and print, write nothing")
+    return parser.parse_args(argv)
+
+
+def catalog_path(provider: str, override: Path | None) -> Path:
+    return override if override is not None else datafiles.DATA_DIR / "catalog" / f"{provider}.yaml"
+
+
+def today() -> str:
+    pinned = os.environ.get("GPU_TRAINING_NOW")
+    moment = datetime.fromisoformat(pinned.replace("Z", "+00:00")) if pinned else datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%d")
+
+
+def fail(message: str, code: int = EXIT_INVALID) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def load_rows(path: Path) -> tuple[str, dict]:
+    text = path.read_text(encoding="utf-8")
+    document = yaml.safe_load(text) or {}
+    if not isinstance(document, dict) or not isinstance(document.get("instances"), list):
+        raise ValueError(f"{path} has no `instances:` list")
+    return text, document
+
+
+def show(args: argparse.Namespace) -> int:
+    names = [args.provider] if args.provider else [p.stem for p in sorted((datafiles.DATA_DIR / "catalog").glob("*.yaml"))]
+    for name in names:
+        path = catalog_path(name, args.catalog)
+        if not path.is_file():
+            return fail(f"no catalog for {name!r}: {path} does not exist")
+        _, document = load_rows(path)
+        print(f"{name} ({path}):")
+        for row in document["instances"]:
+            price = row.get("price") or {}
+            value = price.get("onDemandPerHour")
+            where = f"  {price.get('region')}, {price.get('date')}, {price.get('source')}" if value is not None else ""
+            shown = "unknown" if value is None else f"{value:g} {price.get('currency', document.get('currency'))}/h"
+            print(f"  {row['type']:<28} {shown:<16}{where}")
+    return EXIT_OK
+
+
+def refresh(args: argparse.Namespace) -> int:
+    available = pricing_providers()
+    if args.provider not in available:
+        return fail(f"--provider {args.provider!r} has no price API support; allowed: {', '.join(available)}")
+    module = importlib.import_module(f"components.providers.{args.provider}.pricing")
+    path = catalog_path(args.provider, args.catalog)
+    if not path.is_file():
+        return fail(f"no catalog for {args.provider}: {path} does not exist; add the catalog first"
+                    " (rows with type, gpu, gpuCount, ... and price: null), or pass --catalog PATH")
+    try:
+        text, document = load_rows(path)
+    except (ValueError, yaml.YAMLError) as error:
+        return fail(str(error))
+    catalog_types = [row["type"] for row in document["instances"]]
+    types = catalog_types
+    if args.types:
+        types = [t.strip() for t in args.types.split(",") if t.strip()]
+        unknown = [t for t in types if t not in catalog_types]
+        if unknown:
+            return fail(f"--types: {', '.join(unknown)} not in {path.name}; catalog types: {', '.join(catalog_types)}")
+    for option in module.NEEDS:
+        if not getattr(args, option):
+            return fail(f"--{option} is required for {module.DISPLAY}: its price API prices a launch in a zone"
+                        " with an image (e.g. --zone ap-shanghai-2 --image img-xxxxxxxx)")
+    if args.endpoint:
+        parts = urlsplit(args.endpoint)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return fail(f"--endpoint {args.endpoint!r} is not an http(s) URL, e.g. https://ecs.cn-hangzhou.aliyuncs.com")
+    missing = module.missing_credentials(os.environ)
+    if missing:
+        return fail(f"no {module.DISPLAY} credentials in the environment: {missing}")
+
+    answers = module.fetch(types, region=args.region, zone=args.zone, image=args.image, endpoint=args.endpoint,
+                           spot=args.spot, env=os.environ)
+    source = module.source(args.endpoint, args.region)
+    quotes = {name: catalog_prices.Quote(name, answer["onDemandPerHour"], answer["currency"], args.region, source,
+                                         answer.get("spotPerHour"))
+              for name, answer in answers.items() if isinstance(answer, dict)}
+    failures = {name: answer for name, answer in answers.items() if not isinstance(answer, dict)}
+    for name, why in failures.items():
+        print(f"no price for {name}: {why}", file=sys.stderr)
+    if not quotes:
+        return fail(f"the {module.DISPLAY} API priced none of {len(types)} types; {path} is unchanged", EXIT_FAILED)
+    currency = document.get("currency")
+    for quote in quotes.values():
+        if currency and quote.currency != currency:
+            print(f"warning: {quote.instance_type} is priced in {quote.currency}, the catalog's currency is {currency}",
+                  file=sys.stderr)
+    date = today()
+    try:
+        edited = catalog_prices.edit(text, quotes, date)
+    except catalog_prices.CatalogEditError as error:
+        return fail(str(error), EXIT_FAILED)
+    for name, quote in quotes.items():
+        spot = "" if quote.spot_per_hour is None else f", spot {quote.spot_per_hour:g}"
+        print(f"{name:<28} {quote.on_demand_per_hour:g} {quote.currency}/h{spot}  ({args.region}, {date})")
+    if args.dry_run:
+        print(f"dry run: {path} not written")
+        return EXIT_OK
+    catalog_prices.write(path, edited)
+    print(f"wrote {len(quotes)} price(s) to {path}; {len(failures)} type(s) without a price")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return show(args) if args.command == "show" else refresh(args)
+    except OSError as error:
+        return fail(f"{error}", EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
