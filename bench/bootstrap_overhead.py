@@ -54,13 +54,12 @@ def bench_stack(stack: str, runs: int, shim_s: float) -> dict:
     if str(fs.get("address") or "").startswith("<"):
         fs["address"] = SAMPLE_FS[fs["type"]]
     rendered = render_user_data(cfg)
-    embed = render_user_data(cfg, agent_delivery="embed", max_encoded=None)
     first, rerun, calls = [], [], []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as d:
             scenario = Scenario(gpus=cfg["accelerator"]["count"], effects=EFFECTS.get(fs["type"]))
-            # The embedded form: the bundle fetch is a download, which this bench excludes.
-            sb = Sandbox(Path(d), embed.cloud_config, cfg, scenario)
+            # The agent fetch is a download: the sandbox's default copies the files instead.
+            sb = Sandbox(Path(d), rendered.cloud_config, cfg, scenario)
             a = sb.run()
             b = sb.run()
             if a.rc or b.rc:
@@ -69,8 +68,7 @@ def bench_stack(stack: str, runs: int, shim_s: float) -> dict:
             rerun.append(b.seconds)
             calls.append((len(a.calls), len(b.calls)))
     c1, c2 = calls[0]
-    return {"stack": stack, "encoded": rendered.encoded_size, "embedded": embed.encoded_size,
-            "delivery": "bundle" if rendered.agent_bundle else "embed",
+    return {"stack": stack, "encoded": rendered.encoded_size,
             "first_s": statistics.median(first), "rerun_s": statistics.median(rerun),
             "first_calls": c1, "rerun_calls": c2,
             "first_net_s": statistics.median(first) - c1 * shim_s, "rerun_net_s": statistics.median(rerun) - c2 * shim_s}
@@ -91,11 +89,11 @@ def main() -> int:
     print(f"bootstrap overhead on the fast path (driver present), sandbox, median of {a.runs} runs;"
           f" one stand-in call costs {shim_s * 1000:.1f} ms (net = wall - calls x that)")
     print(f"{'stack':<16} {'first run':>10} {'net':>8} {'calls':>6} {'re-run':>8} {'net':>8} {'calls':>6}"
-          f" {'user-data':>10} {'delivery':>8} {'all-embedded':>12}")
+          f" {'user-data':>10}")
     for r in rows:
         print(f"{r['stack']:<16} {r['first_s'] * 1000:>8.0f}ms {r['first_net_s'] * 1000:>6.0f}ms {r['first_calls']:>6}"
               f" {r['rerun_s'] * 1000:>6.0f}ms {r['rerun_net_s'] * 1000:>6.0f}ms {r['rerun_calls']:>6}"
-              f" {r['encoded']:>9}B {r['delivery']:>8} {r['embedded']:>11}B")
+              f" {r['encoded']:>9}B")
     return 0
 
 

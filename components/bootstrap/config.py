@@ -7,6 +7,8 @@ the dotted key, the bad value and what is allowed.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -187,6 +189,14 @@ def bootstrap_values(cfg: dict) -> dict[str, Any]:
                                  "null or a disk serial such as 'bp1abc...'", None) or ""
     v["disk_gb"] = r.integer(f"{b}.dataDisk.sizeGb", 0, 1048576, 0, null_ok=True) or 0
 
+    agent = r.get("artifacts.agent")
+    if agent is not None and agent is not _MISSING:
+        files = agent.get("files") if isinstance(agent, dict) else None
+        if not isinstance(agent, dict) or not isinstance(agent.get("prefix"), str) or not isinstance(files, dict):
+            r.bad("artifacts.agent", agent, "{prefix, files: {relative path: sha256}} (docs/node-config.md)")
+    # A re-run fetches again only when the listed agent files changed.
+    v["agent_files_digest"] = hashlib.sha256(json.dumps(agent if isinstance(agent, dict) else None,
+                                                        sort_keys=True).encode()).hexdigest()
     v["ascend"] = _ascend(r, cfg) if v["kind"] == "ascend" else None
     if r.problems:
         raise BootstrapConfigError(r.problems)

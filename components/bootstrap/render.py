@@ -9,9 +9,8 @@ cloud-init unpacks gzip user-data itself; one gzip over everything compresses be
 gz+b64 (which pays base64 twice and cannot share a dictionary across files).
 
 Size: Tencent accepts 16 KB after base64, AWS 16 KB before it, Alibaba 32 KB before it (provider SDK
-docs). The whole agent does not fit 16 KB, so by default ("auto") it rides in user-data only when the
-result stays under 16 KB encoded; otherwise it becomes a bundle the program uploads next to the
-checkpoints and the bootstrap fetches with the node role (sha256 pinned in user-data).
+docs); every stack must stay under 16 KB encoded. The whole agent does not fit, so only its boot set
+rides in user-data and the rest comes from object storage (docs/node-config.md, "Agent delivery").
 """
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ from typing import Any, Optional
 
 import jinja2
 
-from components.bootstrap.agentfiles import (AGENT_SRC, FETCHER, PROVIDERS, REPO, RUNTIME_NAME, AgentBundle,
-                                             EmbeddedFile, agent_files, make_bundle, strip_python)
+from components.bootstrap.agentfiles import AGENT_SRC, PROVIDERS, REPO, EmbeddedFile, boot_files
 from components.bootstrap.config import BootstrapConfigError, bootstrap_values
 
 TEMPLATES = REPO / "scripts" / "bootstrap"
@@ -55,8 +53,6 @@ class RenderedUserData:
     encoded: str                   # base64(gzip(cloud_config)): the cloud's user_data argument
     encoded_size: int              # len(encoded)
     files: tuple[FileSize, ...] = ()
-    # Set when the agent travels through the checkpoint bucket: the program uploads data at key.
-    agent_bundle: Optional[AgentBundle] = None
 
 
 def _yaml_block(text: str, indent: int) -> str:
@@ -101,8 +97,7 @@ def shared_fs_types(provider: str, providers: Path = PROVIDERS) -> list[str]:
     return sorted(names)
 
 
-def render_bootstrap(node_config: dict, values: Optional[dict] = None, bundle: Optional[AgentBundle] = None,
-                     providers: Path = PROVIDERS) -> str:
+def render_bootstrap(node_config: dict, values: Optional[dict] = None, providers: Path = PROVIDERS) -> str:
     """The bootstrap bash script of this node config (what cloud-init writes to BOOTSTRAP_PATH)."""
     v = values or bootstrap_values(node_config)
     available = shared_fs_types(v["provider"], providers)
@@ -112,72 +107,37 @@ def render_bootstrap(node_config: dict, values: Optional[dict] = None, bundle: O
             f"{v['provider']!r}; available: {', '.join(available)} "
             f"(add components/providers/{v['provider']}/templates/sharedfs-{v['shared_type']}.sh.j2)"])
     return environment(v["provider"], providers).get_template("bootstrap.sh.j2").render(
-        v=v, unit=AGENT_UNIT, bundle=bundle, node_json=NODE_JSON, fetcher=FETCHER.name)
-
-
-DELIVERIES = ("auto", "embed", "bundle")
+        v=v, unit=AGENT_UNIT, node_json=NODE_JSON)
 
 
 def _encode(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
 
 
-def _sizes(files: list[EmbeddedFile]) -> tuple[FileSize, ...]:
-    return tuple(FileSize(f.path, len(f.content.encode()), len(gzip.compress(f.content.encode(), 9, mtime=0)),
-                          f.source) for f in files)
-
-
-def _document(node_config: dict, v: dict, env: jinja2.Environment, agent: list[EmbeddedFile],
-              bundle: Optional[AgentBundle], providers: Path) -> tuple[str, list[EmbeddedFile]]:
+def render_user_data(node_config: dict, *, max_encoded: Optional[int] = MAX_ENCODED_BYTES,
+                     agent_src: Path = AGENT_SRC, providers: Path = PROVIDERS) -> RenderedUserData:
+    """Render and encode the user-data of one node; raises BootstrapConfigError or UserDataTooLarge."""
+    v = bootstrap_values(node_config)
+    env = environment(v["provider"], providers)
     files = [
         EmbeddedFile(NODE_JSON, "0644", json.dumps(node_config, indent=1) + "\n", "node config"),
-        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, bundle, providers),
+        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, providers),
                      "scripts/bootstrap/bootstrap.sh.j2"),
         EmbeddedFile(f"/etc/systemd/system/{AGENT_UNIT}", "0644",
                      env.get_template("agent.service.j2").render(v=v, node_json=NODE_JSON),
                      "scripts/bootstrap/agent.service.j2"),
-        *agent,
+        *boot_files(v["provider"], v["paths"]["agent"], agent_src, providers),
     ]
     text = env.get_template("user-data.yaml.j2").render(v=v, files=files, bootstrap_path=BOOTSTRAP_PATH)
-    return text, files
-
-
-def render_user_data(node_config: dict, *, agent_delivery: str = "auto",
-                     max_encoded: Optional[int] = MAX_ENCODED_BYTES, agent_src: Path = AGENT_SRC,
-                     providers: Path = PROVIDERS) -> RenderedUserData:
-    """Render and encode the user-data of one node.
-
-    agent_delivery: "embed" puts the whole agent in user-data; "bundle" puts only the cloud runtime
-    and the fetcher there and returns `agent_bundle`, which the program must upload to the checkpoint
-    bucket at `agent_bundle.key`; "auto" embeds when the result stays under `max_encoded`, else
-    bundles. Raises BootstrapConfigError (bad node config) or UserDataTooLarge.
-    """
-    if agent_delivery not in DELIVERIES:
-        raise ValueError(f"agent_delivery: {agent_delivery!r} is not allowed; allowed: {', '.join(DELIVERIES)}")
-    v = bootstrap_values(node_config)
-    env = environment(v["provider"], providers)
-    agent_dir = v["paths"]["agent"]
-    agent = agent_files(v["provider"], agent_dir, agent_src, providers)
-    bundle = None
-    text, files = _document(node_config, v, env, agent, None, providers) if agent_delivery != "bundle" else ("", [])
-    encoded = _encode(text) if text else ""
-    too_big = max_encoded is not None and len(encoded) >= max_encoded
-    if agent_delivery == "bundle" or (agent_delivery == "auto" and too_big):
-        bundle = make_bundle(agent, agent_dir, node_config["checkpoint"]["prefix"], v["stack"])
-        stage1 = [f for f in agent if f.path.endswith("/" + RUNTIME_NAME)]
-        stage1.append(EmbeddedFile(f"{agent_dir}/{FETCHER.name}", "0644",
-                                   strip_python(FETCHER.read_text(encoding="utf-8"), str(FETCHER)),
-                                   "scripts/bootstrap/fetch_agent.py"))
-        text, files = _document(node_config, v, env, stage1, bundle, providers)
-        encoded = _encode(text)
-    sizes = _sizes(files)
+    encoded = _encode(text)
+    sizes = tuple(FileSize(f.path, len(f.content.encode()), len(gzip.compress(f.content.encode(), 9, mtime=0)),
+                           f.source) for f in files)
     if max_encoded is not None and len(encoded) >= max_encoded:
         top = sorted(sizes, key=lambda s: -s.gzip_bytes)[:6]
         raise UserDataTooLarge(
-            f"stack {v['stack']}: encoded user-data is {len(encoded)} bytes, limit {max_encoded}"
-            f" (agent delivery: {'bundle' if bundle else 'embed'}); largest parts (gzip alone): "
-            + ", ".join(f"{s.path} {s.gzip_bytes}" for s in top))
-    return RenderedUserData(text, encoded, len(encoded), sizes, bundle)
+            f"stack {v['stack']}: encoded user-data is {len(encoded)} bytes, limit {max_encoded}; largest parts"
+            " (gzip alone): " + ", ".join(f"{s.path} {s.gzip_bytes}" for s in top))
+    return RenderedUserData(text, encoded, len(encoded), sizes)
 
 
 def decode(encoded: str) -> str:

@@ -22,6 +22,8 @@ from typing import Optional
 
 import yaml
 
+from components.artifacts import AGENT_SRC
+
 SHIM = Path(__file__).with_name("sandbox_shim.sh")
 SHIMMED = ("nvidia-smi", "npu-smi", "apt-get", "apt-cache", "apt-mark", "dpkg", "dpkg-query", "mkfs.xfs", "blkid",
            "lsblk", "mount", "mountpoint", "systemctl", "modprobe", "curl", "wget", "id", "groupadd", "useradd",
@@ -62,6 +64,9 @@ class Scenario:
     madison: Optional[dict[str, str]] = None     # apt-cache madison answers (default: derived from the config)
     # Bash run when a downloaded file of that name is executed; GPU_TRAINING_ROOT is the sandbox root.
     effects: Optional[dict[str, str]] = None
+    # node_agent.fetch: "copy" the listed files from the repository (no network), or run it for "real"
+    # against the node config's endpoints (tests point those at local servers on 127.0.0.1).
+    fetch: str = "copy"
 
 
 @dataclass
@@ -197,7 +202,8 @@ class Sandbox:
                "SANDBOX_CALLS": str(self.calls_file), "SANDBOX_SHIMS": str(self.shims),
                "SANDBOX_REAL_PYTHON": sys.executable, "SANDBOX_AGENT_PYTHON": self.agent_python,
                "SANDBOX_ASCEND_HOME": str(self.ascend_home),
-               "SANDBOX_MARKER": str(self.path(self.cfg["paths"]["state"]) / "UNHEALTHY"), **self.env_extra}
+               "SANDBOX_MARKER": str(self.path(self.cfg["paths"]["state"]) / "UNHEALTHY"),
+               "SANDBOX_FETCH": self.scenario.fetch, "SANDBOX_AGENT_SRC": str(AGENT_SRC), **self.env_extra}
         t0 = time.perf_counter()
         proc = subprocess.run(self.bootstrap_command(), env=env, capture_output=True, text=True, timeout=timeout)
         seconds = time.perf_counter() - t0

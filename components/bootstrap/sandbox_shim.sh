@@ -130,7 +130,26 @@ case "$me" in
       exec "$SANDBOX_REAL_PYTHON" "$@"
     fi ;;
   venv-python)
-    if [ "${1:-}" = -c ]; then accelerators
-    else exec "$SANDBOX_AGENT_PYTHON" "$@"; fi ;;
+    if [ "${1:-}" = -c ]; then
+      accelerators
+    elif [ "${1:-}" = -m ] && [ "${2:-}" = node_agent.fetch ]; then
+      # The fetcher writes under paths.agent: point that into the sandbox root, as a chroot would.
+      "$SANDBOX_AGENT_PYTHON" -c 'import json, os, sys
+c = json.load(open(sys.argv[1]))
+c["paths"]["agent"] = os.environ["GPU_TRAINING_ROOT"] + c["paths"]["agent"]
+json.dump(c, open(sys.argv[2], "w"))' "$(last "$@")" "$S/node.json"
+      if [ "$SANDBOX_FETCH" = real ]; then
+        exec "$SANDBOX_AGENT_PYTHON" -m node_agent.fetch --config "$S/node.json"
+      fi
+      # Default: no network; the listed files are copied from the repository's agent sources.
+      exec "$SANDBOX_AGENT_PYTHON" -c 'import json, os, shutil, sys
+c = json.load(open(sys.argv[1]))
+for rel in c["artifacts"]["agent"]["files"]:
+    dst = os.path.join(c["paths"]["agent"], rel)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.copyfile(os.path.join(sys.argv[2], rel.split("/", 1)[1]), dst)' "$S/node.json" "$SANDBOX_AGENT_SRC"
+    else
+      exec "$SANDBOX_AGENT_PYTHON" "$@"
+    fi ;;
   *) ;;  # groupadd, apt-mark, modprobe, sysctl, venv-pip: recording the call is the whole emulation
 esac

@@ -39,6 +39,13 @@ SAMPLE_FS_EFFECTS = {"cfsturbo": {"cfs_turbo_client_setup": 'mkdir -p "$GPU_TRAI
 def load_config(name: str, *, real_address: bool = True) -> dict:
     """A fresh copy of a node config: 'stack:<name>' (stacks/Pulumi.<name>.yaml) or 'fixture:<name>'."""
     cfg = copy.deepcopy(json.loads(_load(name)))
+    if "artifacts" not in cfg:
+        # Fixture files omit what changes with every agent edit: the program computes it the same way.
+        from components.artifacts import agent_artifacts, stack_prefix
+        base = stack_prefix(cfg["checkpoint"]["prefix"], cfg["stack"])
+        cfg["artifacts"] = {"agent": {"prefix": f"{base}/agent/", "files": {
+            a.relative: a.sha256 for a in agent_artifacts(cfg["checkpoint"]["prefix"], cfg["stack"])}},
+            "code": {"prefix": f"{base}/code/"}}
     fs = cfg["bootstrap"]["sharedFs"]
     if real_address and str(fs.get("address") or "").startswith("<"):
         fs["address"] = SAMPLE_FS_ADDRESS[fs["type"]]

@@ -7,12 +7,9 @@ validator fails the test instead of skipping it.
 from __future__ import annotations
 
 import ast
-import hashlib
-import io
 import json
 import subprocess
 import sys
-import tarfile
 import textwrap
 from pathlib import Path
 
@@ -22,7 +19,8 @@ import yaml
 
 from components.bootstrap import (BootstrapConfigError, UserDataTooLarge, decode, render_bootstrap,
                                   render_user_data)
-from components.bootstrap.agentfiles import AGENT_SRC, PROVIDERS, strip_python
+from components.artifacts import AGENT_SRC, BOOT_SET
+from components.bootstrap.agentfiles import PROVIDERS, strip_python
 from components.bootstrap.render import BOOTSTRAP_PATH, NODE_JSON, TEMPLATES, environment
 
 from bootstrap_helpers import ALL_CONFIGS, REPO, load_config, tool
@@ -57,7 +55,7 @@ def test_cloud_init_schema_rejects_a_broken_document(tmp_path):
 @pytest.mark.parametrize("name", ALL_CONFIGS)
 def test_encoded_user_data_is_under_16_kb_and_decodes(name):
     r = render_user_data(load_config(name))
-    print(f"{name}: {r.encoded_size} bytes encoded, agent {'bundle' if r.agent_bundle else 'embedded'}")
+    print(f"{name}: {r.encoded_size} bytes encoded")
     assert r.encoded_size == len(r.encoded) < LIMIT
     assert decode(r.encoded) == r.cloud_config
     assert r.cloud_config.startswith("#cloud-config\n")
@@ -84,79 +82,43 @@ def test_cloud_init_itself_unpacks_the_gzip_user_data():
 
 def test_write_files_round_trip_exactly():
     cfg = load_config("stack:large-h20")
-    for mode in ("embed", "bundle"):
-        r = render_user_data(cfg, agent_delivery=mode, max_encoded=None)
-        files = write_files(r.cloud_config)
-        assert json.loads(files[NODE_JSON]) == cfg
-        assert files[BOOTSTRAP_PATH] == render_bootstrap(cfg, bundle=r.agent_bundle)
-        assert files[BOOTSTRAP_PATH].startswith("#!/usr/bin/env bash\n")
-        runtime = files[f"{cfg['paths']['agent']}/node_agent/cloud_runtime.py"]
-        assert runtime == strip_python((PROVIDERS / cfg["provider"] / "node_runtime.py").read_text())
+    files = write_files(render_user_data(cfg).cloud_config)
+    assert json.loads(files[NODE_JSON]) == cfg
+    assert files[BOOTSTRAP_PATH] == render_bootstrap(cfg)
+    assert files[BOOTSTRAP_PATH].startswith("#!/usr/bin/env bash\n")
+    runtime = files[f"{cfg['paths']['agent']}/node_agent/cloud_runtime.py"]
+    assert runtime == strip_python((PROVIDERS / cfg["provider"] / "node_runtime.py").read_text())
 
 
-def test_embedded_agent_is_the_agent_without_docstrings(tmp_path):
-    """Every agent module is embedded, compiles, carries no docstring, and imports like the original."""
+def test_only_the_boot_set_rides_in_user_data_and_it_can_fetch_the_rest(tmp_path):
+    """Boot set + cloud runtime are embedded without docstrings; everything else is listed for the fetch."""
     cfg = load_config("stack:entry-t4")
-    files = write_files(render_user_data(cfg, agent_delivery="embed", max_encoded=None).cloud_config)
-    agent_root = cfg["paths"]["agent"]
-    sources = sorted(p for p in AGENT_SRC.rglob("*.py") if "__pycache__" not in p.parts)
-    for src in sources:
-        text = files[f"{agent_root}/node_agent/{src.relative_to(AGENT_SRC).as_posix()}"]
-        tree = ast.parse(text)
+    files = write_files(render_user_data(cfg).cloud_config)
+    base = f"{cfg['paths']['agent']}/node_agent/"
+    embedded = sorted(p[len(base):] for p in files if p.startswith(base))
+    assert embedded == sorted([n for n in BOOT_SET if (AGENT_SRC / n).exists()] + ["cloud_runtime.py"])
+    listed = {rel.split("/", 1)[1] for rel in cfg["artifacts"]["agent"]["files"]}
+    assert listed and not listed & set(embedded)
+    (tmp_path / "node_agent").mkdir()
+    for name in embedded:
+        tree = ast.parse(files[base + name])
         for node in ast.walk(tree):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                assert ast.get_docstring(node) is None, f"{src.name}: docstring left in {getattr(node, 'name', '')}"
-        assert "#" not in "".join(line.split("'")[0].split('"')[0] for line in text.splitlines())
-        out = tmp_path / "node_agent" / src.relative_to(AGENT_SRC)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-    modules = [p.stem for p in sources if p.parent == AGENT_SRC and p.stem != "__main__"]
-    probe = ("import importlib, sys\n"
-             "[importlib.import_module('node_agent' + ('' if m == '__init__' else '.' + m)) for m in sys.argv[1:]]")
-    original = subprocess.run([sys.executable, "-c", probe, *modules], cwd=AGENT_SRC.parent, capture_output=True, text=True)
-    stripped = subprocess.run([sys.executable, "-c", probe, *modules], cwd=tmp_path, capture_output=True, text=True)
-    assert stripped.returncode == original.returncode, stripped.stderr
+                assert ast.get_docstring(node) is None, f"{name}: docstring left in {getattr(node, 'name', '')}"
+        (tmp_path / "node_agent" / name).write_text(files[base + name])
+    # The stripped boot set alone imports the fetcher (what the bootstrap runs before anything else).
+    out = subprocess.run([sys.executable, "-c", "import node_agent.fetch, node_agent.s3"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
 
 
 def test_rendering_is_deterministic():
     """Same inputs, same bytes: otherwise every `pulumi up` would see a user-data change."""
     cfg = load_config("stack:medium-a100")
-    a, b = render_user_data(cfg), render_user_data(cfg)
-    assert a.encoded == b.encoded
-    assert (a.agent_bundle is None) == (b.agent_bundle is None)
-    if a.agent_bundle:
-        assert a.agent_bundle.data == b.agent_bundle.data
+    assert render_user_data(cfg).encoded == render_user_data(cfg).encoded
 
 
-def test_auto_embeds_a_small_agent_and_bundles_a_large_one(tmp_path):
-    cfg = load_config("stack:entry-t4")
-    small = tmp_path / "node_agent"
-    small.mkdir()
-    (small / "__init__.py").write_text('"""tiny agent."""\n')
-    (small / "__main__.py").write_text('"""Entry."""\nprint("agent")  # hi\n')
-    r = render_user_data(cfg, agent_src=small)
-    assert r.agent_bundle is None
-    assert write_files(r.cloud_config)[f"{cfg['paths']['agent']}/node_agent/__main__.py"] == "print('agent')\n"
-
-    big = tmp_path / "big"
-    big.mkdir()
-    for i in range(12):   # hex digests barely compress: about 2 KB of gzip per module, 24 KB in all
-        lines = [hashlib.sha512(f"{i}-{j}".encode()).hexdigest() for j in range(30)]
-        (big / f"m{i}.py").write_text(f"DATA = {lines!r}\n")
-    r = render_user_data(cfg, agent_src=big)
-    bundle = r.agent_bundle
-    assert bundle is not None and r.encoded_size < LIMIT
-    assert bundle.sha256 == hashlib.sha256(bundle.data).hexdigest()
-    assert bundle.key == f"{cfg['checkpoint']['prefix']}/{cfg['stack']}/agent/node-agent-{bundle.sha256[:16]}.tar.gz"
-    with tarfile.open(fileobj=io.BytesIO(bundle.data)) as tar:
-        names = sorted(tar.getnames())
-    assert names == sorted([f"node_agent/m{i}.py" for i in range(12)] + ["node_agent/cloud_runtime.py"])
-    files = write_files(r.cloud_config)
-    assert not any(p.endswith("/m0.py") for p in files)
-    assert bundle.sha256 in files[BOOTSTRAP_PATH] and bundle.key in files[BOOTSTRAP_PATH]
-
-
-def test_too_large_even_as_bundle_names_the_largest_parts():
+def test_too_large_user_data_names_the_largest_parts():
     with pytest.raises(UserDataTooLarge) as e:
         render_user_data(load_config("stack:entry-t4"), max_encoded=4000)
     assert BOOTSTRAP_PATH in str(e.value) and "limit 4000" in str(e.value)
@@ -222,15 +184,12 @@ def test_every_template_starts_with_a_header_comment():
 
 
 def test_every_rendered_shell_script_passes_shellcheck(tmp_path):
-    """Each config as deployed (auto), both agent deliveries for an NVIDIA and an Ascend node, the shim."""
+    """Every stack's and fixture's bootstrap (each provider's snippets included), and the sandbox shim."""
     shellcheck = tool("shellcheck")
     scripts = {}
-    runs = [(name, "auto") for name in ALL_CONFIGS]
-    runs += [("stack:large-h20", "embed"), ("stack:large-h20", "bundle"), ("fixture:large-ascend-910b", "embed")]
-    for name, mode in runs:
-        text = write_files(render_user_data(load_config(name), agent_delivery=mode,
-                                            max_encoded=None).cloud_config)[BOOTSTRAP_PATH]
-        scripts.setdefault(text, f"{name.replace(':', '-')}-{mode}.sh")
+    for name in ALL_CONFIGS:
+        text = write_files(render_user_data(load_config(name)).cloud_config)[BOOTSTRAP_PATH]
+        scripts.setdefault(text, f"{name.replace(':', '-')}.sh")
     paths = []
     for text, filename in scripts.items():
         (tmp_path / filename).write_text(text)

@@ -17,8 +17,8 @@ MUTATING = {"apt-get": "install", "dpkg": "-i", "mkfs.xfs": "", "mount": "", "ve
             "curl": "", "useradd": "", "ascend-run-package": ""}
 
 
-def sandbox(tmp_path, cfg, scenario=Scenario(), mode="embed", **kw):
-    r = render_user_data(cfg, agent_delivery=mode, max_encoded=None)
+def sandbox(tmp_path, cfg, scenario=Scenario(), **kw):
+    r = render_user_data(cfg)
     return Sandbox(tmp_path / "sb", r.cloud_config, cfg, scenario, **kw)
 
 
