@@ -4,6 +4,8 @@ from __future__ import annotations
 from components.advisor import perf as perfmod
 from components.advisor.optimiser import Evaluation, Rejection, Result, tier_summary
 
+LARGE_BATCH = 8192
+
 CONSTRAINT_TITLES = {
     "tier": "no tier of the guide takes the GPU count/model",
     "performance": "no performance figure for the GPU",
@@ -35,7 +37,7 @@ def reasons(ev: Evaluation, request) -> list[str]:
     lowered = f", lowered from the recipe's {request.model.default_batch} to fit" if fit.batch_lowered else ""
     lines.append(f"VRAM: batch {fit.batch} per GPU{lowered} needs ~{fit.memory_needed_gb:.1f} GB;"
                  f" each {row.gpu} offers {fit.usable_gb:.1f} of {row.gpu_memory_gb} GB"
-                 f" (global batch {fit.batch * ev.gpus})")
+                 f" (global batch {fit.batch * ev.gpus:,})")
     per_gpu_vcpu = row.vcpus_per_gpu
     guide = "inside the guide's 8-16" if 8 <= per_gpu_vcpu <= 16 else "outside the guide's 8-16"
     feed = (f"the CPUs prepare ~{fit.node_cpu:,.0f} images/s per node, the GPUs take"
@@ -52,6 +54,11 @@ def reasons(ev: Evaluation, request) -> list[str]:
                if fs != "none" else "shared FS: none (single node; data on the local disk)")
     lines.append(f"disk: {fit.data_disk_gb:,} GiB {disk.category}{level} per node (data set x1.5 + 50 GB for"
                  f" checkpoints, tier minimum {tier.data_disk_min_gb}); {fs_text}")
+    global_batch = fit.batch * ev.gpus
+    if global_batch > LARGE_BATCH:
+        lines.append(f"warning: a global batch of {global_batch:,} is past the ~{LARGE_BATCH:,} up to which plain SGD"
+                     " with a scaled learning rate keeps ResNet-50's ImageNet accuracy (Goyal et al. 2017,"
+                     " arXiv:1706.02677): use LARS/LAMB, a smaller per-GPU batch, or fewer GPUs")
     scale = ev.scaling
     if ev.gpus > 1:
         lines.append(f"scaling: {ev.nodes} x {row.gpu_count} GPUs at {scale.efficiency:.0%} of linear ({scale.link})")
