@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import time
+from contextlib import suppress
 
 FIX = {'storage': 'high I/O wait: storage is the bottleneck; pack small files (LMDB, tar shards) and cache the '
                   'data on the local NVMe/ESSD disk',
@@ -91,6 +92,12 @@ class Monitor:
             k = 'storage' if (s['iowaitMean'] or 0) >= 10 else 'cpu' if (s['cpuBusyMean'] or 0) >= 70 else 'other'
             s['bottleneck'] = {'kind': k, 'advice': f'mean GPU utilisation {u}% is under 70%: {FIX[k]}'}
         return s, rows, gpus
+
+    def warm(self):
+        with suppress(ImportError):
+            import matplotlib
+            matplotlib.use('Agg')
+            from matplotlib import pyplot  # noqa: F401
 
     def report(self, out):
         """Write summary.json and utilisation.png (when matplotlib is installed); return the summary."""
