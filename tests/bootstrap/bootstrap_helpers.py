@@ -1,5 +1,5 @@
 """Helpers for the bootstrap tests. Node configs: every stack file through the real node config builder,
-plus fixture configs for what no stack covers yet (an Ascend node, a NAS mount, a spot A100)."""
+plus fixture configs for what no stack covers yet (an Ascend node)."""
 from __future__ import annotations
 
 import copy
@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).with_name("fixtures")
 STACK_NAMES = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
-# Ascend has no stack yet (no Huawei provider); the rest stay as contract examples.
+# Ascend has no stack yet (no Huawei provider): its node config is a fixture that follows the contract.
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
 ALL_CONFIGS = [f"stack:{n}" for n in STACK_NAMES] + [f"fixture:{n}" for n in FIXTURE_NAMES]
 
