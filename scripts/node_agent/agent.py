@@ -8,6 +8,7 @@ marker, so a node that comes back resumes from the checkpoint. The node is relea
 verified final upload and the final marker; a failed upload leaves it running (exit 3: systemd
 restarts the agent, which retries) until the cloud-side TTL.
 """
+import fcntl
 import json
 import logging
 import os
@@ -36,6 +37,12 @@ class Agent:
         for d in (P['state'], P['logs'], P['checkpoints']):
             os.makedirs(d, exist_ok=True)
         self.sf, self.exitf, self.csv = (os.path.join(P['state'], n) for n in ('agent-state.json', 'trainer.exit', 'utilisation.csv'))
+        # One agent per node: a second one (a human's manual run) must not start a second trainer.
+        self.lock = open(os.path.join(P['state'], 'agent.lock'), 'w')
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise SystemExit(f"node agent: another agent is running on {P['state']}; not starting a second one")
         self.log, self.st, self.spawned, self.asked = os.path.join(P['logs'], 'trainer.log'), {}, False, None
         if os.path.exists(self.sf):
             with open(self.sf) as f:
@@ -179,7 +186,8 @@ class Agent:
                 proc.signal_group(pid, getattr(signal, self.c['train']['stopSignal']))
                 self.save(stop={'state': why[0], 'reason': why[1], 'kill': now + why[2]})
             time.sleep(0.2)
-        tail.pump(T.info)
+        while tail.pump(T.info):
+            pass
         halt.set()
         code, s = proc.exit_code(self.exitf), st.get('stop') or {}
         if code is None and not s.get('state') and st.get('relaunches', 0) < 3:

@@ -70,8 +70,9 @@ class Tail:
     def pump(self, emit):
         with open(self.path, 'rb') as f:
             f.seek(self.pos)
-            data = f.read()
+            data = f.read(1 << 20)  # a chatty trainer is followed in bounded steps
         self.pos += len(data)
         *lines, self.rest = (self.rest + data).split(b'\n')
         for ln in lines:
             emit(ln.decode(errors='replace'))
+        return len(data)

@@ -125,17 +125,23 @@ class Store:
                 self.retry(self.s3.download_file)(self.bucket, k, dst)
 
     def restore(self, ckpt_dir):
-        """Download the newest snapshot whose objects all verify; its id, or None."""
+        """Download the newest snapshot whose objects all verify; its id, or None when there is none.
+
+        A snapshot with missing objects makes way for an older one; a storage or disk error (after
+        the retries) raises instead, so a node never trains from an older state than it could reach.
+        """
         for key in reversed(self.retry(self.keys)('checkpoints/manifests/')):
             try:
                 m = json.loads(self.retry(self.s3.get_object)(Bucket=self.bucket, Key=key)['Body'].read())
-                if self.retry(self.fetch)(ckpt_dir, m['files']):
-                    L.info('restored snapshot %s: %d files', m['id'], len(m['files']))
-                    self.last = m['id'], None
-                    return m['id']
-                L.warning('snapshot %s is incomplete: trying an older one', key)
-            except Exception as e:  # a damaged manifest must not keep the node from older ones
-                L.warning('snapshot %s is unusable (%s): trying an older one', key, e)
+                sid, files = m['id'], dict(m['files'])
+            except (ValueError, KeyError, TypeError) as e:
+                L.warning('snapshot %s is damaged (%s): trying an older one', key, e)
+                continue
+            if self.retry(self.fetch)(ckpt_dir, files):
+                L.info('restored snapshot %s: %d files', sid, len(files))
+                self.last = sid, None
+                return sid
+            L.warning('snapshot %s is incomplete: trying an older one', key)
 
     def fetch(self, ckpt_dir, files):
         if not files or not all(self.verify(self.objects + v['sha256'], v['size'], v['sha256']) for v in files.values()):

@@ -112,3 +112,22 @@ def test_unreadable_config_and_unknown_provider_exit_2(tmp_path):
             'train': {'command': 'true'}, 'endpoints': {'metadata': 'http://127.0.0.1:9'}}
     r = run_config(tmp_path, good)
     assert r.returncode == 2 and "provider: 'nocloud'" in r.stderr and 'Traceback' not in r.stderr, r.stderr
+
+
+def test_restore_skips_newer_damaged_or_incomplete_snapshots_for_the_newest_complete_one(make_node, api_stub, s3):
+    api = api_stub('alicloud')
+    a = make_node('a', api=api)
+    a.train(FT_STEPS=10)
+    assert a.run() == 0, a.output()
+    good = a.marker()['lastCheckpoint']
+    # Newer manifests: one names an object that is not there, one is not JSON at all.
+    late = '29991231T000000.000000000Z'
+    s3.put_object(Bucket=a.bucket, Key=a.key(f'checkpoints/manifests/{late}-x.json'),
+                  Body=json.dumps({'id': f'{late}-x', 'files': {'ckpt-99999.bin': {'sha256': 'f' * 64, 'size': 5}}}))
+    s3.put_object(Bucket=a.bucket, Key=a.key(f'checkpoints/manifests/{late}-y.json'), Body=b'{not json')
+    b = make_node('b', api=api)
+    b.train(FT_STEPS=15)
+    assert b.run() == 0, b.output()
+    assert b.records()[0]['start'] == 10, 'resumed from the newest complete snapshot'
+    assert f'restored snapshot {good}' in b.output()
+    assert 'is damaged' in b.output() and 'is incomplete' in b.output()

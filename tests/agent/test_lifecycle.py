@@ -127,6 +127,8 @@ def test_agent_restart_reattaches_and_never_starts_the_trainer_twice(make_node, 
     node.train(FT_STEPS=50, FT_STEP_S=0.05)
     first = node.start()
     node.until(lambda: node.records() and node.state().get('phase') == 'run')
+    second = node.start()  # a second agent on the same node (a manual run) must not start a trainer
+    assert node.wait(second) == 1 and 'another agent is running' in node.output()
     os.kill(first.pid, signal.SIGKILL)  # a crash: systemd would restart it
     first.wait()
     assert node.run() == 0, node.output()
