@@ -313,7 +313,7 @@ def test_cfs_turbo_mount_runs_in_the_bootstrap_sandbox(tmp_path):
 
     cfg = node_config_for_stack("tc-large-a100")
     cfg["bootstrap"]["sharedFs"]["address"] = "10.43.0.5:/a1b2c3d4"  # the shape cfs.FileSystem gives
-    rendered = render_user_data(cfg, agent_delivery="embed", max_encoded=None)
+    rendered = render_user_data(cfg, max_encoded=None)
     sb = Sandbox(tmp_path / "sb", rendered.cloud_config, cfg, Scenario(gpus=8))
     result = sb.run()
     steps = {s["name"]: s["result"] for s in result.status["steps"]}
