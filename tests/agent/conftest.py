@@ -101,8 +101,9 @@ class Node:
         path = self.tmp / 'node.json'
         path.write_text(json.dumps(self.cfg, indent=1))
         e = {k: v for k, v in os.environ.items() if not k.startswith('AWS_')}
-        e.update(PYTHONPATH=str(ROOT / 'scripts'), PATH=f"{HERE / 'bin'}{os.pathsep}{e['PATH']}",
-                 FAKE_GPU_FILE=str(self.gpu), GPU_TRAINING_SHUTDOWN_CMD=f"touch {self.tmp / 'shutdown'}", **(env or {}))
+        e.update({'PYTHONPATH': str(ROOT / 'scripts'), 'PATH': f"{HERE / 'bin'}{os.pathsep}{e['PATH']}",
+                  'FAKE_GPU_FILE': str(self.gpu), 'GPU_TRAINING_SHUTDOWN_CMD': f"touch {self.tmp / 'shutdown'}",
+                  **(env or {})})
         out = open(self.tmp / f'agent-{len(self.procs)}.out', 'wb')
         p = subprocess.Popen([sys.executable, '-m', 'node_agent', '--config', str(path)], env=e, stdout=out,
                              stderr=subprocess.STDOUT, cwd=self.tmp)

@@ -5,7 +5,7 @@ checkpoint atomically (temp file + rename) as ckpt-<step>.bin = one JSON header 
 {"step", "sha256" of the payload} + payload, keeps the newest two, and on SIGTERM saves and exits.
 Knobs (environment): FT_STEPS (20), FT_STEP_S (0.05), FT_EVERY (5 steps per checkpoint), FT_BLOB
 (payload bytes, 65536), FT_IGNORE_TERM=1, FT_HANG_AT (step at which it hangs with the GPU idle),
-FT_EXIT (exit code at the end), FT_RECORD (JSON lines: one per start, one per SIGTERM), FT_GPU
+FT_UTIL (the GPU utilisation it reports, 90), FT_EXIT (exit code at the end), FT_RECORD (JSON lines: one per start, one per SIGTERM), FT_GPU
 (file the fake nvidia-smi reads the utilisation from).
 """
 import glob
@@ -66,7 +66,7 @@ note(start=step, env={k: E.get(k) for k in ('CKPT_DIR', 'RESUME_FROM', 'RANK', '
                                            'NODE_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'FROM_TRAIN_ENV', 'EXTRA')},
      cwd=os.getcwd())
 signal.signal(signal.SIGTERM, signal.SIG_IGN if E.get('FT_IGNORE_TERM') else lambda *a: term.append(time.time()))
-util(90)
+util(int(E.get('FT_UTIL', 90)))
 print(f'training from step {step}', flush=True)
 while step < steps:
     if term:

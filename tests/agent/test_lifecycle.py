@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from conftest import checkpoint_ok, verify_snapshot
+from conftest import ROOT, checkpoint_ok, verify_snapshot
 
 
 def test_clean_finish_alicloud_releases_after_verified_upload(make_node, api_stub, s3):
@@ -212,3 +212,28 @@ def test_trainer_killed_with_the_agent_is_relaunched_from_its_checkpoint_not_fai
     starts = [r['start'] for r in node.records() if 'start' in r]
     assert len(starts) == 2 and starts[1] > 0, f'relaunched once, from a checkpoint: {starts}'
     assert node.marker()['state'] == 'DONE' and len(api.calls('DeleteInstance')) == 1
+
+
+def test_report_on_ascend_without_matplotlib_names_the_bottleneck_and_skips_the_png(make_node, api_stub, s3):
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.cfg['accelerator'].update(kind='ascend', count=2)
+    node.train(FT_STEPS=40, FT_STEP_S=0.03, FT_UTIL=30)
+    hide = node.tmp / 'hide'
+    (hide / 'matplotlib').mkdir(parents=True)
+    (hide / 'matplotlib' / '__init__.py').write_text("raise ImportError('matplotlib is not installed (test shim)')\n")
+    assert node.run(env={'PYTHONPATH': f"{ROOT / 'scripts'}{os.pathsep}{hide}"}) == 0, node.output()
+
+    summary = json.loads(s3.get_object(Bucket=node.bucket, Key=node.key(f'report/{node.id}/summary.json'))['Body'].read())
+    assert 'matplotlib' in summary['plot']
+    keys = [o['Key'] for o in s3.list_objects_v2(Bucket=node.bucket, Prefix=node.key('report/'))['Contents']]
+    assert not [k for k in keys if k.endswith('.png')], keys
+    csv = s3.get_object(Bucket=node.bucket, Key=node.key(f'report/{node.id}/utilisation.csv'))['Body'].read().decode()
+    rows = [ln.split(',') for ln in csv.splitlines()[1:]]
+    assert {r[1] for r in rows} == {'0', '1'} and {float(r[2]) for r in rows} == {30.0}, 'both NPUs, read via npu-smi'
+    # The diagnosis follows the documented rule applied to the measured means.
+    cpu, io = summary['cpuBusyMean'], summary['iowaitMean']
+    want = 'storage' if io >= 10 else 'cpu' if cpu >= 70 else 'other'
+    assert summary['gpuUtilMean'] == 30.0 and summary['bottleneck']['kind'] == want, summary
+    assert 'under 70%' in summary['bottleneck']['advice']
+    assert node.marker()['utilisation'] == {k: v for k, v in summary.items() if k != 'plot'}
