@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Run a stack's training end to end: `pulumi up`, watch the nodes' markers in object storage, download
+the utilisation report, then `pulumi refresh` + `destroy` once every node's data is saved.
+
+It refuses to destroy while markers say data exists only on a node (SYNC_FAILED, a node still
+RUNNING, no marker at all) unless --force, and says what to do instead. Ctrl-C leaves the stack
+running and prints the commands to resume watching or to destroy. See docs/run.md.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runlib import exitcodes  # noqa: E402
+from runlib.driver import DEFAULT_TIMEOUT_H, Driver, RunOptions  # noqa: E402
+
+STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class UsageError(Exception):
+    """Bad arguments: one clear line, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exitcodes.HELP + """
+credentials: the Pulumi CLI uses its own (cloud provider env vars, `pulumi login`); the watcher
+  reads the checkpoint bucket through boto3's chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+  AWS_PROFILE, holding a key of the bucket's cloud (OSS, COS, OBS, BOS accept theirs via S3).
+
+examples:
+  run.py entry-t4                       up, watch (24 h at most), report, ask, destroy
+  run.py entry-t4 --yes --timeout 6     unattended, give up watching after 6 h
+  run.py entry-t4 --keep                up and watch, leave the stack for another run
+  run.py entry-t4 --watch-only          resume watching after Ctrl-C
+  run.py entry-t4 --destroy-only        check the markers once, then destroy if data is saved
+""")
+    parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("--keep", action="store_true", help="do not destroy at the end")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_H, metavar="H",
+                        help=f"stop watching after H hours (default {DEFAULT_TIMEOUT_H:g}); the nodes' own "
+                             "TTL (agent.maxHours) still applies")
+    parser.add_argument("--yes", action="store_true", help="destroy without asking")
+    parser.add_argument("--force", action="store_true",
+                        help="destroy even when markers say data is not saved (loses it)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--watch-only", action="store_true", help="skip `up`: watch a running stack, then destroy")
+    mode.add_argument("--destroy-only", action="store_true",
+                      help="skip `up` and the watch: check the markers once, then destroy")
+    parser.add_argument("--poll", type=float, default=10.0, metavar="S",
+                        help="seconds between looks at the markers (default 10)")
+    parser.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="where the report and the run record go (default out/<stack>/)")
+    return parser
+
+
+def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
+    args = build_parser().parse_args(argv)
+    stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (work_dir / "stacks").glob("Pulumi.*.yaml"))
+    if not STACK_NAME.match(args.stack) or args.stack not in stacks:
+        raise UsageError(f"stack {args.stack!r}: no stacks/Pulumi.{args.stack}.yaml; allowed: {', '.join(stacks)}")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g}: must be > 0 hours")
+    if not args.poll > 0:
+        raise UsageError(f"--poll {args.poll:g}: must be > 0 seconds")
+    if args.keep and args.destroy_only:
+        raise UsageError("--keep with --destroy-only: they contradict each other; pick one")
+    if args.keep and args.force:
+        raise UsageError("--force with --keep: --force only matters when destroying")
+    mode = "watch" if args.watch_only else "destroy" if args.destroy_only else "full"
+    return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or work_dir / "out" / args.stack,
+                      mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
+                      poll_s=args.poll)
+
+
+def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> int:
+    """The command; tests pass a recording ``stack_factory`` in place of the Automation API layer."""
+    try:
+        opts = options(argv)
+    except UsageError as exc:
+        print(f"run.py: error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    if stack_factory is None:
+        from runlib.automation import PulumiStack
+        from runlib.bucket import has_credentials
+        if not has_credentials():
+            # Checked before `up`: a stack nobody can watch would never be destroyed by this run.
+            print("run.py: error: no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and "
+                  "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to a key of the bucket's cloud that can read it",
+                  file=sys.stderr)
+            return exitcodes.USAGE
+        stack_factory = PulumiStack
+    return Driver(opts, stack_factory, **driver_kwargs).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Read-only access to a stack's objects in S3-compatible storage: markers and the report.
+
+The endpoint, addressing style and signature come from the stack's ``checkpoint`` output (the same
+settings the nodes use); credentials come from the user's environment through boto3's usual
+chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE), holding a key of the cloud that
+owns the bucket: OSS, COS, OBS and BOS all accept their own keys through the S3 API.
+"""
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Mapping, Optional
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError, NoCredentialsError
+
+from .markers import Marker, parse_marker
+
+# Errors that another poll will not fix: stop watching and say why.
+FATAL_CODES = frozenset({"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket",
+                         "AllAccessDisabled", "InvalidBucketName", "403", "404"})
+
+
+class BucketError(Exception):
+    """Object storage refused us for a reason that retrying will not fix."""
+
+
+def has_credentials(session: Optional[boto3.Session] = None) -> bool:
+    return (session or boto3.Session()).get_credentials() is not None
+
+
+class StackBucket:
+    def __init__(self, checkpoint: Mapping, stack: str, session: Optional[boto3.Session] = None):
+        missing = [k for k in ("bucket",) if not checkpoint.get(k)]
+        if missing:
+            raise BucketError(f"the stack's checkpoint output has no {', '.join(missing)}: "
+                              "set checkpoint.bucket in the stack file")
+        self.bucket = checkpoint["bucket"]
+        self.root = f"{(checkpoint.get('prefix') or '').strip('/')}/{stack}/".lstrip("/")
+        extra = {}
+        if checkpoint.get("endpoint"):
+            # Non-AWS stores reject the CRC32 checksums botocore >= 1.36 sends by default (REFERENCE.md).
+            extra = {"request_checksum_calculation": "when_required",
+                     "response_checksum_validation": "when_required"}
+        config = Config(signature_version=checkpoint.get("signatureVersion") or "s3v4",
+                        s3={"addressing_style": checkpoint.get("addressingStyle") or "virtual"},
+                        connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 3},
+                        **extra)
+        self.s3 = (session or boto3.Session()).client(
+            "s3", endpoint_url=checkpoint.get("endpoint") or None,
+            region_name=checkpoint.get("region") or None, config=config)
+
+    @property
+    def url(self) -> str:
+        return f"s3://{self.bucket}/{self.root}"
+
+    def _translate(self, what: str, exc: Exception) -> Exception:
+        """A BucketError for failures another poll will not fix; other errors unchanged."""
+        if isinstance(exc, NoCredentialsError):
+            return BucketError("no credentials for object storage: set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to a key that can read " + self.url)
+        if isinstance(exc, ClientError):
+            error = exc.response.get("Error", {})
+            if error.get("Code", "") in FATAL_CODES:
+                return BucketError(f"{what} {self.url}: {error.get('Code')} {error.get('Message') or ''}".rstrip())
+        return exc
+
+    def _list(self, prefix: str) -> list[dict]:
+        pages = self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)
+        try:
+            return [obj for page in pages for obj in page.get("Contents", [])]
+        except (ClientError, NoCredentialsError) as exc:
+            raise self._translate("listing", exc) from None
+
+    def marker_etags(self) -> dict[str, str]:
+        """key -> ETag of every marker object (cheap: a listing, no downloads)."""
+        return {o["Key"]: o["ETag"] for o in self._list(self.root + "markers/") if o["Key"].endswith(".json")}
+
+    def markers(self, known: Optional[Mapping[str, Marker]] = None) -> list[Marker]:
+        """Every marker, downloading only those whose ETag changed since ``known``."""
+        known = known or {}
+        result = []
+        for key, etag in self.marker_etags().items():
+            cached = known.get(key)
+            if cached is not None and cached.etag == etag:
+                result.append(cached)
+                continue
+            try:
+                obj = self.s3.get_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "NoSuchKey":
+                    continue  # deleted between listing and reading
+                raise self._translate("reading", exc) from None
+            result.append(parse_marker(key, obj.get("ETag", etag), obj["Body"].read()))
+        return result
+
+    def download_report(self, nodes: list[str], dest: Path) -> list[Path]:
+        """Copy report/<node>/* of the given nodes into dest/<node>/; the files written."""
+        written = []
+        for node in nodes:
+            for obj in self._list(f"{self.root}report/{node}/"):
+                key = obj["Key"]
+                rel = PurePosixPath(key[len(self.root) + len("report/"):])
+                if key.endswith("/") or ".." in rel.parts or rel.is_absolute():
+                    continue  # folder placeholders, and names that would escape dest
+                target = Path(dest).joinpath(*rel.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(f".{target.name}.part")
+                try:
+                    self.s3.download_file(self.bucket, key, str(tmp))
+                except (ClientError, NoCredentialsError) as exc:
+                    tmp.unlink(missing_ok=True)
+                    raise self._translate("downloading", exc) from None
+                tmp.replace(target)
+                written.append(target)
+        return written

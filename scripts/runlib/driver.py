@@ -1,0 +1,299 @@
+"""run.py's sequence: up -> baseline -> watch -> report -> decide -> refresh + destroy, and its Ctrl-C path.
+
+The Pulumi stack and the bucket come in as factories (the real ones need a CLI and a cloud); the
+console and the confirmation prompt too. Each phase maps its failure to one exit code.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from . import exitcodes
+from .automation import AutomationError
+from .bucket import BucketError, StackBucket
+from .decide import Commands, Decision, decide
+from .markers import Verdict, assess, current
+from .watch import CostRate, WatchResult, Watcher, clock_text
+
+DEFAULT_TIMEOUT_H = 24.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    stack: str
+    work_dir: Path
+    out_dir: Path
+    mode: str = "full"            # full: up + watch + destroy | watch: watch + destroy | destroy
+    keep: bool = False
+    force: bool = False
+    yes: bool = False
+    timeout_h: float = DEFAULT_TIMEOUT_H
+    poll_s: float = 10.0
+    settle_s: float = 600.0
+
+    @property
+    def state_file(self) -> Path:
+        return self.out_dir / "run.json"
+
+
+def commands_for(opts: RunOptions) -> Commands:
+    venv_python = opts.work_dir / ".venv" / "bin" / "python"
+    python = ".venv/bin/python" if venv_python.exists() else "python3"
+    base = [python, "scripts/run.py", opts.stack]
+    if opts.timeout_h != DEFAULT_TIMEOUT_H:
+        base += ["--timeout", f"{opts.timeout_h:g}"]
+    default_out = opts.work_dir / "out" / opts.stack
+    if opts.out_dir.resolve() != default_out.resolve():
+        base += ["--out", str(opts.out_dir)]
+    join = shlex.join
+    return Commands(
+        watch=join([*base, "--watch-only"]),
+        destroy=join([*base, "--destroy-only"]),
+        force_destroy=join([*base, "--destroy-only", "--force"]),
+        pulumi_destroy=f"pulumi refresh --stack {shlex.quote(opts.stack)} --yes && "
+                       f"pulumi destroy --stack {shlex.quote(opts.stack)}",
+        restart_agent="sudo systemctl restart gpu-training-agent",
+    )
+
+
+def ask_on_terminal(question: str) -> Optional[bool]:
+    """y/N on the terminal; None when there is no terminal to ask on."""
+    if not sys.stdin.isatty():
+        return None
+    from rich.prompt import Confirm
+    return Confirm.ask(question, default=False)
+
+
+class Driver:
+    def __init__(self, opts: RunOptions, stack_factory: Callable[..., object], *,
+                 bucket_factory: Callable[[Mapping, str], StackBucket] = StackBucket,
+                 console: Optional[Console] = None,
+                 confirm: Callable[[str], Optional[bool]] = ask_on_terminal,
+                 now: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep):
+        self.opts, self.stack_factory, self.bucket_factory = opts, stack_factory, bucket_factory
+        self.console = console or Console()
+        self.confirm, self.now, self.sleep = confirm, now, sleep
+        self.cmd = commands_for(opts)
+        self.phase = "start"
+
+    # --- output helpers ----------------------------------------------------------------------
+    def say(self, message: str, style: str = "") -> None:
+        self.console.print(message, style=style or None, highlight=False, soft_wrap=True)
+
+    def pulumi_line(self, line: str) -> None:
+        # Pulumi's own progress, streamed as it comes; kept plain so it reads like `pulumi up`.
+        self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    def continue_hints(self, running: bool = True) -> None:
+        if running:
+            self.say(f"The stack {self.opts.stack} is left running (and billing). To continue:", "bold")
+        self.say(f"  watch again:        {self.cmd.watch}")
+        self.say(f"  destroy (checked):  {self.cmd.destroy}")
+        self.say(f"  destroy (Pulumi):   {self.cmd.pulumi_destroy}")
+
+    # --- the sequence ------------------------------------------------------------------------
+    def run(self) -> int:
+        try:
+            return self._run()
+        except KeyboardInterrupt:
+            self.say("")
+            if self.phase == "up":
+                self.say("Interrupted during `pulumi up`: Pulumi cancels the update; the stack may be partly "
+                         "created.", "bold yellow")
+                self.continue_hints()
+            elif self.phase == "destroy":
+                self.say("Interrupted during refresh/destroy: some resources may remain. Finish with:",
+                         "bold yellow")
+                self.say(f"  {self.cmd.pulumi_destroy}")
+            else:
+                self.say("Interrupted.", "bold yellow")
+                self.continue_hints()
+            return exitcodes.INTERRUPTED
+
+    def _run(self) -> int:
+        opts = self.opts
+        try:
+            self.phase = "select"
+            stack = self.stack_factory(opts.stack, opts.work_dir, create=opts.mode == "full")
+            if opts.mode == "full":
+                self.phase = "up"
+                self.say(f"pulumi up --stack {opts.stack}", "bold")
+                up_started = self.now()
+                try:
+                    outputs = stack.up(on_output=self.pulumi_line)
+                except AutomationError:
+                    raise
+                except Exception as exc:
+                    self.say(f"pulumi up failed: {_tail(exc)}", "bold red")
+                    self.say("The stack may be partly created. Fix the cause and run this command again, or "
+                             f"remove what was created:  {self.cmd.pulumi_destroy}")
+                    return exitcodes.UP_FAILED
+            else:
+                outputs = stack.outputs()
+                up_started = None
+        except AutomationError as exc:
+            self.say(f"error: {exc}", "bold red")
+            return exitcodes.ERROR
+
+        self.phase = "outputs"
+        checkpoint = outputs.get("checkpoint")
+        if not isinstance(checkpoint, Mapping) or not checkpoint.get("bucket"):
+            self.say(f"error: stack {opts.stack} has no 'checkpoint' output with a bucket (outputs: "
+                     f"{', '.join(sorted(outputs)) or 'none'}): nothing to watch. Is it deployed?", "bold red")
+            if opts.mode == "full":
+                self.continue_hints()
+            return exitcodes.ERROR
+        node_count = int(outputs.get("nodeCount") or 1)
+        cost = CostRate.from_output(outputs.get("costPerHour"))
+        try:
+            bucket = self.bucket_factory(checkpoint, str(outputs.get("stack") or opts.stack))
+            baseline, since, stack_started = self._baseline(bucket, stack, up_started)
+
+            if opts.mode == "destroy":
+                self.phase = "check"
+                result = WatchResult()
+                markers = current(bucket.markers(), baseline, since)
+                result.markers, result.verdict = markers, assess(markers, node_count)
+                result.preemptions = sum(m.state == "PREEMPTED" for m in markers)
+                result.timed_out = True  # stopping now: unfinished training counts as "stopped early"
+            else:
+                self.phase = "watch"
+                self.say(f"watching {bucket.url}markers/ for {node_count} node(s), timeout "
+                         f"{opts.timeout_h:g} h (Ctrl-C leaves the stack running)", "bold")
+                watcher = Watcher(bucket, node_count, cost, baseline=baseline, since=since,
+                                  stack_started=stack_started, timeout_s=opts.timeout_h * 3600,
+                                  poll_s=opts.poll_s, settle_s=opts.settle_s, console=self.console,
+                                  now=self.now, sleep=self.sleep)
+                result = watcher.run()
+
+            self.phase = "report"
+            nodes = sorted({m.node for m in result.markers})
+            report_dir = opts.out_dir / "report"
+            files = bucket.download_report(nodes, report_dir) if nodes else []
+        except BucketError as exc:
+            self.say(f"error: {exc}", "bold red")
+            self.continue_hints()
+            return exitcodes.ERROR
+
+        self._summary(result, files, report_dir, cost, stack_started)
+        decision = decide(result.verdict or assess([], node_count), result.timed_out, opts.keep, opts.force,
+                          self.cmd)
+        return self._act(stack, decision)
+
+    def _baseline(self, bucket, stack, up_started: Optional[float]):
+        """(baseline etags, fallback time, when the stack started) for telling this run's markers apart."""
+        opts = self.opts
+        if opts.mode == "full":
+            # Taken right after `up`: nodes are still booting, so every marker already there is an
+            # earlier run's. Saved, so that --watch-only and --destroy-only see the same run.
+            baseline = bucket.marker_etags()
+            opts.out_dir.mkdir(parents=True, exist_ok=True)
+            record = {"stack": opts.stack, "upStartedAt": up_started, "baseline": baseline,
+                      "baselineTakenAt": self.now()}
+            tmp = opts.state_file.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(record, indent=1))
+            os.replace(tmp, opts.state_file)
+            return baseline, _utc(up_started), up_started
+        try:
+            record = json.loads(opts.state_file.read_text())
+            if record.get("stack") == opts.stack and isinstance(record.get("baseline"), dict):
+                return record["baseline"], _utc(record.get("upStartedAt")), record.get("upStartedAt")
+        except (OSError, ValueError):
+            pass
+        since = None
+        try:
+            since = stack.last_update_started()
+        except Exception:  # a backend without history: fall back to counting every marker
+            since = None
+        if since is not None and since.tzinfo is None:
+            since = since.replace(tzinfo=timezone.utc)
+        self.say(f"note: no record of this run in {opts.state_file}; counting markers updated since the stack's "
+                 f"last update ({since.isoformat() if since else 'unknown: every marker counts'})", "yellow")
+        return None, since, since.timestamp() if since else None
+
+    def _summary(self, result: WatchResult, files: list[Path], report_dir: Path, cost: CostRate,
+                 stack_started: Optional[float]) -> None:
+        verdict: Optional[Verdict] = result.verdict
+        table = Table(title=f"stack {self.opts.stack}: nodes", title_justify="left")
+        for column in ("node", "state", "reason", "duration", "GPU-hours", "cost", "GPU util"):
+            table.add_column(column)
+        for m in result.markers:
+            body = m.body
+            table.add_row(m.node, m.state, str(m.reason or ""), clock_text(body.get("durationSeconds") or 0),
+                          _num(body.get("gpuHours")), _money(body.get("estimatedCost"), body.get("currency")),
+                          f"{m.gpu_util:.0f}%" if m.gpu_util is not None else "n/a")
+        if result.markers:
+            self.console.print(table)
+        elapsed = self.now() - stack_started if stack_started else None
+        spent = cost.so_far(elapsed) if elapsed is not None else None
+        self.say(f"outcome: {verdict.state if verdict else 'NO_MARKERS'}"
+                 + (" (timed out)" if result.timed_out and self.opts.mode != "destroy" else "")
+                 + f", preemptions seen: {result.preemptions}"
+                 + (f", elapsed {clock_text(elapsed)}" if elapsed is not None else "")
+                 + (f", effective cost so far ~{spent:.2f} {cost.currency or ''}" if spent is not None else ""))
+        if files:
+            self.say(f"report: {len(files)} file(s) in {report_dir}")
+        elif result.markers:
+            self.say("report: none in the bucket yet (the agent uploads it when a node ends)")
+
+    def _act(self, stack, decision: Decision) -> int:
+        style = "bold green" if decision.destroy or decision.exit_code == exitcodes.DONE else "bold yellow"
+        self.say(decision.headline, style)
+        for line in decision.advice:
+            self.say(line)
+        if not decision.destroy:
+            if decision.exit_code == exitcodes.NOT_SAVED or self.opts.keep:
+                self.say(f"The stack {self.opts.stack} is left running.", "bold")
+            return decision.exit_code
+        self.phase = "confirm"
+        if not self.opts.yes:
+            answer = self.confirm(f"Destroy stack {self.opts.stack} (checkpoint bucket is kept)?")
+            if not answer:
+                self.say("not destroyed" + (" (no terminal to ask on: pass --yes)" if answer is None else ""),
+                         "bold yellow")
+                self.continue_hints()
+                return exitcodes.DECLINED
+        self.phase = "destroy"
+        try:
+            self.say(f"pulumi refresh --stack {self.opts.stack}", "bold")
+            # Nodes release themselves when done: refresh first so destroy does not trip over them.
+            stack.refresh(on_output=self.pulumi_line)
+            self.say(f"pulumi destroy --stack {self.opts.stack}", "bold")
+            stack.destroy(on_output=self.pulumi_line)
+        except Exception as exc:
+            self.say(f"destroy failed: {_tail(exc)}", "bold red")
+            self.say(f"Some resources may remain; retry with:  {self.cmd.pulumi_destroy}")
+            return exitcodes.DESTROY_FAILED
+        self.opts.state_file.unlink(missing_ok=True)
+        self.say(f"stack {self.opts.stack} destroyed; checkpoints and report stay in the bucket", "bold green")
+        return decision.exit_code
+
+
+def _utc(epoch: Optional[float]) -> Optional[datetime]:
+    # Whole seconds: markers carry updatedAt to the second, so a marker written in the very
+    # second `up` started must still count as this run's.
+    return datetime.fromtimestamp(int(epoch), timezone.utc) if isinstance(epoch, (int, float)) else None
+
+
+def _tail(exc: Exception, limit: int = 1500) -> str:
+    text = str(exc).strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _num(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else "n/a"
+
+
+def _money(value, currency) -> str:
+    return f"{value:.2f} {currency or ''}".rstrip() if isinstance(value, (int, float)) else "n/a"
+

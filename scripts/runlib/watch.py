@@ -1,0 +1,149 @@
+"""Poll a stack's markers until the run ends (or the timeout), with a live status line.
+
+The poll and the stop rule are plain code over ``StackBucket.markers`` and ``markers.assess``;
+the only side effects are the sleep between polls and the status line.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Mapping, Optional
+
+from botocore.exceptions import BotoCoreError, ClientError
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from .bucket import BucketError
+from .markers import Marker, Verdict, assess, current
+
+
+@dataclass(frozen=True)
+class CostRate:
+    """The stack's cost per hour (all nodes) from its ``costPerHour`` output; None = unknown."""
+    currency: Optional[str]
+    effective: Optional[float]
+
+    @classmethod
+    def from_output(cls, value) -> "CostRate":
+        value = value if isinstance(value, Mapping) else {}
+        rate = value.get("effective")
+        return cls(value.get("currency"), float(rate) if isinstance(rate, (int, float)) else None)
+
+    def so_far(self, seconds: float) -> Optional[float]:
+        return None if self.effective is None else self.effective * seconds / 3600
+
+
+@dataclass
+class WatchResult:
+    markers: list[Marker] = field(default_factory=list)
+    verdict: Optional[Verdict] = None
+    preemptions: int = 0
+    timed_out: bool = False
+    polls: int = 0
+    last_error: Optional[str] = None
+
+
+def clock_text(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def status_line(result: WatchResult, running_s: float, cost: CostRate) -> str:
+    """One line: elapsed, effective cost so far, node states, last utilisation, preemptions."""
+    verdict = result.verdict
+    spent = cost.so_far(running_s)
+    money = f"{spent:.2f} {cost.currency or ''}".rstrip() if spent is not None else "unknown"
+    states = ", ".join(f"{n} {s}" for s, n in sorted(verdict.counts.items())) if verdict and verdict.counts \
+        else "no node reported yet"
+    # The most recently written marker that carries a utilisation summary.
+    with_util = [m for m in result.markers if m.gpu_util is not None]
+    with_util.sort(key=lambda m: m.updated_at.timestamp() if m.updated_at else 0.0)
+    util = f"{with_util[-1].gpu_util:.0f}%" if with_util else "n/a"
+    line = (f"elapsed {clock_text(running_s)} | cost so far {money} | {states} | GPU util {util} | "
+            f"preemptions {result.preemptions}")
+    if result.last_error:
+        line += f" | last poll failed: {result.last_error}"
+    return line
+
+
+class Watcher:
+    def __init__(self, bucket, node_count: int, cost: CostRate, *, baseline: Optional[Mapping[str, str]],
+                 since: Optional[datetime] = None, stack_started: Optional[float] = None,
+                 timeout_s: float, poll_s: float = 10.0, settle_s: float = 600.0,
+                 console: Optional[Console] = None,
+                 now: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep):
+        self.bucket, self.node_count, self.cost = bucket, node_count, cost
+        self.baseline, self.since = baseline, since
+        self.timeout_s, self.poll_s, self.settle_s = timeout_s, poll_s, settle_s
+        self.console = console or Console()
+        self.now, self.sleep = now, sleep
+        self.stack_started = stack_started
+        self._known: dict[str, Marker] = {}
+        self._preempted: set[tuple[str, str]] = set()
+
+    def poll(self, result: WatchResult) -> WatchResult:
+        """One look at the bucket; transient errors are noted and the previous view kept."""
+        try:
+            every = self.bucket.markers(self._known)
+        except BucketError:
+            raise
+        except (BotoCoreError, ClientError, OSError) as exc:
+            result.last_error = f"{type(exc).__name__}: {exc}"
+            return result
+        self._known = {m.key: m for m in every}
+        result.markers = current(every, self.baseline, self.since)
+        # A preemption is a PREEMPTED marker write: a node that comes back rewrites its key.
+        self._preempted |= {(m.key, m.etag) for m in result.markers if m.state == "PREEMPTED"}
+        result.preemptions = len(self._preempted)
+        result.verdict = assess(result.markers, self.node_count)
+        result.last_error = None
+        result.polls += 1
+        return result
+
+    def finished(self, verdict: Optional[Verdict], failed_since: Optional[float], now: float) -> bool:
+        if verdict is None:
+            return False
+        if verdict.state in ("DONE", "SYNC_FAILED"):
+            return True
+        if verdict.state == "FAILED":
+            # Give the other nodes time to stop and write their own final markers.
+            return verdict.settled or (failed_since is not None and now - failed_since >= self.settle_s)
+        return False
+
+    def run(self) -> WatchResult:
+        result = WatchResult()
+        began = self.now()
+        started = self.stack_started or began
+        deadline = began + self.timeout_s
+        failed_since = None
+        live = Live(Text(""), console=self.console, refresh_per_second=2, transient=False) \
+            if self.console.is_terminal else None
+        last_printed = None
+        try:
+            if live:
+                live.start()
+            while True:
+                self.poll(result)
+                now = self.now()
+                if result.verdict is not None and result.verdict.state == "FAILED":
+                    failed_since = failed_since or now
+                line = status_line(result, now - started, self.cost)
+                if live:
+                    live.update(Text(line))
+                else:
+                    # No terminal (CI, a log file): a line when something changes, not every poll.
+                    key = (result.verdict.counts if result.verdict else None, result.preemptions, result.last_error)
+                    if key != last_printed:
+                        self.console.print(line, highlight=False)
+                        last_printed = key
+                if self.finished(result.verdict, failed_since, now):
+                    return result
+                if now >= deadline:
+                    result.timed_out = True
+                    return result
+                self.sleep(max(0.0, min(self.poll_s, deadline - now)))
+        finally:
+            if live:
+                live.stop()
