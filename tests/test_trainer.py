@@ -177,14 +177,14 @@ def test_sigkill_never_exposes_a_partial_checkpoint(tmp_path):
     saves = 0
     for line in proc.stdout:
         saves += line.startswith("[train_cnn] checkpoint step")
-        if saves >= 25:
+        if saves >= 15:
             os.killpg(proc.pid, signal.SIGKILL)
             break
     proc.wait(timeout=30)
     halt.set()
     watcher.join(timeout=10)
     assert proc.returncode == -signal.SIGKILL
-    assert len(seen) >= 5, "the watcher should have read several checkpoints while they were written"
+    assert len(seen) >= 3, "the watcher should have read several checkpoints while they were written"
     assert broken == []
     visible = sorted(ckpt.glob("ckpt-*.pt"))
     for path in visible:
@@ -223,16 +223,27 @@ def test_resume_from_takes_the_newest_complete_checkpoint(tmp_path):
         cnn_checkpoint.load_newest(cnn_checkpoint.find_candidates(restored), load, warnings.append)
 
 
-def test_torchrun_two_processes_gloo(tmp_path):
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ckpt = tmp_path / "ckpt"
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def torchrun_run(tmp_path_factory):
+    """One 2-process torchrun (gloo) run of 12 steps: (its checkpoint dir, the completed process)."""
+    tmp = tmp_path_factory.mktemp("torchrun")
+    ckpt = tmp / "ckpt"
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
-         "--master_addr", "127.0.0.1", "--master_port", str(port), str(TRAINER), *TINY, "--steps", "12",
+         "--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(TRAINER), *TINY, "--steps", "12",
          "--ckpt-every", "6", "--workers", "0"],
-        cwd=tmp_path, env=trainer_env(ckpt), capture_output=True, text=True, timeout=120)
+        cwd=tmp, env=trainer_env(ckpt), capture_output=True, text=True, timeout=120)
+    return ckpt, done
+
+
+def test_torchrun_two_processes_gloo(torchrun_run):
+    ckpt, done = torchrun_run
     assert done.returncode == 0, done.stderr[-3000:]
     summaries = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(summaries) == 1, "only rank 0 reports"
@@ -240,3 +251,33 @@ def test_torchrun_two_processes_gloo(tmp_path):
     assert sorted(p.name for p in ckpt.iterdir()) == ["ckpt-00000006.pt", "ckpt-00000012.pt"]
     state = load(ckpt / "ckpt-00000012.pt")
     assert state["world_size"] == 2 and state["step"] == 12
+
+
+def test_ranks_that_restored_different_checkpoints_all_resume_from_the_newest(tmp_path, torchrun_run):
+    """Two nodes, each with its own CKPT_DIR: rank 0's is empty (its restore found nothing), rank 1's
+    holds step 6. Both must resume at 6, and the run must end exactly as the uninterrupted one."""
+    reference, done = torchrun_run
+    assert done.returncode == 0, done.stderr[-3000:]
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "ckpt-00000006.pt").write_bytes((reference / "ckpt-00000006.pt").read_bytes())
+    port = str(free_port())
+    procs = []
+    for rank in (0, 1):
+        env = trainer_env(tmp_path / f"node{rank}", RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0",
+                          LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        procs.append(subprocess.Popen([sys.executable, str(TRAINER), *TINY, "--steps", "12", "--ckpt-every", "6",
+                                       "--workers", "0"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    try:
+        outputs = [p.communicate(timeout=60) for p in procs]  # ranks out of step hang in an all-reduce
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
+    summary = summary_of(outputs[0][0])
+    assert summary["resumed_from_step"] == 6 and summary["step"] == 12
+    assert "every rank resumes from rank 1's (step 6)" in outputs[0][0]
+    assert sorted(p.name for p in (tmp_path / "node0").iterdir()) == ["ckpt-00000012.pt"], "only rank 0 writes"
+    a, b = load(reference / "ckpt-00000012.pt"), load(tmp_path / "node0" / "ckpt-00000012.pt")
+    assert_same(a["model"], b["model"], "model")
+    assert_same(a["optimizer"], b["optimizer"], "optimizer")

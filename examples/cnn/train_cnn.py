@@ -269,6 +269,7 @@ class Trainer:
                 self.say(f"removed {path.name}, left by a write that was killed")
         self.step = 0
         self.resumed_from: Path | None = None
+        loaded = None
         sources = [p for p in (args.resume_from, args.ckpt_dir) if p is not None]
         for source in sources:
             if not source.exists():
@@ -277,10 +278,12 @@ class Trainer:
             if found is None:
                 self.say(f"no checkpoint in {source}")
                 continue
-            candidate, state = found
-            self._restore(state, candidate.path)
+            candidate, loaded = found
+            self._restore(loaded, candidate.path)
             self.resumed_from = candidate.path
             break
+        if self.distributed:
+            self._agree_on_resume(loaded)
         newer = [c for c in find_candidates(args.ckpt_dir, depth=1) if c.step > self.step] \
             if args.ckpt_dir.exists() else []
         if newer and self.resumed_from is not None:
@@ -335,6 +338,27 @@ class Trainer:
             random.setstate(_as_tuple(rng["python"]))
         self.step = int(state["step"])
         self.say(f"resumed from {path} at step {self.step}")
+
+    def _agree_on_resume(self, state: dict | None) -> None:
+        """Make every rank start from the same step: the newest checkpoint any rank found wins.
+
+        On several nodes each rank reads its own node's CKPT_DIR; a node whose restore found
+        nothing would otherwise start from step 0 and hang or corrupt the run at the first
+        all-reduce, or drag the others back.
+        """
+        found = [None] * self.args.world_size
+        self.dist.all_gather_object(found, (self.step, str(self.resumed_from) if self.resumed_from else None))
+        steps = [step for step, _ in found]
+        if len(set(steps)) == 1:
+            return
+        src = max(range(len(steps)), key=lambda r: (steps[r], -r))
+        self.say(f"ranks found checkpoints at different steps {steps}: every rank resumes from rank {src}'s "
+                 f"(step {steps[src]})")
+        box = [state if self.args.rank == src else None]
+        self.dist.broadcast_object_list(box, src=src)
+        if self.args.rank != src:
+            self._restore(box[0], Path(found[src][1]))
+            self.resumed_from = Path(found[src][1])
 
     def save(self, reason: str) -> Path | None:
         """Rank 0 writes the checkpoint of the current step; a no-op when that file exists."""
