@@ -322,3 +322,12 @@ def test_a_row_that_is_not_one_line_is_refused_and_nothing_changes():
     quote = catalog_prices.Quote("a", 1.0, "CNY", "r", "s")
     with pytest.raises(catalog_prices.CatalogEditError, match="no one-line row"):
         catalog_prices.edit(text, {"a": quote}, "2026-12-02")
+
+
+def test_show_lists_each_row_with_its_price_or_unknown(tmp_path):
+    path = catalog_copy(tmp_path, "aws")
+    run = prices("show", "--provider", "aws", "--catalog", str(path), env=environment())
+    assert run.returncode == 0, run.stderr
+    lines = {line.split()[0]: line for line in run.stdout.splitlines()[1:]}
+    assert "unknown" in lines["g4dn.2xlarge"]
+    assert "55.04 USD/h" in lines["p5.48xlarge"] and "2026-11-01" in lines["p5.48xlarge"]
