@@ -62,10 +62,10 @@ step = 0
 if E.get('RESUME_FROM'):
     done = [read(p) for p in glob.glob(os.path.join(E['RESUME_FROM'], 'ckpt-*.bin'))]
     step = max([s for s, ok in done if ok], default=0)
+signal.signal(signal.SIGTERM, signal.SIG_IGN if E.get('FT_IGNORE_TERM') else lambda *a: term.append(time.time()))
 note(start=step, env={k: E.get(k) for k in ('CKPT_DIR', 'RESUME_FROM', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK',
                                            'NODE_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'FROM_TRAIN_ENV', 'EXTRA')},
      cwd=os.getcwd())
-signal.signal(signal.SIGTERM, signal.SIG_IGN if E.get('FT_IGNORE_TERM') else lambda *a: term.append(time.time()))
 util(int(E.get('FT_UTIL', 90)))
 print(f'training from step {step}', flush=True)
 while step < steps:

@@ -111,7 +111,7 @@ def test_hung_job_is_idle_then_failed_and_released(make_node, api_stub):
 
 def test_ttl_stops_gracefully_saves_and_releases(make_node, api_stub):
     api = api_stub('alicloud')
-    node = make_node(api=api, maxHours=0.0004, ttlMarginMinutes=0)  # 1.44 s after the first start
+    node = make_node(api=api, maxHours=0.001, ttlMarginMinutes=0)  # 3.6 s after the first start
     node.train(FT_STEPS=100000, FT_STEP_S=0.01)
     assert node.run() == 0, node.output()
     m = node.marker()
