@@ -36,7 +36,8 @@ class Agent:
         self.c, self.A, P = cfg, cfg['agent'], cfg['paths']
         for d in (P['state'], P['logs'], P['checkpoints']):
             os.makedirs(d, exist_ok=True)
-        self.sf, self.exitf, self.csv = (os.path.join(P['state'], n) for n in ('agent-state.json', 'trainer.exit', 'utilisation.csv'))
+        self.sf, self.exitf, self.csv = (os.path.join(P['state'], n)
+                                         for n in ('agent-state.json', 'trainer.exit', 'utilisation.csv'))
         # One agent per node: a second one (a human's manual run) must not start a second trainer.
         self.lock = open(os.path.join(P['state'], 'agent.lock'), 'w')
         try:
@@ -134,7 +135,8 @@ class Agent:
         """KEY=VALUE lines of the bootstrap's train.env (DataLoader workers, AMP, NCCL hints)."""
         try:
             with open(self.c['paths']['trainEnv']) as f:
-                kv = [ln.strip().removeprefix('export ').split('=', 1) for ln in f if '=' in ln and ln.strip()[0] != '#']
+                kv = [ln.strip().removeprefix('export ').split('=', 1)
+                      for ln in f if '=' in ln and ln.strip()[0] != '#']
         except OSError:
             return {}
         return {k.strip(): v.strip().strip('"\'') for k, v in kv}
@@ -221,7 +223,8 @@ class Agent:
         st, keep = self.st, self.A['keep']
         if st['phase'] == 'final':
             try:
-                self.save(lastCheckpoint=self.store.snapshot(self.c['paths']['checkpoints'], True) or st.get('lastCheckpoint'))
+                ck = self.store.snapshot(self.c['paths']['checkpoints'], True)
+                self.save(lastCheckpoint=ck or st.get('lastCheckpoint'))
                 try:
                     self.report()
                 except Exception as e:
@@ -265,7 +268,8 @@ class Agent:
         self.store.put_data(f'markers/{self.node}.json', json.dumps({
             'state': state, 'node': self.node, 'stack': c['stack'], 'exitCode': st.get('exitCode'),
             'reason': st.get('reason'), 'startedAt': iso(t0), 'endedAt': iso(t1), 'durationSeconds': round(h * 3600, 1),
-            'gpuHours': round(h * c['accelerator']['count'], 4), 'estimatedCost': None if rate is None else round(h * rate, 4),
+            'gpuHours': round(h * c['accelerator']['count'], 4),
+            'estimatedCost': None if rate is None else round(h * rate, 4),
             'currency': c['cost'].get('currency'), 'utilisation': self.mon.summary()[0],
             'lastCheckpoint': st.get('lastCheckpoint'), 'updatedAt': iso(time.time()), **kw}, indent=1).encode())
         L.info('marker %s', state)

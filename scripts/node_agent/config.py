@@ -19,8 +19,8 @@ CHOICES = {'train.launcher': 'direct torchrun', 'accelerator.kind': 'nvidia asce
            'train.stopSignal': 'SIGTERM SIGINT SIGHUP SIGUSR1 SIGUSR2 SIGQUIT'}
 # Type-checked against the default's type (None: any value).
 OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env', 'paths.venv': '',
-         'train.workdir': '/tmp', 'train.env': {}, 'agent.keep': False, 'checkpoint.endpoint': None, 'checkpoint.region': None, 'identity.roleName': None,
-         'endpoints.cloudApi': None, 'cost': {}, 'cluster': {}}
+         'train.workdir': '/tmp', 'train.env': {}, 'agent.keep': False, 'checkpoint.endpoint': None,
+         'checkpoint.region': None, 'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {}}
 
 
 def load(path):

@@ -39,7 +39,8 @@ def main():
     for attempt in range(1, tries + 1):
         try:
             s3 = client(cfg, role and rt.credentials)
-            got = {r: s3.get_object(Bucket=cfg['checkpoint']['bucket'], Key=art['prefix'] + r)['Body'].read() for r in files}
+            bucket = cfg['checkpoint']['bucket']
+            got = {r: s3.get_object(Bucket=bucket, Key=art['prefix'] + r)['Body'].read() for r in files}
             bad = [r for r, body in got.items() if hashlib.sha256(body).hexdigest() != files[r]]
             if bad:
                 raise ValueError(f"sha256 does not match node.json: {', '.join(sorted(bad))}")

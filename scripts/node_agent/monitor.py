@@ -49,8 +49,9 @@ class Monitor:
         """[(index, util %, memory used MiB, memory total MiB)] from nvidia-smi, or npu-smi on Ascend."""
         if self.acc['kind'] == 'ascend':
             # npu-smi's layout varies by version: take the first "Aicore Usage Rate(%) : N" line per card.
-            return [(i, num((re.findall(r'Aicore Usage Rate[^:]*:\s*([\d.]+)', sh(
-                'npu-smi', 'info', '-t', 'usages', '-i', str(i))) or ['x'])[0]), '', '') for i in range(int(self.acc['count']))]
+            rate = r'Aicore Usage Rate[^:]*:\s*([\d.]+)'
+            return [(i, num((re.findall(rate, sh('npu-smi', 'info', '-t', 'usages', '-i', str(i))) or ['x'])[0]), '', '')
+                    for i in range(int(self.acc['count']))]
         return [[x[0].strip(), *map(num, x[1:4])] for x in (ln.split(',') for ln in sh(
             'nvidia-smi', '--query-gpu=index,utilization.gpu,memory.used,memory.total',
             '--format=csv,noheader,nounits').splitlines() if ln.strip())]
@@ -107,7 +108,8 @@ class Monitor:
             matplotlib.use('Agg')
             from matplotlib import pyplot as plt
             t0, first = (float(rows[0]['time']), rows[0]['gpu']) if rows else (0, '')
-            for label, col, g in [(f'GPU {g}', 'util', g) for g in gpus] + [(k, k, first) for k in ('cpuBusy', 'iowait')]:
+            series = [(f'GPU {g}', 'util', g) for g in gpus] + [(k, k, first) for k in ('cpuBusy', 'iowait')]
+            for label, col, g in series:
                 r = [x for x in rows if x['gpu'] == g and x[col]]
                 plt.plot([(float(x['time']) - t0) / 60 for x in r], [float(x[col]) for x in r], label=label)
             plt.xlabel('minutes')

@@ -55,7 +55,8 @@ def client(cfg, credentials=None):
     session = boto3.Session()
     if credentials:
         from botocore.credentials import RefreshableCredentials
-        session._session._credentials = RefreshableCredentials.create_from_metadata(credentials(), credentials, 'node-role')
+        session._session._credentials = RefreshableCredentials.create_from_metadata(
+            credentials(), credentials, 'node-role')
     extra = {}
     if cfg['provider'] != 'aws' or k.get('endpoint'):
         # OSS/COS/OBS/BOS reject the CRC32 checksums that botocore >= 1.36 sends by default.
@@ -63,6 +64,7 @@ def client(cfg, credentials=None):
     return session.client('s3', endpoint_url=k.get('endpoint'), region_name=k.get('region') or cfg['region'],
                           config=Config(signature_version=k.get('signatureVersion') or 's3v4', connect_timeout=5,
                                         read_timeout=60, retries={'mode': 'standard', 'total_max_attempts': 2},
+                                        max_pool_connections=32,
                                         s3={'addressing_style': k.get('addressingStyle') or 'virtual'}, **extra))
 
 
@@ -76,4 +78,5 @@ def retrying(cfg):
     from tenacity import retry, stop_after_attempt, wait_exponential
     a = cfg['agent']
     return retry(stop=stop_after_attempt(a['uploadAttempts']), wait=wait_exponential(a['retryBaseSeconds'], max=30),
-                 reraise=True, before_sleep=lambda s: L.warning('try %d failed: %s', s.attempt_number, s.outcome.exception()))
+                 reraise=True,
+                 before_sleep=lambda s: L.warning('try %d failed: %s', s.attempt_number, s.outcome.exception()))

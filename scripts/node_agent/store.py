@@ -74,40 +74,39 @@ class Store:
     def put_data(self, rel, body):
         self.retry(self.put)(self.root + rel, body, len(body), hashlib.sha256(body).hexdigest())
 
+    def put_file(self, path, final):
+        """(path, sha256, size) of one file, uploaded and verified; None when it is gone or too fresh."""
+        try:
+            f = open(path, 'rb')
+        except FileNotFoundError:
+            return None  # renamed away between listing and opening
+        with f:
+            st = os.fstat(f.fileno())
+            # Touched within the last second: may still be written in place (final: the trainer is gone).
+            if not final and time.time() - st.st_mtime < 1:
+                return None
+            sig = st.st_ino, st.st_size, st.st_mtime_ns
+            if self.hashes.get(path, (0,))[0] != sig:
+                self.hashes[path] = sig, sha256(f)
+            sha = self.hashes[path][1]
+            self.put(self.objects + sha, f, st.st_size, sha)
+            return path, sha, st.st_size
+
     def snapshot(self, ckpt_dir, final=False):
         """Upload new/changed files, then write a manifest; the newest complete snapshot id (or None)."""
         with self.lock:
-            found = []
-            try:
-                for root, _, names in os.walk(ckpt_dir):
-                    for n in names:
-                        p = os.path.join(root, n)
-                        if n.startswith('.') or n.endswith(TEMP):
-                            continue
-                        try:
-                            f = open(p, 'rb')
-                        except OSError:
-                            continue  # renamed away between listing and opening
-                        st = os.fstat(f.fileno())
-                        # Touched within the last second: may still be written in place (final: trainer gone).
-                        if not final and time.time() - st.st_mtime < 1:
-                            f.close()
-                            continue
-                        sig = st.st_ino, st.st_size, st.st_mtime_ns
-                        if self.hashes.get(p, (0,))[0] != sig:
-                            self.hashes[p] = sig, sha256(f)
-                        found.append((os.path.relpath(p, ckpt_dir), f, st.st_size, self.hashes[p][1]))
-                with ThreadPoolExecutor(4) as ex:
-                    list(ex.map(lambda x: self.retry(self.put)(self.objects + x[3], *x[1:]), found))
-            finally:
-                for x in found:
-                    x[1].close()
-            files = {r: {'sha256': s, 'size': z} for r, _, z, s in found}
+            paths = [os.path.join(r, n) for r, _, names in os.walk(ckpt_dir) for n in names
+                     if not (n.startswith('.') or n.endswith(TEMP))]
+            # One open file per worker: a checkpoint of thousands of files stays within the fd limit.
+            with ThreadPoolExecutor(4) as ex:
+                done = [x for x in ex.map(lambda p: self.retry(self.put_file)(p, final), paths) if x]
+            files = {os.path.relpath(p, ckpt_dir): {'sha256': s, 'size': z} for p, s, z in done}
             if not files or files == self.last[1]:
                 return self.last[0]
             t = time.time_ns()
             sid = time.strftime('%Y%m%dT%H%M%S', time.gmtime(t // 10**9)) + f'.{t % 10**9:09d}Z-{self.node}'
-            self.put_data(f'checkpoints/manifests/{sid}.json', json.dumps({'id': sid, 'node': self.node, 'files': files}).encode())
+            manifest = {'id': sid, 'node': self.node, 'files': files}
+            self.put_data(f'checkpoints/manifests/{sid}.json', json.dumps(manifest).encode())
             self.last = sid, files
             L.info('snapshot %s complete: %d files, %d bytes', sid, len(files), sum(v['size'] for v in files.values()))
             return sid
@@ -144,7 +143,8 @@ class Store:
             L.warning('snapshot %s is incomplete: trying an older one', key)
 
     def fetch(self, ckpt_dir, files):
-        if not files or not all(self.verify(self.objects + v['sha256'], v['size'], v['sha256']) for v in files.values()):
+        if not files or not all(self.verify(self.objects + v['sha256'], v['size'], v['sha256'])
+                                for v in files.values()):
             return False
         for rel, v in files.items():
             dst = inside(ckpt_dir, rel)

@@ -74,4 +74,5 @@ class Runtime:
         pages = ec2.get_paginator('describe_instances').paginate(Filters=[
             {'Name': 'tag:' + k['tagKey'], 'Values': [k['tagValue']]},
             {'Name': 'instance-state-name', 'Values': ['running']}])
-        return [(i['InstanceId'], i['PrivateIpAddress']) for p in pages for r in p['Reservations'] for i in r['Instances']]
+        return [(i['InstanceId'], i['PrivateIpAddress'])
+                for p in pages for r in p['Reservations'] for i in r['Instances']]
