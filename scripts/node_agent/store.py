@@ -95,8 +95,9 @@ class Store:
     def snapshot(self, ckpt_dir, final=False):
         """Upload new/changed files, then write a manifest; the newest complete snapshot id (or None)."""
         with self.lock:
-            paths = [os.path.join(r, n) for r, _, names in os.walk(ckpt_dir) for n in names
-                     if not (n.startswith('.') or n.endswith(TEMP))]
+            # Regular files only: opening a FIFO or socket someone left there would block forever.
+            paths = [p for r, _, names in os.walk(ckpt_dir) for n in names
+                     if not (n.startswith('.') or n.endswith(TEMP)) and os.path.isfile(p := os.path.join(r, n))]
             # One open file per worker: a checkpoint of thousands of files stays within the fd limit.
             with ThreadPoolExecutor(4) as ex:
                 done = [x for x in ex.map(lambda p: self.retry(self.put_file)(p, final), paths) if x]
