@@ -201,7 +201,7 @@ class Agent:
         reason = s.get('reason') or (code != 0 and f'trainer exit code {code}' or None)
         if s.get('killed'):
             reason = f"{reason or 'leftover processes'}; killed after the grace period"
-        L.info('trainer ended: exit code %s, %s, %s', code, state, reason)
+        L.info('trainer ended: exit code %s, %s%s', code, state, f' ({reason})' if reason else '')
         self.end(state, reason, state != 'PREEMPTED', exitCode=code)
 
     def every(self, secs, fn, halt):
