@@ -265,11 +265,15 @@ class Agent:
         st, c = self.st, self.c
         t0, t1, rate = st.get('startedAt'), st.get('endedAt'), c['cost'].get('effectivePerNodeHour')
         h = ((t1 or time.time()) - t0) / 3600 if t0 else 0
+        try:
+            util = self.mon.summary()[0]
+        except Exception as e:  # the report is diagnostics: it must never keep a marker from being written
+            util = {'error': repr(e)}
         self.store.put_data(f'markers/{self.node}.json', json.dumps({
             'state': state, 'node': self.node, 'stack': c['stack'], 'exitCode': st.get('exitCode'),
             'reason': st.get('reason'), 'startedAt': iso(t0), 'endedAt': iso(t1), 'durationSeconds': round(h * 3600, 1),
             'gpuHours': round(h * c['accelerator']['count'], 4),
             'estimatedCost': None if rate is None else round(h * rate, 4),
-            'currency': c['cost'].get('currency'), 'utilisation': self.mon.summary()[0],
+            'currency': c['cost'].get('currency'), 'utilisation': util,
             'lastCheckpoint': st.get('lastCheckpoint'), 'updatedAt': iso(time.time()), **kw}, indent=1).encode())
         L.info('marker %s', state)

@@ -20,10 +20,13 @@ FIX = {'storage': 'high I/O wait: storage is the bottleneck; pack small files (L
        'other': 'neither CPU nor storage is saturated: check batch size, AMP and synchronisation, then profile'}
 
 
+COLS = 'time', 'gpu', 'util', 'memUsedMiB', 'memTotalMiB', 'cpuBusy', 'iowait'
+
+
 def num(x):
     try:
         return float(x)
-    except ValueError:
+    except (TypeError, ValueError):
         return None  # nvidia-smi prints [N/A] for fields a GPU does not report
 
 
@@ -33,7 +36,7 @@ def cpu():
 
 
 def mean(xs):
-    xs = [float(x) for x in xs if x]
+    xs = [v for v in map(num, xs) if v is not None]
     return round(sum(xs) / len(xs), 1) if xs else None
 
 
@@ -68,11 +71,12 @@ class Monitor:
         d = [b - a for a, b in zip(self.cpu, c)]
         self.cpu, tot = c, sum(d) or 1
         rest = round(100 * (tot - d[3] - d[4]) / tot, 1), round(100 * d[4] / tot, 1)
-        new = not os.path.exists(self.path)
+        # An agent killed between creating the file and writing to it leaves it empty: header then.
+        new = not os.path.exists(self.path) or not os.path.getsize(self.path)
         with open(self.path, 'a') as f:
             w = csv.writer(f)
             if new:
-                w.writerow(['time', 'gpu', 'util', 'memUsedMiB', 'memTotalMiB', 'cpuBusy', 'iowait'])
+                w.writerow(COLS)
             w.writerows([round(time.time(), 1), *x[:4], *rest] for x in g or [('',) * 4])
         u = [x[1] for x in g if x[1] is not None]
         return max(u) if u else None
@@ -80,7 +84,8 @@ class Monitor:
     def summary(self):
         try:
             with open(self.path) as f:
-                rows = list(csv.DictReader(f))
+                # Rows cut short by a killed agent, or a missing header, are skipped, not fatal.
+                rows = [dict(zip(COLS, r)) for r in csv.reader(f) if len(r) == len(COLS) and num(r[0])]
         except OSError:
             rows = []
         gpus = sorted({r['gpu'] for r in rows} - {''})
@@ -110,7 +115,7 @@ class Monitor:
             t0, first = (float(rows[0]['time']), rows[0]['gpu']) if rows else (0, '')
             series = [(f'GPU {g}', 'util', g) for g in gpus] + [(k, k, first) for k in ('cpuBusy', 'iowait')]
             for label, col, g in series:
-                r = [x for x in rows if x['gpu'] == g and x[col]]
+                r = [x for x in rows if x['gpu'] == g and num(x[col]) is not None]
                 plt.plot([(float(x['time']) - t0) / 60 for x in r], [float(x[col]) for x in r], label=label)
             plt.xlabel('minutes')
             plt.ylabel('%')

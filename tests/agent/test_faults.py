@@ -131,3 +131,18 @@ def test_restore_skips_newer_damaged_or_incomplete_snapshots_for_the_newest_comp
     assert b.records()[0]['start'] == 10, 'resumed from the newest complete snapshot'
     assert f'restored snapshot {good}' in b.output()
     assert 'is damaged' in b.output() and 'is incomplete' in b.output()
+
+
+def test_utilisation_csv_left_empty_by_a_killed_agent_does_not_block_the_marker(make_node, api_stub):
+    """Regression: an agent killed between creating utilisation.csv and writing its header left an empty
+    file; the next agent appended rows without a header and the summary failed with KeyError 'gpu',
+    which failed the final marker and so kept the node from being released."""
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    (node.tmp / 'state').mkdir(parents=True)
+    (node.tmp / 'state' / 'utilisation.csv').write_text('')
+    node.train(FT_STEPS=20, FT_STEP_S=0.03)
+    assert node.run() == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'DONE' and m['utilisation']['samples'] > 0, m
+    assert len(api.calls('DeleteInstance')) == 1
