@@ -60,6 +60,8 @@ class Agent:
         self.st.update(kw)
         with open(self.sf + '.tmp', 'w') as f:
             json.dump(self.st, f)
+            f.flush()
+            os.fsync(f.fileno())  # the phase must survive a power cut, or a restart could start a second trainer
         os.replace(self.sf + '.tmp', self.sf)
 
     def end(self, state, reason, release=True, **kw):
