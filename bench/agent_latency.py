@@ -1,7 +1,7 @@
 """Measure the node agent on this machine: reaction latencies and checkpoint upload throughput.
 
 Prints medians of several runs of the real agent process against local servers on 127.0.0.1
-(moto S3, the metadata and cloud API stubs of tests/agent/stubs.py, the fake trainer):
+(moto S3, the metadata and cloud API stand-ins of components/localcloud, the fake trainer):
   1. job exit -> release request: the trainer's last instruction to the DeleteInstance request
      (includes the final verified sync, the report with its PNG, and the marker);
   2. spot notice -> trainer signal: the stub starts serving the notice, the trainer's SIGTERM
@@ -52,7 +52,7 @@ def run_agent(cfg, tmp, until=None):
     path = pathlib.Path(tmp) / 'node.json'
     path.write_text(json.dumps(cfg))
     env = {**os.environ, 'PYTHONPATH': str(ROOT / 'scripts'), 'FAKE_GPU_FILE': f'{tmp}/gpu',
-           'PATH': f"{ROOT / 'tests' / 'agent' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+           'PATH': f"{ROOT / 'components' / 'localcloud' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     p = subprocess.Popen([sys.executable, '-m', 'node_agent', '--config', str(path)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if until:

@@ -21,7 +21,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from stubs import CloudApi, Metadata, S3Proxy  # noqa: E402
+from stubs import BIN, CloudApi, Metadata, S3Proxy  # noqa: E402
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
 FAKE_AWS = {'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_DEFAULT_REGION': 'us-east-1'}
@@ -101,7 +101,7 @@ class Node:
         path = self.tmp / 'node.json'
         path.write_text(json.dumps(self.cfg, indent=1))
         e = {k: v for k, v in os.environ.items() if not k.startswith('AWS_')}
-        e.update({'PYTHONPATH': str(ROOT / 'scripts'), 'PATH': f"{HERE / 'bin'}{os.pathsep}{e['PATH']}",
+        e.update({'PYTHONPATH': str(ROOT / 'scripts'), 'PATH': os.pathsep.join((str(HERE / 'bin'), str(BIN), e['PATH'])),
                   'FAKE_GPU_FILE': str(self.gpu), 'GPU_TRAINING_SHUTDOWN_CMD': f"touch {self.tmp / 'shutdown'}",
                   **(env or {})})
         out = open(self.tmp / f'agent-{len(self.procs)}.out', 'wb')

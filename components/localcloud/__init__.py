@@ -1,0 +1,201 @@
+"""Local stand-ins for a cloud, all on 127.0.0.1: used by the tests and by `make rehearse`.
+
+- Stub: a threaded HTTP server on a free port; subclasses implement answer().
+- MetadataStub / ApiStub: what every cloud's instance metadata service and API stand-in share
+  (request log, injected faults, a switchable spot notice, temporary role credentials); the cloud
+  specifics live in components/providers/<cloud>/localcloud.py (`Metadata`, `CloudApi`).
+- S3Proxy: sits in front of the S3 server and answers 503 for the next N requests, or for good.
+- LocalS3: the moto S3 server.
+- BIN: fake accelerator tools (nvidia-smi, npu-smi) to put first on PATH.
+"""
+from __future__ import annotations
+
+import http.client
+import importlib
+import json
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+BIN = Path(__file__).resolve().parent / "bin"
+
+
+class Stub:
+    """A threaded HTTP server on 127.0.0.1:<free port>; subclasses implement answer()."""
+
+    def __init__(self):
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                status, data, headers = stub.answer(self.command, self.path, dict(self.headers), body)
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                if "Content-Length" not in headers:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do
+
+            def log_message(self, *args):
+                pass
+
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def answer(self, method, path, headers, body):
+        raise NotImplementedError
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class MetadataStub(Stub):
+    """One node's instance metadata service. Set `notice` (aware datetime) to post a spot notice,
+    `fail` to answer 500 to the next N requests, `fail_spot` to fail only the spot path."""
+
+    def __init__(self, instance_id, ip="10.0.0.5", role="node-role"):
+        self.instance_id, self.ip, self.role = instance_id, ip, role
+        self.notice = None
+        self.fail = 0
+        self.fail_spot = False
+        self.tokens, self.log = set(), []
+        self.secret = f"secret-{uuid.uuid4().hex[:8]}"
+        self.key_id = f"STS.{instance_id}"
+        self.token = f"sts-token-{uuid.uuid4().hex[:8]}"
+        super().__init__()
+
+    def revoke_tokens(self):
+        self.tokens.clear()
+
+    def expiry(self) -> datetime:
+        return datetime.now(timezone.utc) + timedelta(hours=6)
+
+    def issue_token(self) -> str:
+        token = uuid.uuid4().hex
+        self.tokens.add(token)
+        return token
+
+    def answer(self, method, path, headers, body):
+        with self.lock:
+            self.log.append((method, path, headers))
+            if self.fail > 0:
+                self.fail -= 1
+                return 500, b"injected fault", {}
+        return self.respond(method, path, {k.lower(): v for k, v in headers.items()})
+
+    def respond(self, method, path, headers):
+        """The cloud's answer (subclasses)."""
+        raise NotImplementedError
+
+
+class ApiStub(Stub):
+    """Records each signed API request ({action, params, headers, method, time}); `fail` answers 503
+    to the next N; `instances` ((id, private ip), ...) answers the peer lookup."""
+
+    def __init__(self, instances=()):
+        self.instances, self.requests, self.fail = list(instances), [], 0
+        super().__init__()
+
+    def calls(self, action):
+        return [r for r in self.requests if r["action"] == action]
+
+    def answer(self, method, path, headers, body):
+        lowered = {k.lower(): v for k, v in headers.items()}
+        action, params = self.parse(method, path, lowered, body)
+        with self.lock:
+            self.requests.append({"action": action, "params": params, "headers": lowered, "method": method,
+                                  "time": time.time()})
+            if self.fail > 0:
+                self.fail -= 1
+                return 503, b'{"message": "injected fault"}', {"Content-Type": "application/json"}
+        return 200, json.dumps(self.respond(action, params)).encode(), {"Content-Type": "application/json"}
+
+    def parse(self, method, path, headers, body):
+        raise NotImplementedError
+
+    def respond(self, action, params) -> dict:
+        raise NotImplementedError
+
+
+def _module(cloud: str):
+    return importlib.import_module(f"components.providers.{cloud}.localcloud")
+
+
+def Metadata(cloud: str, instance_id: str, ip: str = "10.0.0.5", role: str = "node-role") -> MetadataStub:
+    """The metadata stand-in of `cloud` (components/providers/<cloud>/localcloud.py)."""
+    return _module(cloud).Metadata(instance_id, ip, role)
+
+
+def CloudApi(cloud: str, instances=()) -> ApiStub:
+    """The API stand-in of `cloud` that records signed requests."""
+    return _module(cloud).CloudApi(instances)
+
+
+class S3Proxy(Stub):
+    """Forwards to `target`; the next `fail` requests (or all while `down`) get 503 where `match` is in the path."""
+
+    def __init__(self, target):
+        self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
+        super().__init__()
+
+    def answer(self, method, path, headers, body):
+        with self.lock:
+            hit = self.match in path and (self.down or self.fail > 0)
+            if hit:
+                self.fail -= not self.down
+                self.failed += 1
+        if hit:
+            return 503, (b'<?xml version="1.0"?><Error><Code>SlowDown</Code><Message>injected</Message>'
+                         b"</Error>"), {"Content-Type": "application/xml"}
+        target = urlsplit(self.target)
+        connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+        connection.request(method, path, body=body,
+                           headers={k: v for k, v in headers.items() if k.lower() != "expect"})
+        response = connection.getresponse()
+        data = response.read()
+        drop = ("transfer-encoding", "connection") + (() if method == "HEAD" else ("content-length",))
+        keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
+                if k.lower() not in drop}
+        connection.close()
+        return response.status, data, keep
+
+
+class LocalS3:
+    """The moto S3 server on 127.0.0.1 with throwaway credentials (never a real account's)."""
+
+    CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+
+    def __init__(self):
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.server.start()
+        host, port = self.server.get_host_and_port()
+        self.url = f"http://{host}:{port}"
+
+    def client(self):
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.url, region_name="us-east-1", **self.CREDENTIALS)
+
+    def stop(self):
+        self.server.stop()

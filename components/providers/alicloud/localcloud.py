@@ -1,0 +1,58 @@
+"""Local stand-ins for Alibaba Cloud (tests, `make rehearse`): the ECS metadata service in hardened
+mode (session token required: 403 without it) and the ECS RPC API, recording signed requests.
+
+Facts: REFERENCE.md "Instance metadata" and "Self-release" (Alibaba rows).
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timezone
+from urllib.parse import parse_qsl, urlsplit
+
+from components.localcloud import ApiStub, MetadataStub
+
+TOKEN_HEADER = "x-aliyun-ecs-metadata-token"
+PREFIX = "/latest/meta-data/"
+
+
+class Metadata(MetadataStub):
+    def respond(self, method, path, headers):
+        if method == "PUT" and path == "/latest/api/token":
+            if not headers.get(TOKEN_HEADER + "-ttl-seconds"):
+                return 400, b"missing ttl", {}
+            return 200, self.issue_token().encode(), {}
+        if headers.get(TOKEN_HEADER) not in self.tokens:
+            return 403, b"token required", {}
+        if not path.startswith(PREFIX):
+            return 404, b"", {}
+        key = path[len(PREFIX):]
+        if key == "instance/spot/termination-time":
+            if self.fail_spot:
+                return 500, b"injected spot fault", {}
+            if self.notice is None:
+                return 404, b"Not Found", {}
+            return 200, self.notice.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ").encode(), {}
+        credentials = {"AccessKeyId": self.key_id, "AccessKeySecret": self.secret, "SecurityToken": self.token,
+                       "Expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ"), "Code": "Success"}
+        values = {"instance-id": self.instance_id, "private-ipv4": self.ip,
+                  f"ram/security-credentials/{self.role}": json.dumps(credentials)}
+        if key in values:
+            return 200, values[key].encode(), {}
+        return 404, b"Not Found", {}
+
+
+class CloudApi(ApiStub):
+    def parse(self, method, path, headers, body):
+        # RPC style: parameters in the query string and/or a form body.
+        params = dict(parse_qsl(urlsplit(path).query))
+        params.update(parse_qsl(body.decode()))
+        return params.get("Action") or headers.get("x-acs-action"), params
+
+    def respond(self, action, params):
+        out = {"RequestId": uuid.uuid4().hex}
+        if action == "DescribeInstances":
+            out.update(TotalCount=len(self.instances), PageNumber=1, PageSize=100, Instances={"Instance": [
+                {"InstanceId": i, "Status": "Running", "VpcAttributes": {"PrivateIpAddress": {"IpAddress": [ip]}}}
+                for i, ip in self.instances]})
+        return out
