@@ -14,6 +14,11 @@ VERSION = 1
 ROLE_SUFFIX = "-node"
 
 
+def pool_name(spec: Spec) -> str:
+    """The spot pool's name (auto provisioning / scaling group): the agent finds its pool by it."""
+    return f"gpu-training-{spec.stack}"[:60]
+
+
 def role_name(spec: Spec) -> str:
     # RAM/CAM role names allow 64 characters.
     return f"gpu-training-{spec.stack}"[: 64 - len(ROLE_SUFFIX)] + ROLE_SUFFIX
@@ -87,7 +92,8 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
                  "effectivePerNodeHour": effective},
         "identity": {"roleName": role or role_name(spec)},
         "artifacts": artifacts.node_config_section(spec),
-        "cluster": {"tagKey": "gpu-training:stack", "tagValue": spec.stack},
+        "cluster": {"tagKey": "gpu-training:stack", "tagValue": spec.stack,
+                    "poolName": pool_name(spec) if spec.spot else None},
         "bootstrap": {
             "aptMirror": profile.apt_mirror,
             "pipIndex": profile.pip_index,

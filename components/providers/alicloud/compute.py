@@ -8,6 +8,7 @@ from typing import Optional
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components.nodeconfig import pool_name
 from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
 from components.spec import Spec
 
@@ -122,7 +123,7 @@ class Nodes(pulumi.ComponentResource):
                         instance_type=row.name, vswitch_id=subnet, max_price=on_demand_price(spec, row.name),
                         weighted_capacity="1", priority=str(type_index)))
             pool = alicloud.ecs.AutoProvisioningGroup(
-                f"{ctx.name}-spot-pool", auto_provisioning_group_name=f"gpu-training-{spec.stack}",
+                f"{ctx.name}-spot-pool", auto_provisioning_group_name=pool_name(spec),
                 auto_provisioning_group_type="maintain", launch_template_id=template.id,
                 launch_template_configs=configs, total_target_capacity=str(spec.nodes),
                 spot_target_capacity=str(spec.nodes), pay_as_you_go_target_capacity="0",

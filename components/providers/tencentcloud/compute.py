@@ -28,6 +28,7 @@ import pulumi
 from tencentcloud_iac_pulumi import as_, cbs, cvm, images, key, placement
 from tencentcloud_iac_pulumi import instance as cvm_instance
 
+from components.nodeconfig import pool_name
 from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
 from components.providers.tencentcloud.profile import extra_throughput, spot_cap
 from components.spec import Spec
@@ -145,7 +146,7 @@ class Nodes(pulumi.ComponentResource):
                     host_name=host_name(spec, 40), host_name_style="UNIQUE"),
                 instance_tags=tags, tags=tags, opts=child)
             group = as_.ScalingGroup(
-                f"{ctx.name}-spot-pool", scaling_group_name=f"gpu-training-{spec.stack}"[:60],
+                f"{ctx.name}-spot-pool", scaling_group_name=pool_name(spec),
                 configuration_id=config.id, vpc_id=network.vpc_id, subnet_ids=list(network.subnet_ids.values()),
                 max_size=spec.nodes, min_size=0, desired_capacity=spec.nodes,
                 multi_zone_subnet_policy="PRIORITY", retry_policy="INCREMENTAL_INTERVALS",
