@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+"""Rehearse a stack's training lifecycle locally on the CPU, preemption drill included.
+
+What runs is what a node runs: the stack's real node config (with local endpoints and paths), the
+boot set of the node agent placed as the bootstrap places it, `python -m node_agent.fetch`
+downloading and verifying the rest from object storage, then the real node agent starting the
+training command. Around it, on 127.0.0.1 only: a moto S3 server (the checkpoint bucket, holding
+the agent and the training code as `pulumi up` uploads them), the cloud's metadata service (a spot
+notice can be posted) and its API (records the release requests), and a fake accelerator
+(nvidia-smi reporting the stack's GPU count).
+
+The drill: train until a complete checkpoint is in the bucket, post a spot notice to node 0, wait
+for its PREEMPTED marker, start a fresh replacement node (new instance id, empty disk), and check:
+training resumed from the saved step (not from zero) and finished; the final checkpoint and the
+report are in the bucket; the release was requested exactly once per finished node and never for
+the preempted one. Multi-node stacks rehearse two nodes under torchrun (gloo), one process each.
+
+The example trainer (the stacks' default command) runs a rehearsal-sized job; your own
+`train.command` runs as written unless --command replaces it.
+
+Exit status: 0 every check passed, 1 a check failed, 2 bad stack or arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+EXAMPLE = "train_cnn.py"
+# Small enough for a CPU and a one-minute CI budget, big enough to checkpoint several times.
+# About 50 steps/s on one core of a 2-core machine: a 300-step run lasts some 6 s, long enough to
+# sync a checkpoint and take a spot notice mid-run.
+REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--batch-size", "16", "--image-size",
+                          "32", "--width", "8", "--depth", "1", "--dataset-size", "1024", "--workers", "0",
+                          "--log-every", "10"]
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Node:
+    """One rehearsed node: its instance id, sandbox folder, metadata stand-in and agent process."""
+    index: int
+    instance_id: str
+    root: Path
+    metadata: object
+    config: dict = field(default_factory=dict)
+    process: subprocess.Popen | None = None
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "node.json"
+
+    def trainer_log(self) -> str:
+        path = Path(self.config["paths"]["logs"]) / "trainer.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def agent_log(self) -> str:
+        path = self.root / "agent.out"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="rehearse.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
+    parser.add_argument("--command", help="training command to rehearse instead of the stack's train.command")
+    parser.add_argument("--steps", type=int, default=300, help="steps of the example trainer (default 300)")
+    parser.add_argument("--nodes", type=int, help="nodes to rehearse (default: 2 for multi-node stacks, else 1)")
+    parser.add_argument("--timeout", type=float, default=240, help="seconds each phase may take (default 240)")
+    parser.add_argument("--keep-dir", action="store_true", help="keep the sandbox folder and print its path")
+    parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
+    args = parser.parse_args(argv)
+    if args.steps < 40:
+        parser.error("--steps must be at least 40 (a checkpoint must be saved before the spot notice)")
+    if args.nodes is not None and args.nodes < 1:
+        parser.error("--nodes must be at least 1")
+    return args
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def rehearsal_command(command: str, steps: int) -> str:
+    """The example trainer at rehearsal size; any other command as written."""
+    words = shlex.split(command)
+    if len(words) >= 2 and Path(words[0]).name.startswith("python") and Path(words[1]).name == EXAMPLE:
+        every = max(2, steps // 10)
+        sized = [a.format(steps=steps, every=every) for a in REHEARSAL_TRAINER_ARGS]
+        return shlex.join([words[0], words[1], *sized])
+    return command
+
+
+def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, command: str, nodes: int) -> dict:
+    """The stack's node config, pointed at this machine: local endpoints, sandbox paths, short intervals."""
+    config = json.loads(json.dumps(base))
+    root = node.root
+    config["paths"].update({
+        "data": str(root / "data"), "checkpoints": str(root / "data" / "checkpoints"),
+        "state": str(root / "state"), "logs": str(root / "logs"), "venv": "",
+        "agent": str(root / "agent"), "trainEnv": str(root / "train.env"),
+        "shared": str(root / "shared") if config["paths"].get("shared") else None,
+    })
+    config["checkpoint"].update({"endpoint": s3_url, "addressingStyle": "path", "signatureVersion": "s3v4",
+                                 "region": "us-east-1"})
+    config["endpoints"] = {"metadata": node.metadata.url, "cloudApi": api_url}
+    config["nodeCount"] = nodes
+    config["train"].update({"command": command, "workdir": str(root / "data" / "work"), "gpusPerNode": 1,
+                            "launcher": "torchrun" if nodes > 1 else "direct"})
+    config["agent"].update({"syncIntervalSeconds": 1.0, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
+                            "idleMinutes": 0, "maxGraceSeconds": 60, "uploadAttempts": 4,
+                            "retryBaseSeconds": 0.1, "uploadAllowanceSeconds": 0, "peerWaitMinutes": 2})
+    return config
+
+
+class Rehearsal:
+    def __init__(self, args, stack: str, spec, base_config: dict, workdir: Path):
+        from components.localcloud import LocalS3
+
+        self.args, self.stack, self.spec, self.base = args, stack, spec, base_config
+        self.workdir = workdir
+        self.provider = spec.provider
+        self.multi = spec.nodes > 1
+        self.count = args.nodes or (2 if self.multi else 1)
+        command = args.command or spec.train.command
+        self.command = rehearsal_command(command, args.steps)
+        self.example = any(Path(word).name == EXAMPLE for word in shlex.split(self.command))
+        self.port = free_port()
+        self.s3 = LocalS3()
+        self.client = self.s3.client()
+        self.bucket = spec.checkpoint.bucket
+        self.prefix = f"{spec.checkpoint.prefix}/{stack}" if spec.checkpoint.prefix else stack
+        self.api = None
+        self.nodes: list[Node] = []
+        self.retired: list[Node] = []
+        self.checks: list[Check] = []
+        self.say = print if not args.json else (lambda *a, **k: print(*a, file=sys.stderr, **k))
+
+    # ------------------------------------------------------------------ set-up, as `pulumi up` and the bootstrap do
+    def upload_artifacts(self) -> int:
+        from components.artifacts import all_artifacts
+
+        self.client.create_bucket(Bucket=self.bucket)
+        uploaded = all_artifacts(self.spec)
+        for artifact in uploaded:
+            self.client.put_object(Bucket=self.bucket, Key=artifact.key, Body=artifact.path.read_bytes())
+        return len(uploaded)
+
+    def boot_set(self, node: Node) -> None:
+        """What the user-data writes: node_agent's boot set plus the cloud runtime."""
+        from components.artifacts import AGENT_SRC, BOOT_SET
+
+        target = node.root / "agent" / "node_agent"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in BOOT_SET:
+            shutil.copy2(AGENT_SRC / name, target / name)
+        shutil.copy2(REPO / "components" / "providers" / self.provider / "node_runtime.py",
+                     target / "cloud_runtime.py")
+
+    def make_node(self, index: int) -> Node:
+        from components.localcloud import Metadata
+
+        instance_id = f"i-rehearse-{index}-{uuid.uuid4().hex[:6]}"
+        root = self.workdir / instance_id
+        root.mkdir(parents=True)
+        node = Node(index, instance_id, root, Metadata(self.provider, instance_id, ip="127.0.0.1",
+                                                         role=self.base["identity"]["roleName"]))
+        node.config = node_config(self.base, node, s3_url=self.s3.url, api_url=self.api.url, command=self.command,
+                                  nodes=self.count)
+        node.config["train"]["rendezvousPort"] = self.port
+        node.config_path.write_text(json.dumps(node.config, indent=1))
+        (root / "train.env").write_text("GPU_TRAINING_DATALOADER_WORKERS=0\nOMP_NUM_THREADS=1\n")
+        (root / "gpu").write_text("85\n")  # the fake accelerator's utilisation
+        self.boot_set(node)
+        return node
+
+    def env(self, node: Node) -> dict:
+        from components.localcloud import BIN
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ALICLOUD_", "TENCENTCLOUD_"))}
+        env.update({
+            "PYTHONPATH": str(node.root / "agent"),
+            "PATH": os.pathsep.join((str(BIN), str(Path(sys.executable).parent), env.get("PATH", ""))),
+            "FAKE_GPU_FILE": str(node.root / "gpu"),
+            "FAKE_GPU_COUNT": str(self.base["accelerator"]["count"]),
+            "GPU_TRAINING_SHUTDOWN_CMD": f"touch {node.root / 'shutdown'}",
+            "PYTHONUNBUFFERED": "1",
+        })
+        return env
+
+    def fetch(self, node: Node) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "node_agent.fetch", "--config", str(node.config_path)],
+                              env=self.env(node), capture_output=True, text=True, timeout=120)
+
+    def start(self, node: Node) -> None:
+        out = open(node.root / "agent.out", "ab")
+        node.process = subprocess.Popen([sys.executable, "-m", "node_agent", "--config", str(node.config_path)],
+                                        env=self.env(node), stdout=out, stderr=subprocess.STDOUT, cwd=node.root,
+                                        start_new_session=True)
+
+    # ------------------------------------------------------------------ reading the bucket
+    def keys(self, below: str) -> list[str]:
+        found, token = [], None
+        while True:
+            kwargs = {"Bucket": self.bucket, "Prefix": f"{self.prefix}/{below}"}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = self.client.list_objects_v2(**kwargs)
+            found += [item["Key"] for item in page.get("Contents", [])]
+            token = page.get("NextContinuationToken")
+            if not token:
+                return found
+
+    def get_json(self, key: str):
+        return json.loads(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+    def marker(self, node: Node):
+        try:
+            return self.get_json(f"{self.prefix}/markers/{node.instance_id}.json")
+        except self.client.exceptions.NoSuchKey:
+            return None
+
+    def manifests(self) -> list[dict]:
+        return [self.get_json(key) for key in self.keys("checkpoints/manifests/")]
+
+    @staticmethod
+    def steps_in(manifest: dict) -> int:
+        steps = [int(m.group(1)) for name in manifest.get("files", {}) for m in [re.search(r"(\d+)", name)] if m]
+        return max(steps, default=0)
+
+    def verified(self, manifest: dict) -> bool:
+        for rel, entry in manifest.get("files", {}).items():
+            body = self.client.get_object(Bucket=self.bucket,
+                                          Key=f"{self.prefix}/checkpoints/objects/{entry['sha256']}")["Body"].read()
+            if len(body) != entry["size"] or hashlib.sha256(body).hexdigest() != entry["sha256"]:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ waiting
+    def wait_for(self, what, description: str, nodes: list[Node]):
+        deadline = time.time() + self.args.timeout
+        while time.time() < deadline:
+            value = what()
+            if value:
+                return value
+            for node in nodes:
+                if node.process and node.process.poll() not in (None, 0):
+                    raise RuntimeError(f"the agent of {node.instance_id} exited with {node.process.returncode}"
+                                       f" while waiting for {description}:\n{node.agent_log()[-3000:]}")
+            time.sleep(0.25)
+        logs = "\n".join(n.agent_log()[-2000:] for n in nodes)
+        raise RuntimeError(f"timed out after {self.args.timeout:g} s waiting for {description}:\n{logs}")
+
+    def wait_exit(self, nodes: list[Node]) -> None:
+        deadline = time.time() + self.args.timeout
+        for node in nodes:
+            left = max(1.0, deadline - time.time())
+            try:
+                node.process.wait(left)
+            except subprocess.TimeoutExpired:
+                raise RuntimeError(f"the agent of {node.instance_id} is still running after"
+                                   f" {self.args.timeout:g} s:\n{node.agent_log()[-3000:]}") from None
+
+    def check(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append(Check(name, bool(ok), detail))
+        if not ok:
+            self.say(f"  FAIL {name}: {detail}")
+
+    # ------------------------------------------------------------------ the drill
+    def run(self) -> list[Check]:
+        from components.localcloud import CloudApi
+
+        self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
+        self.say(f"  training command: {self.command}")
+        files = self.upload_artifacts()
+        self.check("upload", files > 0, f"{files} agent and code files in s3://{self.bucket}/{self.prefix}/")
+
+        self.api = CloudApi(self.provider)
+        first = [self.make_node(i) for i in range(self.count)]
+        self.api.instances = [(n.instance_id, "127.0.0.1") for n in first]
+        self.nodes = list(first)
+        fetched = [self.fetch(n) for n in first]
+        self.check("fetch", all(r.returncode == 0 for r in fetched),
+                   "node_agent.fetch verified the agent on every node" if all(r.returncode == 0 for r in fetched)
+                   else "; ".join(r.stderr.strip()[-300:] for r in fetched if r.returncode))
+        if any(r.returncode for r in fetched):
+            return self.checks
+        for node in first:
+            self.start(node)
+        self.say(f"  agents started on {', '.join(n.instance_id for n in first)}")
+
+        # Phase 1: until a complete checkpoint past the first save is in the bucket, then a spot notice.
+        target = max(1, self.args.steps // 4) if self.example else 0
+
+        def saved_enough():
+            done = [m for m in self.manifests() if self.steps_in(m) >= target and m.get("files")]
+            return done[-1] if done else None
+
+        self.wait_for(saved_enough, "a complete checkpoint in the bucket", first)
+        victim = first[0]
+        victim.metadata.notice = datetime.now(timezone.utc) + timedelta(seconds=90)
+        noticed = time.time()
+        self.say(f"  spot notice posted to {victim.instance_id}")
+        marker = self.wait_for(lambda: (m := self.marker(victim)) and m["state"] != "RUNNING" and m,
+                               f"the PREEMPTED marker of {victim.instance_id}", first)
+        self.check("preempted", marker["state"] == "PREEMPTED",
+                   f"{victim.instance_id}: {marker['state']} ({marker.get('reason')}) "
+                   f"{time.time() - noticed:.1f} s after the notice")
+        self.wait_exit(first)
+        stopped_at = self.last_step(victim)
+        saved = [m for m in self.manifests() if self.verified(m)]
+        saved_step = max((self.steps_in(m) for m in saved), default=0)
+        self.check("checkpoint saved", bool(saved), f"{len(saved)} complete snapshot(s), newest at step {saved_step}"
+                   if self.example else f"{len(saved)} complete snapshot(s)")
+
+        # Phase 2: the pool's replacement for node 0 (new id, empty disk); other nodes restart their agent.
+        replacement = self.make_node(self.count)
+        survivors = first[1:]
+        self.api.instances = [(n.instance_id, "127.0.0.1") for n in [replacement, *survivors]]
+        self.retired = [victim]
+        self.nodes = [replacement, *survivors]
+        result = self.fetch(replacement)
+        if result.returncode:
+            self.check("fetch (replacement)", False, result.stderr.strip()[-300:])
+            return self.checks
+        for node in self.nodes:
+            self.start(node)
+        self.say(f"  replacement {replacement.instance_id} started; waiting for the run to finish")
+        self.wait_exit(self.nodes)
+        self.verify(saved_step, stopped_at)
+        return self.checks
+
+    def last_step(self, node: Node) -> int | None:
+        steps = [int(m.group(1)) for m in re.finditer(r"\bstep (\d+)", node.trainer_log())]
+        summary = self.summaries(node)
+        return max(steps + [s.get("step", 0) for s in summary], default=None)
+
+    @staticmethod
+    def summaries(node: Node) -> list[dict]:
+        found = []
+        for line in node.trainer_log().splitlines():
+            start = line.find('{"event": "train_cnn.summary"')
+            if start >= 0:
+                found.append(json.loads(line[start:]))
+        return found
+
+    def verify(self, saved_step: int, stopped_at: int | None) -> None:
+        markers = {n.instance_id: self.marker(n) for n in self.nodes}
+        self.check("finished", all(m and m["state"] == "DONE" for m in markers.values()),
+                   ", ".join(f"{i}: {m and m['state']}" for i, m in markers.items()))
+        replacement = self.nodes[0]
+        if self.example:
+            summary = (self.summaries(replacement) or [{}])[-1]
+            resumed = summary.get("resumed_from_step")
+            self.check("resumed, not from zero", bool(resumed) and resumed >= saved_step,
+                       f"the replacement resumed at step {resumed} (newest saved: {saved_step})")
+            self.check("trained to the end", summary.get("status") == "finished"
+                       and summary.get("step") == self.args.steps, f"final step {summary.get('step')} of"
+                       f" {self.args.steps}")
+            lost = None if stopped_at is None or resumed is None else max(0, stopped_at - resumed)
+            self.lost = lost
+        else:
+            resumed = "RESUME_FROM=''" not in replacement.agent_log() and "RESUME_FROM=" in replacement.agent_log()
+            self.check("resumed, not from zero", resumed, "the replacement's agent set RESUME_FROM")
+            self.lost = None
+        manifests = self.manifests()
+        final = manifests[-1] if manifests else {}
+        final_ok = bool(final) and self.verified(final) and (not self.example or self.steps_in(final) == self.args.steps)
+        self.check("final checkpoint in the bucket", final_ok,
+                   f"newest snapshot verified{f', step {self.steps_in(final)}' if self.example else ''}")
+        reports = self.keys("report/")
+        wanted = [f"{self.prefix}/report/{n.instance_id}/summary.json" for n in self.nodes]
+        self.check("report in the bucket", all(w in reports for w in wanted),
+                   f"{len(reports)} report files, summary.json for {sum(w in reports for w in wanted)} of"
+                   f" {len(wanted)} finished nodes")
+        releases = {n.instance_id: self.release_requests(n.instance_id) for n in self.nodes + self.retired}
+        expected = {n.instance_id: 1 for n in self.nodes} | {n.instance_id: 0 for n in self.retired}
+        self.check("release once per finished node", releases == expected,
+                   ", ".join(f"{i}: {c}" for i, c in releases.items()) + " (the preempted node is reclaimed by"
+                   " the cloud, not released)")
+
+    def release_requests(self, instance_id: str) -> int:
+        count = 0
+        for request in self.api.requests:
+            if request["action"] not in ("DeleteInstance", "TerminateInstances"):
+                continue
+            if instance_id in json.dumps(request["params"]):
+                count += 1
+        return count
+
+    def stop(self) -> None:
+        for node in self.nodes + self.retired:
+            if node.process and node.process.poll() is None:
+                os.killpg(node.process.pid, signal.SIGKILL)
+                node.process.wait()
+            node.metadata.stop()
+        if self.api:
+            self.api.stop()
+        self.s3.stop()
+
+
+def print_table(rehearsal: Rehearsal) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"rehearsal of {rehearsal.stack}")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("detail")
+    for check in rehearsal.checks:
+        table.add_row(check.name, "[green]pass[/]" if check.ok else "[red]FAIL[/]", check.detail)
+    lost = getattr(rehearsal, "lost", None)
+    table.add_row("steps lost to preemption", "", "unknown" if lost is None else str(lost))
+    Console(stderr=rehearsal.args.json).print(table)
+
+
+def main(argv=None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    from components.nodeconfig import build_node_config
+    from components.spec import SpecError, build_spec
+    from components.stackfiles import StackFileError, engine_form, load_stack_config
+
+    try:
+        spec = build_spec(engine_form(load_stack_config(args.stack)), stack=args.stack)
+    except StackFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    except SpecError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_INVALID
+    base = build_node_config(spec, shared_fs_address=None)
+    workdir = Path(tempfile.mkdtemp(prefix=f"rehearse-{args.stack}-"))
+    rehearsal = Rehearsal(args, args.stack, spec, base, workdir)
+    try:
+        rehearsal.run()
+    except RuntimeError as error:
+        rehearsal.check("drill", False, str(error)[-1500:])
+    except KeyboardInterrupt:
+        rehearsal.check("drill", False, "interrupted")
+    finally:
+        rehearsal.stop()
+    print_table(rehearsal)
+    passed = bool(rehearsal.checks) and all(c.ok for c in rehearsal.checks)
+    if args.json:
+        print(json.dumps({"stack": args.stack, "passed": passed, "nodes": rehearsal.count,
+                          "stepsLost": getattr(rehearsal, "lost", None), "workdir": str(workdir),
+                          "checks": [c.__dict__ for c in rehearsal.checks]}, indent=1))
+    if args.keep_dir or not passed:
+        print(f"sandbox kept: {workdir}", file=sys.stderr)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return EXIT_OK if passed else EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
