@@ -13,7 +13,9 @@ The drill: train until a complete checkpoint is in the bucket, post a spot notic
 for its PREEMPTED marker, start a fresh replacement node (new instance id, empty disk), and check:
 training resumed from the saved step (not from zero) and finished; the final checkpoint and the
 report are in the bucket; the release was requested exactly once per finished node and never for
-the preempted one. Multi-node stacks rehearse two nodes under torchrun (gloo), one process each.
+the preempted one. Multi-node stacks rehearse two nodes under torchrun (gloo), one process each:
+when node 0 is reclaimed, node 1's trainer stops at the same step, its agent waits for the cluster
+to re-form, and both resume together once the replacement joins.
 
 The example trainer (the stacks' default command) runs a rehearsal-sized job; your own
 `train.command` runs as written unless --command replaces it.
@@ -273,6 +275,12 @@ class Rehearsal:
                 if node.process and node.process.poll() not in (None, 0):
                     raise RuntimeError(f"the agent of {node.instance_id} exited with {node.process.returncode}"
                                        f" while waiting for {description}:\n{node.agent_log()[-3000:]}")
+            if all(node.process and node.process.poll() is not None for node in nodes):
+                value = what()  # one last look: the agents may have finished right after the check
+                if value:
+                    return value
+                raise RuntimeError(f"every agent ended before {description}:\n"
+                                   + "\n".join(n.agent_log()[-1500:] for n in nodes))
             time.sleep(0.25)
         logs = "\n".join(n.agent_log()[-2000:] for n in nodes)
         raise RuntimeError(f"timed out after {self.args.timeout:g} s waiting for {description}:\n{logs}")
@@ -332,14 +340,15 @@ class Rehearsal:
         self.check("preempted", marker["state"] == "PREEMPTED",
                    f"{victim.instance_id}: {marker['state']} ({marker.get('reason')}) "
                    f"{time.time() - noticed:.1f} s after the notice")
-        self.wait_exit(first)
+        # The reclaimed node's agent ends; the other nodes' agents wait for the cluster to re-form.
+        self.wait_exit([victim])
         stopped_at = self.last_step(victim)
         saved = [m for m in self.manifests() if self.verified(m)]
         saved_step = max((self.steps_in(m) for m in saved), default=0)
         self.check("checkpoint saved", bool(saved), f"{len(saved)} complete snapshot(s), newest at step {saved_step}"
                    if self.example else f"{len(saved)} complete snapshot(s)")
 
-        # Phase 2: the pool's replacement for node 0 (new id, empty disk); other nodes restart their agent.
+        # Phase 2: the pool's replacement for node 0 (new id, empty disk) joins the waiting nodes.
         replacement = self.make_node(self.count)
         survivors = first[1:]
         self.api.instances = [(n.instance_id, "127.0.0.1") for n in [replacement, *survivors]]
@@ -349,8 +358,7 @@ class Rehearsal:
         if result.returncode:
             self.check("fetch (replacement)", False, result.stderr.strip()[-300:])
             return self.checks
-        for node in self.nodes:
-            self.start(node)
+        self.start(replacement)
         self.say(f"  replacement {replacement.instance_id} started; waiting for the run to finish")
         self.wait_exit(self.nodes)
         self.verify(saved_step, stopped_at)

@@ -1,0 +1,43 @@
+"""`make rehearse`: the real node agent and trainer through a preemption drill on local servers."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def rehearse(*args: str, timeout: int = 300) -> tuple[int, dict, str]:
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), *args, "--json"],
+                            capture_output=True, text=True, timeout=timeout)
+    document = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+    return result.returncode, document, result.stderr
+
+
+@pytest.mark.parametrize("stack", ["entry-t4", "large-h20"])
+def test_preemption_drill_passes(stack):
+    code, document, stderr = rehearse(stack)
+    assert code == 0, stderr[-4000:]
+    checks = {c["name"]: c for c in document["checks"]}
+    assert all(c["ok"] for c in checks.values()), checks
+    assert {"preempted", "resumed, not from zero", "trained to the end", "final checkpoint in the bucket",
+            "report in the bucket", "release once per finished node"} <= set(checks)
+    assert document["nodes"] == (2 if stack.startswith("large") else 1)
+    assert document["stepsLost"] is not None and document["stepsLost"] >= 0
+
+
+def test_a_trainer_that_fails_fails_the_rehearsal():
+    code, document, stderr = rehearse("entry-t4", "--command", f"{sys.executable} -c 'import sys; sys.exit(3)'",
+                                      "--timeout", "60")
+    assert code == 1
+    assert not all(c["ok"] for c in document["checks"])
+
+
+def test_unknown_stack_is_exit_2():
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "nope"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2 and "no stack 'nope'" in result.stderr
