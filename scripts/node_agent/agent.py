@@ -6,7 +6,9 @@ restarted by systemd continues where the last one stopped and never starts the t
 A PREEMPTED run (spot notice, or the agent itself got SIGTERM) goes back to `start` after its
 marker, so a node that comes back resumes from the checkpoint. The node is released only after a
 verified final upload and the final marker; a failed upload leaves it running (exit 3: systemd
-restarts the agent, which retries) until the cloud-side TTL.
+restarts the agent, which retries) until the cloud-side TTL. A node of a spot pool retires the pool
+(`cluster.poolName`) in the release phase, just before it releases itself, so the pool does not
+replace it; a PREEMPTED node never does.
 """
 import fcntl
 import json
@@ -243,6 +245,10 @@ class Agent:
                 return 0
             self.save(phase='release')
         if st['release'] and not keep:
+            if self.c['cluster'].get('poolName') and not (st.get('pool') or {}).get('retired'):
+                self.retire()
+            elif self.c.get('billing') == 'spot' and not self.c['cluster'].get('poolName'):
+                L.warning('spot node without cluster.poolName: no pool to retire')
             L.info('releasing this node')
             try:
                 self.retry(self.rt.release)()
@@ -253,6 +259,28 @@ class Agent:
             L.info('not releasing this node: %s', 'agent.keep' if keep else st['reason'])
         self.save(phase='done')
         return 0
+
+    def retire(self):
+        """Stop this stack's spot pool from replacing nodes, before this node releases itself.
+
+        A pool that keeps its capacity would replace the released node, and the replacement would train,
+        release itself and be replaced again until the cloud-side TTL. A retire that still fails after the
+        retries is logged, recorded in the state and the marker, and does not keep this node: a kept node
+        costs money for certain, a replacement at worst until the TTL (docs/agent.md, "Spot pools").
+        """
+        name = self.c['cluster']['poolName']
+        try:
+            pool = {'name': name, 'retired': True, 'detail': self.retry(self.rt.retire_pool)()}
+            L.info('spot pool %s retired: %s', name, pool['detail'])
+        except Exception as e:
+            pool = {'name': name, 'retired': False, 'error': f'{type(e).__name__}: {e}'[:500]}
+            L.error('spot pool %s NOT retired after %d tries (%s): releasing this node anyway; the pool may start '
+                    'a replacement, which the cloud-side TTL bounds', name, self.A['uploadAttempts'], pool['error'])
+        self.save(pool={**pool, 'at': iso(time.time())})
+        try:
+            self.marker(self.st['state'], pool=self.st['pool'])
+        except Exception as e:  # the final marker is already stored; this only adds the pool outcome
+            L.warning('marker not updated with the pool outcome: %s', e)
 
     def report(self):
         d = self.c['paths']['state'] + '/report'

@@ -225,6 +225,18 @@ def test_cam_role_is_least_privilege_and_attached_to_every_node(stack, plan_for)
     assert listing["condition"] == {"string_like": {"cos:prefix": [f"gpu-training/{stack}/*"]}}
     for node in node_resources(plan):
         assert node.inputs["camRoleName"] == role.inputs["name"]
+    # The spot pool retire (docs/agent.md): disable this stack's scaling group, found by its name.
+    pool = [s for s in statements if any(a.startswith("name/as:") for a in s["action"])]
+    if stack_value(stack, "billing") == "spot":
+        (disable,) = [s for s in pool if s["action"] == ["name/as:DisableAutoScalingGroup"]]
+        assert disable["resource"] == ["qcs::as:ap-guangzhou::auto-scaling-group/*"]
+        assert disable["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [f"gpu-training:stack&{stack}"]}}
+        (group,) = plan.of_type(GROUP)  # the tag that condition matches is on the group
+        assert group.inputs["tags"]["gpu-training:stack"] == stack
+        assert [s for s in pool if s is not disable] == [
+            {"effect": "allow", "action": ["name/as:DescribeAutoScalingGroups"], "resource": ["*"]}]
+    else:
+        assert not pool, "an on-demand stack has no pool to retire"
 
 
 def test_ssh_opens_only_the_listed_cidrs_and_installs_the_key(plan_for):

@@ -1,6 +1,16 @@
 """Alibaba Cloud node identity: a RAM role for ECS that may only release this stack's instances,
-find its peers, and read/write `<bucket>/<prefix>/<stack>/` in OSS. Nodes get its STS credentials
-from the metadata service; no access key ever reaches a node."""
+find its peers, read/write `<bucket>/<prefix>/<stack>/` in OSS and, with spot billing, retire this
+stack's spot pool. Nodes get its STS credentials from the metadata service; no access key ever
+reaches a node.
+
+Retiring the pool (docs/agent.md, "Spot pools") takes ecs:DescribeAutoProvisioningGroups, which RAM
+grants on all resources only, and ecs:DeleteAutoProvisioningGroup, which RAM scopes to one group's
+ARN `acs:ecs:<region>:<account>:autoprovisioninggroup/<id>` (ECS API reference, "RAM authorization"
+of both actions; no condition key). The id exists only once the pool does, and the pool's launch
+template needs the role first, so that grant is a second policy made after the pool:
+`grant_pool_retire(spec, ctx, role, pool.id)`, for compute.py's spot branch to call once the pool
+exists (not wired yet: until it is, the agent's retire is refused and logged, see docs/agent.md).
+"""
 from __future__ import annotations
 
 import json
@@ -23,6 +33,9 @@ def policy_document(spec: Spec) -> dict:
         {"Effect": "Allow", "Action": ["ecs:DescribeInstances"], "Resource": ["*"],
          "Condition": {"StringEquals": {f"acs:RequestTag/{STACK_TAG}": [spec.stack]}}},
     ]
+    if spec.spot:
+        # Finds the pool's id by its name; the delete itself is granted per pool (pool_policy_document).
+        statements.append({"Effect": "Allow", "Action": ["ecs:DescribeAutoProvisioningGroups"], "Resource": ["*"]})
     bucket = spec.checkpoint.bucket
     if bucket:
         prefix = spec.checkpoint.stack_prefix(spec.stack)
@@ -35,6 +48,26 @@ def policy_document(spec: Spec) -> dict:
              "Condition": {"StringLike": {"oss:Prefix": [f"{prefix}/*"]}}},
         ]
     return {"Version": "1", "Statement": statements}
+
+
+def pool_policy_document(spec: Spec, pool_id: str) -> dict:
+    """Delete this one auto provisioning group (the agent passes TerminateInstances=false)."""
+    return {"Version": "1", "Statement": [
+        {"Effect": "Allow", "Action": ["ecs:DeleteAutoProvisioningGroup"],
+         "Resource": [f"acs:ecs:{spec.region}:*:autoprovisioninggroup/{pool_id}"]}]}
+
+
+def grant_pool_retire(spec: Spec, ctx: PartContext, role: pulumi.Input[str], pool_id: pulumi.Output) -> None:
+    """The node role's second policy: retire exactly this pool. Call it right after the pool exists."""
+    child = ctx.opts()
+    name = f"{role_name(spec)}-pool"
+    policy = alicloud.ram.Policy(f"{ctx.name}-node-pool-policy", policy_name=name,
+                                 policy_document=pulumi.Output.from_input(pool_id).apply(
+                                     lambda pool: json.dumps(pool_policy_document(spec, pool), sort_keys=True)),
+                                 description=f"gpu-training {spec.stack} nodes: retire the spot pool",
+                                 tags=dict(ctx.tags), opts=child)
+    alicloud.ram.RolePolicyAttachment(f"{ctx.name}-node-pool-policy-attachment", policy_name=policy.policy_name,
+                                      policy_type="Custom", role_name=role, opts=child)
 
 
 class NodeIdentity(pulumi.ComponentResource):

@@ -1,5 +1,7 @@
 """Local stand-ins for Alibaba Cloud (tests, `make rehearse`): the ECS metadata service in hardened
-mode (session token required: 403 without it) and the ECS RPC API, recording signed requests.
+mode (session token required: 403 without it) and the ECS RPC API, recording signed requests:
+DescribeInstances (peers) and the spot pool's auto provisioning groups (`add_pool`), which
+DeleteAutoProvisioningGroup marks deleted but keeps listing, as the API lists deleted groups.
 
 Facts: REFERENCE.md "Instance metadata" and "Self-release" (Alibaba rows).
 """
@@ -43,6 +45,16 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    def __init__(self, instances=()):
+        self.pools = {}  # auto provisioning group id -> {"name", "status", "terminateInstances"}
+        super().__init__(instances)
+
+    def add_pool(self, name: str, status: str = "active") -> str:
+        """A spot pool the agent can find by name; its new id."""
+        pool_id = f"apg-{uuid.uuid4().hex[:12]}"
+        self.pools[pool_id] = {"name": name, "status": status, "terminateInstances": None}
+        return pool_id
+
     def parse(self, method, path, headers, body):
         # RPC style: parameters in the query string and/or a form body.
         params = dict(parse_qsl(urlsplit(path).query))
@@ -55,4 +67,14 @@ class CloudApi(ApiStub):
             out.update(TotalCount=len(self.instances), PageNumber=1, PageSize=100, Instances={"Instance": [
                 {"InstanceId": i, "Status": "Running", "VpcAttributes": {"PrivateIpAddress": {"IpAddress": [ip]}}}
                 for i, ip in self.instances]})
+        elif action == "DescribeAutoProvisioningGroups":
+            name = params.get("AutoProvisioningGroupName")
+            groups = [{"AutoProvisioningGroupId": i, "AutoProvisioningGroupName": p["name"], "Status": p["status"],
+                       "AutoProvisioningGroupType": "maintain"}
+                      for i, p in self.pools.items() if name in (None, p["name"])]
+            out.update(TotalCount=len(groups), PageNumber=1, PageSize=100,
+                       AutoProvisioningGroups={"AutoProvisioningGroup": groups})
+        elif action == "DeleteAutoProvisioningGroup" and params.get("AutoProvisioningGroupId") in self.pools:
+            pool = self.pools[params["AutoProvisioningGroupId"]]
+            pool.update(status="deleted", terminateInstances=params.get("TerminateInstances"))
         return out

@@ -1,4 +1,4 @@
-"""Alibaba Cloud side of the node agent: metadata, role credentials, spot notice, peers, self-release.
+"""Alibaba Cloud side of the node agent: metadata, role credentials, spot notice, peers, pool retire, self-release.
 
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
@@ -71,6 +71,27 @@ class Runtime:
         """DeleteInstance(Force=True): the node role may release only its own stack's instances."""
         from alibabacloud_ecs20140526.models import DeleteInstanceRequest
         self.client().delete_instance(DeleteInstanceRequest(instance_id=self.instance_id(), force=True))
+
+    def retire_pool(self):
+        """Stop this stack's spot pool (found by `cluster.poolName`) from replacing nodes; what was done.
+
+        DeleteAutoProvisioningGroup with TerminateInstances=false: the group is gone, its instances keep
+        running (each one still has the launch template's auto_release_time). ModifyAutoProvisioningGroup
+        cannot do it: TotalTargetCapacity must be a positive integer. A group that is already deleted, or
+        being deleted, counts as retired, so a second call changes nothing. Sources: docs/agent.md.
+        """
+        from alibabacloud_ecs20140526.models import DeleteAutoProvisioningGroupRequest as Delete
+        from alibabacloud_ecs20140526.models import DescribeAutoProvisioningGroupsRequest as Describe
+        name, region, api = self.cfg['cluster']['poolName'], self.cfg['region'], self.client()
+        got = api.describe_auto_provisioning_groups(Describe(
+            region_id=region, auto_provisioning_group_name=name, page_size=100)).body.to_map()
+        # Exact name match: the name filter's matching rule is not documented.
+        live = [g['AutoProvisioningGroupId'] for g in got.get('AutoProvisioningGroups', {}).get('AutoProvisioningGroup', [])
+                if g.get('AutoProvisioningGroupName') == name and g.get('Status') not in ('deleted', 'deleted-running')]
+        for pool in live:
+            api.delete_auto_provisioning_group(Delete(region_id=region, auto_provisioning_group_id=pool,
+                                                      terminate_instances=False))
+        return f"deleted {', '.join(live)}, instances kept" if live else f'no live pool named {name}: already retired'
 
     def peers(self):
         """(instance id, private IP) of every running instance carrying this stack's tag."""

@@ -64,6 +64,11 @@ class Runtime:
         # The override lets tests and rehearsals record the request instead of halting the host.
         subprocess.run(shlex.split(os.environ.get('GPU_TRAINING_SHUTDOWN_CMD', 'shutdown -h now')), check=True)
 
+    def retire_pool(self):
+        """Not applicable yet: AWS is not a registered provider, so no AWS stack has a spot pool (an Auto
+        Scaling group) and node configs carry no `cluster.poolName` for one. See docs/agent.md."""
+        return 'not applicable: no AWS spot pool exists yet'
+
     def peers(self):
         """(instance id, private IP) of every running instance carrying this stack's tag."""
         import boto3

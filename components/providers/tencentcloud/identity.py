@@ -1,10 +1,13 @@
 """Tencent Cloud node identity: a CAM role for CVM that may only terminate this stack's instances, list
-instances (peers), and read/write `<bucket>/<prefix>/<stack>/` in COS. Nodes get its temporary keys from
-the metadata service (`cam/security-credentials/<role>`); no SecretId/SecretKey ever reaches a node.
+instances (peers), read/write `<bucket>/<prefix>/<stack>/` in COS and, with spot billing, disable this
+stack's auto scaling group (the pool retire, docs/agent.md "Spot pools"). Nodes get its temporary keys
+from the metadata service (`cam/security-credentials/<role>`); no SecretId/SecretKey ever reaches a node.
 
 Policy syntax: CVM doc 213/10313 (CAM policy grammar), CAM doc 598/47827 (authorization by tag: `qcs:resource_tag`
 with "key&value"), 213/10314 (CVM resource paths), 436/30580 (COS actions, `qcs::cos:<region>:uid/<APPID>:
-<bucket>/<path>`), 436/46205 (COS condition keys: `cos:prefix` for GetBucket).
+<bucket>/<path>`), 436/46205 (COS condition keys: `cos:prefix` for GetBucket), 598/57063 (Auto Scaling in CAM: resource-level
+and tag authorization, `qcs::as:<region>:<account>:auto-scaling-group/<id>`). The scaling group carries the
+stack tag (compute.py), so one statement scopes DisableAutoScalingGroup to this stack's pool without its id.
 """
 from __future__ import annotations
 
@@ -37,6 +40,14 @@ def policy_document(spec: Spec) -> dict:
         # Describe* has no resource-level scope on CVM: read-only, used to find this stack's peers.
         {"effect": "allow", "action": ["name/cvm:DescribeInstances"], "resource": ["*"]},
     ]
+    if spec.spot:
+        statements += [
+            {"effect": "allow", "action": ["name/as:DisableAutoScalingGroup"],
+             "resource": [f"qcs::as:{spec.region}::auto-scaling-group/*"],
+             "condition": {"for_any_value:string_equal": {"qcs:resource_tag": [f"{STACK_TAG}&{spec.stack}"]}}},
+            # Read-only, to find the pool's id by its name.
+            {"effect": "allow", "action": ["name/as:DescribeAutoScalingGroups"], "resource": ["*"]},
+        ]
     bucket = spec.checkpoint.bucket
     appid = bucket_appid(bucket) if bucket else None
     if bucket and appid:

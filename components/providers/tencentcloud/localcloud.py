@@ -1,5 +1,9 @@
 """Local stand-ins for Tencent Cloud (tests, `make rehearse`): the CVM metadata service (no token;
-the spot termination time in UTC+8, not ISO) and the CVM API 3.0, recording signed requests.
+the spot termination time in UTC+8, not ISO) and the API 3.0 of CVM (DescribeInstances, TerminateInstances)
+and Auto Scaling (the spot pool's scaling groups, `add_pool`; DisableAutoScalingGroup), recording signed
+requests. All products answer on one address; the signature's credential scope names the product.
+`errors` (action -> error code) answers an action with an API error the way API 3.0 does: HTTP 200 and
+`Response.Error` (e.g. UnauthorizedOperation, what CAM answers when the role lacks a permission).
 
 Facts: REFERENCE.md "Instance metadata" and "Self-release" (Tencent rows).
 """
@@ -36,12 +40,33 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    def __init__(self, instances=()):
+        self.pools = {}  # scaling group id -> {"name", "enabled": ENABLED | DISABLED}
+        self.errors = {}  # action -> error code to answer with
+        super().__init__(instances)
+
+    def add_pool(self, name: str) -> str:
+        """A spot pool (scaling group) the agent can find by name; its new id."""
+        group_id = f"asg-{uuid.uuid4().hex[:8]}"
+        self.pools[group_id] = {"name": name, "enabled": "ENABLED"}
+        return group_id
+
     def parse(self, method, path, headers, body):
         return headers.get("x-tc-action"), json.loads(body or b"{}")
 
     def respond(self, action, params):
         out = {"Response": {"RequestId": uuid.uuid4().hex}}
-        if action == "DescribeInstances":
+        if action in self.errors:
+            out["Response"]["Error"] = {"Code": self.errors[action], "Message": f"injected {self.errors[action]}"}
+        elif action == "DescribeInstances":
             out["Response"].update(TotalCount=len(self.instances), InstanceSet=[
                 {"InstanceId": i, "PrivateIpAddresses": [ip]} for i, ip in self.instances])
+        elif action == "DescribeAutoScalingGroups":
+            names = [v for f in params.get("Filters") or [] if f.get("Name") == "auto-scaling-group-name"
+                     for v in f.get("Values") or []]
+            groups = [{"AutoScalingGroupId": i, "AutoScalingGroupName": g["name"], "EnabledStatus": g["enabled"]}
+                      for i, g in self.pools.items() if not names or g["name"] in names]
+            out["Response"].update(TotalCount=len(groups), AutoScalingGroupSet=groups)
+        elif action == "DisableAutoScalingGroup" and params.get("AutoScalingGroupId") in self.pools:
+            self.pools[params["AutoScalingGroupId"]]["enabled"] = "DISABLED"
         return out

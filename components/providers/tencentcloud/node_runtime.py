@@ -1,4 +1,4 @@
-"""Tencent Cloud side of the node agent: metadata, CAM role credentials, spot notice, peers, self-release.
+"""Tencent Cloud side of the node agent: metadata, CAM role credentials, spot notice, peers, pool retire, self-release.
 
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
@@ -50,22 +50,40 @@ class Runtime:
             return None
         return datetime.strptime(t, '%Y-%m-%d %H:%M:%S').replace(tzinfo=CST).astimezone(timezone.utc)
 
-    def call(self, action, params):
+    def call(self, action, params, service='cvm', version='2017-03-12'):
+        """One API 3.0 action of any product (CommonClient: only tencentcloud-sdk-python-common is needed)."""
+        from tencentcloud.common.common_client import CommonClient
         from tencentcloud.common.credential import Credential
         from tencentcloud.common.profile.client_profile import ClientProfile
         from tencentcloud.common.profile.http_profile import HttpProfile
-        from tencentcloud.cvm.v20170312.cvm_client import CvmClient
         c, api = self.credentials(), self.cfg['endpoints'].get('cloudApi')
         u = urlsplit(api) if api else None
-        # endpoint None lets the SDK use cvm.tencentcloudapi.com.
+        # endpoint None lets the SDK use <service>.tencentcloudapi.com.
         hp = HttpProfile(endpoint=u and u.netloc, protocol=u and u.scheme)
-        cl = CvmClient(Credential(c['access_key'], c['secret_key'], c['token']), self.cfg['region'],
-                       ClientProfile(httpProfile=hp))
+        cl = CommonClient(service, version, Credential(c['access_key'], c['secret_key'], c['token']),
+                          self.cfg['region'], ClientProfile(httpProfile=hp))
         return cl.call_json(action, params)['Response']
 
     def release(self):
         """TerminateInstances on this instance: the CAM role allows it for this stack only."""
         self.call('TerminateInstances', {'InstanceIds': [self.instance_id()]})
+
+    def retire_pool(self):
+        """Stop this stack's spot pool (the scaling group named `cluster.poolName`) from replacing nodes.
+
+        DisableAutoScalingGroup: a disabled group runs no desired-capacity scaling, no unhealthy-instance
+        replacement, no alarm policy and no scheduled action, and leaves its instances alone (AS doc
+        377/31010). A disabled group counts as retired, so a second call changes nothing. Returns what
+        was done. Sources: docs/agent.md.
+        """
+        name = self.cfg['cluster']['poolName']
+        got = self.call('DescribeAutoScalingGroups', {'Filters': [{'Name': 'auto-scaling-group-name', 'Values': [name]}],
+                                                      'Limit': 100}, 'as', '2018-04-19')
+        live = [g['AutoScalingGroupId'] for g in got.get('AutoScalingGroupSet') or []
+                if g.get('AutoScalingGroupName') == name and g.get('EnabledStatus') != 'DISABLED']
+        for group in live:
+            self.call('DisableAutoScalingGroup', {'AutoScalingGroupId': group}, 'as', '2018-04-19')
+        return f"disabled {', '.join(live)}" if live else f'no enabled pool named {name}: already retired'
 
     def peers(self):
         """(instance id, private IP) of every running instance carrying this stack's tag."""
