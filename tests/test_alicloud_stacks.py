@@ -175,7 +175,6 @@ def test_the_pool_policy_allows_deleting_exactly_one_group():
                                       "Resource": ["acs:ecs:cn-hangzhou:*:autoprovisioninggroup/apg-123"]}]
 
 
-@pytest.mark.xfail(strict=True, reason="compute.py's spot branch does not call identity.grant_pool_retire yet")
 @pytest.mark.parametrize("overrides", [(), ("billing=spot",)], ids=["medium-a100", "entry-t4-spot"])
 def test_spot_node_role_may_retire_exactly_its_own_pool(overrides, plan_for):
     stack = "entry-t4" if overrides else "medium-a100"

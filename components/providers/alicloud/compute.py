@@ -9,6 +9,7 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.nodeconfig import pool_name
+from components.providers.alicloud.identity import grant_pool_retire
 from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
 from components.spec import Spec
 
@@ -132,6 +133,8 @@ class Nodes(pulumi.ComponentResource):
                 valid_until=expires_at, terminate_instances_with_expiration=True, terminate_instances=True,
                 description=f"gpu-training {spec.stack}: spot nodes, replaced when reclaimed", opts=child)
             self.pool_id = pool.id
+            # Created after the pool so the role may delete exactly this pool (the agent retires it).
+            grant_pool_retire(spec, ctx, identity.role_name, pool.id)
         self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
 
 
