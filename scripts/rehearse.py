@@ -384,7 +384,9 @@ class Rehearsal:
                    ", ".join(f"{i}: {m and m['state']}" for i, m in markers.items()))
         replacement = self.nodes[0]
         if self.example:
-            summary = (self.summaries(replacement) or [{}])[-1]
+            # Rank 0 prints the summary; after a re-formed cluster that may be any of the nodes.
+            ends = [s for node in self.nodes for s in self.summaries(node) if s.get("status") == "finished"]
+            summary = ends[-1] if ends else {}
             resumed = summary.get("resumed_from_step")
             self.check("resumed, not from zero", bool(resumed) and resumed >= saved_step,
                        f"the replacement resumed at step {resumed} (newest saved: {saved_step})")

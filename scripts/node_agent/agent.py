@@ -27,6 +27,7 @@ from .s3 import retrying, runtime
 from .store import Store
 
 L, T = logging.getLogger('agent'), logging.getLogger('trainer')
+ENDED = ('PREEMPTED', 'DONE', 'FAILED', 'SYNC_FAILED')
 
 
 def iso(t):
@@ -99,7 +100,9 @@ class Agent:
         until = time.time() + self.A['peerWaitMinutes'] * 60
         while n > 1:
             try:
-                peers = sorted(self.rt.peers())
+                # A reclaimed peer may still be listed for a while: its PREEMPTED marker rules it out.
+                gone = {i for i, m in self.store.markers().items() if m.get('state') in ENDED and i != self.node}
+                peers = sorted(p for p in self.rt.peers() if p[0] not in gone)
             except Exception as e:
                 L.warning('peer lookup failed: %s', e)
                 peers = []
@@ -127,7 +130,8 @@ class Agent:
             env.update(RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK='0')
         pid, t0 = proc.spawn(cmd, Tr['workdir'], env, self.log, self.exitf)
         self.spawned = True
-        self.save(phase='run', pid=pid, pstart=t0, startedAt=st.get('startedAt') or time.time(), lastCheckpoint=got,
+        self.save(phase='run', pid=pid, pstart=t0, spawnedAt=time.time(), startedAt=st.get('startedAt') or time.time(),
+                  lastCheckpoint=got,
                   stop=None, state=None, exitCode=None, reason=None, endedAt=None)
         L.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, n, env['RESUME_FROM'], cmd)
         try:
@@ -201,12 +205,36 @@ class Agent:
             # trainer's own failure. Start it again from the last checkpoint, a bounded number of times.
             L.warning('trainer vanished without an exit status: relaunching it from the last checkpoint')
             return self.save(phase='start', stop=None, relaunches=st.get('relaunches', 0) + 1)
+        if code and not s.get('state') and int(self.c['nodeCount']) > 1:
+            peer = self.peer_stopped(st.get('spawnedAt') or 0)
+            if peer:
+                # torchrun ends every rank when one node goes: wait for the cluster to re-form and
+                # resume with it, instead of failing (and releasing) a healthy node.
+                L.warning('peer %s was stopped: saving, then waiting for the cluster to re-form', peer)
+                self.sync()
+                return self.save(phase='start', stop=None)
         state = s.get('state') or ('DONE' if code == 0 else 'FAILED')
         reason = s.get('reason') or (code != 0 and f'trainer exit code {code}' or None)
         if s.get('killed'):
             reason = f"{reason or 'leftover processes'}; killed after the grace period"
         L.info('trainer ended: exit code %s, %s%s', code, state, f' ({reason})' if reason else '')
         self.end(state, reason, state != 'PREEMPTED', exitCode=code)
+
+    def peer_stopped(self, since):
+        """The id of a peer that was preempted after `since`; polled while its agent may still be uploading."""
+        until = time.time() + self.A['maxGraceSeconds'] + 60
+        while True:
+            try:
+                for node, m in self.store.markers().items():
+                    at = m.get('updatedAt')
+                    if node != self.node and m.get('state') == 'PREEMPTED' and at and \
+                            datetime.fromisoformat(at).timestamp() >= since - 1:
+                        return node
+            except Exception as e:
+                L.warning('peer markers unreadable: %s', e)
+            if time.time() > until:
+                return None
+            time.sleep(1)
 
     def every(self, secs, fn, halt):
         """Run fn every secs seconds until halted (0: never)."""

@@ -10,6 +10,7 @@ are uploaded once. Ids start with the UTC time, so the newest manifest is the la
 """
 import hashlib
 import json
+from contextlib import suppress
 import logging
 import os
 import threading
@@ -46,6 +47,9 @@ class Store:
         self.objects = self.root + 'checkpoints/objects/'
         self.tc = TransferConfig(multipart_threshold=16 << 20, multipart_chunksize=16 << 20, max_concurrency=8)
         self.hashes, self.verified, self.last = {}, set(), (None, None)
+        # Contents this node restored rather than produced: a snapshot of only these would be a newer
+        # manifest with older content (a multi-node peer whose rank writes no checkpoints).
+        self.restored = set()
 
     def verify(self, key, size, sha):
         """True when the object exists with this size and sha256; False when it is absent."""
@@ -102,7 +106,7 @@ class Store:
             with ThreadPoolExecutor(4) as ex:
                 done = [x for x in ex.map(lambda p: self.retry(self.put_file)(p, final), paths) if x]
             files = {os.path.relpath(p, ckpt_dir): {'sha256': s, 'size': z} for p, s, z in done}
-            if not files or files == self.last[1]:
+            if not files or files == self.last[1] or all(v['sha256'] in self.restored for v in files.values()):
                 return self.last[0]
             t = time.time_ns()
             sid = time.strftime('%Y%m%dT%H%M%S', time.gmtime(t // 10**9)) + f'.{t % 10**9:09d}Z-{self.node}'
@@ -111,6 +115,15 @@ class Store:
             self.last = sid, files
             L.info('snapshot %s complete: %d files, %d bytes', sid, len(files), sum(v['size'] for v in files.values()))
             return sid
+
+    def markers(self):
+        """{node id: marker} of every node of this stack."""
+        found = {}
+        for key in self.retry(self.keys)('markers/'):
+            with suppress(ValueError, KeyError):
+                body = self.retry(self.s3.get_object)(Bucket=self.bucket, Key=key)['Body'].read()
+                found[key.rsplit('/', 1)[-1].removesuffix('.json')] = json.loads(body)
+        return found
 
     def keys(self, rel):
         pages = self.s3.get_paginator('list_objects_v2').paginate(Bucket=self.bucket, Prefix=self.root + rel)
@@ -140,6 +153,7 @@ class Store:
             if self.retry(self.fetch)(ckpt_dir, files):
                 L.info('restored snapshot %s: %d files', sid, len(files))
                 self.last = sid, None
+                self.restored |= {v['sha256'] for v in files.values()}
                 return sid
             L.warning('snapshot %s is incomplete: trying an older one', key)
 
