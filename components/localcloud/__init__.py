@@ -67,7 +67,16 @@ class Stub:
 
 class MetadataStub(Stub):
     """One node's instance metadata service. Set `notice` (aware datetime) to post a spot notice,
-    `fail` to answer 500 to the next N requests, `fail_spot` to fail only the spot path."""
+    `fail` to answer 500 to the next N requests, `fail_spot` to fail only the spot path.
+
+    A cloud's stand-in declares: `token_header` (session-token mode, None without one) and the
+    status it denies a tokenless read with, `spot_path` and `spot_body(notice)`, and `values()`.
+    """
+
+    PREFIX = "/latest/meta-data/"
+    token_header: str | None = None
+    denied_status = 403
+    spot_path = ""
 
     def __init__(self, instance_id, ip="10.0.0.5", role="node-role"):
         self.instance_id, self.ip, self.role = instance_id, ip, role
@@ -86,21 +95,41 @@ class MetadataStub(Stub):
     def expiry(self) -> datetime:
         return datetime.now(timezone.utc) + timedelta(hours=6)
 
-    def issue_token(self) -> str:
-        token = uuid.uuid4().hex
-        self.tokens.add(token)
-        return token
-
     def answer(self, method, path, headers, body):
         with self.lock:
             self.log.append((method, path, headers))
             if self.fail > 0:
                 self.fail -= 1
                 return 500, b"injected fault", {}
-        return self.respond(method, path, {k.lower(): v for k, v in headers.items()})
+        headers = {k.lower(): v for k, v in headers.items()}
+        if self.token_header:
+            if method == "PUT" and path == "/latest/api/token":
+                if not headers.get(self.token_header + "-ttl-seconds"):
+                    return 400, b"missing ttl", {}
+                token = uuid.uuid4().hex
+                self.tokens.add(token)
+                return 200, token.encode(), {}
+            if headers.get(self.token_header) not in self.tokens:
+                return self.denied_status, b"token required", {}
+        if not path.startswith(self.PREFIX):
+            return 404, b"", {}
+        key = path[len(self.PREFIX):]
+        if key == self.spot_path:
+            if self.fail_spot:
+                return 500, b"injected spot fault", {}
+            if self.notice is None:
+                return 404, b"Not Found", {}
+            return 200, self.spot_body(self.notice), {}
+        values = self.values()
+        if key in values:
+            return 200, values[key].encode(), {}
+        return 404, b"Not Found", {}
 
-    def respond(self, method, path, headers):
-        """The cloud's answer (subclasses)."""
+    def spot_body(self, notice: datetime) -> bytes:
+        raise NotImplementedError
+
+    def values(self) -> dict[str, str]:
+        """Metadata path (below /latest/meta-data/) -> answer."""
         raise NotImplementedError
 
 

@@ -14,34 +14,22 @@ from urllib.parse import parse_qsl, urlsplit
 
 from components.localcloud import ApiStub, MetadataStub
 
-TOKEN_HEADER = "x-aliyun-ecs-metadata-token"
-PREFIX = "/latest/meta-data/"
+UTC_ISO = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class Metadata(MetadataStub):
-    def respond(self, method, path, headers):
-        if method == "PUT" and path == "/latest/api/token":
-            if not headers.get(TOKEN_HEADER + "-ttl-seconds"):
-                return 400, b"missing ttl", {}
-            return 200, self.issue_token().encode(), {}
-        if headers.get(TOKEN_HEADER) not in self.tokens:
-            return 403, b"token required", {}
-        if not path.startswith(PREFIX):
-            return 404, b"", {}
-        key = path[len(PREFIX):]
-        if key == "instance/spot/termination-time":
-            if self.fail_spot:
-                return 500, b"injected spot fault", {}
-            if self.notice is None:
-                return 404, b"Not Found", {}
-            return 200, self.notice.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ").encode(), {}
+    token_header = "x-aliyun-ecs-metadata-token"  # hardened mode: 403 without a session token
+    denied_status = 403
+    spot_path = "instance/spot/termination-time"
+
+    def spot_body(self, notice):
+        return notice.astimezone(timezone.utc).strftime(UTC_ISO).encode()
+
+    def values(self):
         credentials = {"AccessKeyId": self.key_id, "AccessKeySecret": self.secret, "SecurityToken": self.token,
-                       "Expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ"), "Code": "Success"}
-        values = {"instance-id": self.instance_id, "private-ipv4": self.ip,
-                  f"ram/security-credentials/{self.role}": json.dumps(credentials)}
-        if key in values:
-            return 200, values[key].encode(), {}
-        return 404, b"Not Found", {}
+                       "Expiration": self.expiry().strftime(UTC_ISO), "Code": "Success"}
+        return {"instance-id": self.instance_id, "private-ipv4": self.ip,
+                f"ram/security-credentials/{self.role}": json.dumps(credentials)}
 
 
 class CloudApi(ApiStub):

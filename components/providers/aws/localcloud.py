@@ -11,32 +11,20 @@ from datetime import timezone
 
 from components.localcloud import MetadataStub
 
-TOKEN_HEADER = "x-aws-ec2-metadata-token"
-PREFIX = "/latest/meta-data/"
+UTC_ISO = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class Metadata(MetadataStub):
-    def respond(self, method, path, headers):
-        if method == "PUT" and path == "/latest/api/token":
-            if not headers.get(TOKEN_HEADER + "-ttl-seconds"):
-                return 400, b"missing ttl", {}
-            return 200, self.issue_token().encode(), {}
-        if headers.get(TOKEN_HEADER) not in self.tokens:
-            return 401, b"token required", {}
-        if not path.startswith(PREFIX):
-            return 404, b"", {}
-        key = path[len(PREFIX):]
-        if key == "spot/instance-action":
-            if self.fail_spot:
-                return 500, b"injected spot fault", {}
-            if self.notice is None:
-                return 404, b"Not Found", {}
-            when = self.notice.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            return 200, json.dumps({"action": "terminate", "time": when}).encode(), {}
+    token_header = "x-aws-ec2-metadata-token"  # IMDSv2: 401 without a session token
+    denied_status = 401
+    spot_path = "spot/instance-action"
+
+    def spot_body(self, notice):
+        when = notice.astimezone(timezone.utc).strftime(UTC_ISO)
+        return json.dumps({"action": "terminate", "time": when}).encode()
+
+    def values(self):
         credentials = {"AccessKeyId": self.key_id, "SecretAccessKey": self.secret, "Token": self.token,
-                       "Expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ"), "Code": "Success"}
-        values = {"instance-id": self.instance_id, "local-ipv4": self.ip,
-                  f"iam/security-credentials/{self.role}": json.dumps(credentials)}
-        if key in values:
-            return 200, values[key].encode(), {}
-        return 404, b"Not Found", {}
+                       "Expiration": self.expiry().strftime(UTC_ISO), "Code": "Success"}
+        return {"instance-id": self.instance_id, "local-ipv4": self.ip,
+                f"iam/security-credentials/{self.role}": json.dumps(credentials)}

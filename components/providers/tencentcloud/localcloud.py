@@ -15,28 +15,20 @@ from datetime import timedelta, timezone
 
 from components.localcloud import ApiStub, MetadataStub
 
-PREFIX = "/latest/meta-data/"
 CHINA = timezone(timedelta(hours=8))
 
 
 class Metadata(MetadataStub):
-    def respond(self, method, path, headers):
-        if not path.startswith(PREFIX):
-            return 404, b"", {}
-        key = path[len(PREFIX):]
-        if key == "spot/termination-time":
-            if self.fail_spot:
-                return 500, b"injected spot fault", {}
-            if self.notice is None:
-                return 404, b"Not Found", {}
-            return 200, self.notice.astimezone(CHINA).strftime("%Y-%m-%d %H:%M:%S").encode(), {}
+    spot_path = "spot/termination-time"  # no session token on Tencent
+
+    def spot_body(self, notice):
+        return notice.astimezone(CHINA).strftime("%Y-%m-%d %H:%M:%S").encode()
+
+    def values(self):
         credentials = {"TmpSecretId": self.key_id, "TmpSecretKey": self.secret, "Token": self.token,
                        "ExpiredTime": int(self.expiry().timestamp()), "Code": "Success"}
-        values = {"instance-id": self.instance_id, "local-ipv4": self.ip, "private-ipv4": self.ip,
-                  f"cam/security-credentials/{self.role}": json.dumps(credentials)}
-        if key in values:
-            return 200, values[key].encode(), {}
-        return 404, b"Not Found", {}
+        return {"instance-id": self.instance_id, "local-ipv4": self.ip, "private-ipv4": self.ip,
+                f"cam/security-credentials/{self.role}": json.dumps(credentials)}
 
 
 class CloudApi(ApiStub):
