@@ -118,10 +118,8 @@ PLACEHOLDER_FS_ADDRESS = "<shared-fs-mount-address>"
 
 def node_config_for_stack(stack: str, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """The node config of a stack file as the program would render it, with a placeholder FS address."""
-    from components.stackfiles import apply_overrides, engine_form, load_stack_config
-    from components.spec import build_spec
+    from components.stackfiles import stack_spec
 
-    config = engine_form(apply_overrides(load_stack_config(stack), overrides))
-    spec = build_spec(config, stack=stack)
+    _, spec = stack_spec(stack, overrides)
     address = PLACEHOLDER_FS_ADDRESS if spec.shared_storage != "none" else None
     return build_node_config(spec, shared_fs_address=address)

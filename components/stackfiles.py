@@ -16,6 +16,9 @@ STACKS_DIR = REPO_ROOT / "stacks"
 class StackFileError(Exception):
     """A stack that does not exist or a file that is not a Pulumi stack file."""
 
+    def render(self) -> str:
+        return f"error: {self}"
+
 
 def stack_names() -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS_DIR.glob("Pulumi.*.yaml"))
@@ -79,3 +82,12 @@ def engine_form(config: Mapping[str, Any]) -> dict[str, str]:
         else:
             form[key] = json.dumps(value)
     return form
+
+
+def stack_spec(stack: str, overrides: Iterable[str] = ()):
+    """(config, Spec) of a stack file with `--set` overrides; raises StackFileError or SpecError,
+    both with render() for a CLI to print before exiting 2."""
+    from components.spec import build_spec
+
+    config = apply_overrides(load_stack_config(stack), overrides)
+    return config, build_spec(engine_form(config), stack=stack)

@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from components import cost  # noqa: E402
 from components.mockrun import Plan, ProgramExit, run_program  # noqa: E402
-from components.spec import Spec, SpecError, build_spec  # noqa: E402
-from components.stackfiles import StackFileError, apply_overrides, engine_form, load_stack_config, stack_names  # noqa: E402
+from components.spec import Spec, SpecError  # noqa: E402
+from components.stackfiles import StackFileError, stack_names, stack_spec  # noqa: E402
 
 EXIT_INVALID = 2
 EXIT_FAILED = 1
@@ -159,12 +159,8 @@ def render_human(spec: Spec, plan: Plan) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        config = apply_overrides(load_stack_config(args.stack), args.overrides)
-        spec = build_spec(engine_form(config), stack=args.stack)
-    except StackFileError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    except SpecError as error:
+        config, spec = stack_spec(args.stack, args.overrides)
+    except (StackFileError, SpecError) as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
     try:

@@ -453,15 +453,12 @@ def print_table(rehearsal: Rehearsal) -> None:
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from components.nodeconfig import build_node_config
-    from components.spec import SpecError, build_spec
-    from components.stackfiles import StackFileError, engine_form, load_stack_config
+    from components.spec import SpecError
+    from components.stackfiles import StackFileError, stack_spec
 
     try:
-        spec = build_spec(engine_form(load_stack_config(args.stack)), stack=args.stack)
-    except StackFileError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
-    except SpecError as error:
+        _, spec = stack_spec(args.stack)
+    except (StackFileError, SpecError) as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
     base = build_node_config(spec, shared_fs_address=None)
