@@ -46,7 +46,7 @@ KEYS: tuple[Key, ...] = (
     Key("allowWorldSsh", "boolean", False, "Must be true to accept 0.0.0.0/0 in sshAllowCidrs."),
     Key("sshPublicKey", "string", None, "OpenSSH public key installed on the nodes."),
     Key("image", "string", None, "Image id; default: the provider's Ubuntu 22.04 public image."),
-    Key("maxHours", "integer", 24, "Hard time to live: the cloud releases the nodes after this many hours."),
+    Key("maxHours", "integer", 24, "Hard time to live: the cloud releases the nodes this many hours after the last `pulumi up`."),
     Key("idleMinutes", "integer", 30, "GPU idle this long means a hung job: save, mark FAILED, release (0 = off)."),
     Key("keep", "boolean", False, "Keep the nodes after training ends (no self-release)."),
     Key("checkpoint", "object", {"prefix": "gpu-training"},
