@@ -42,6 +42,7 @@ def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
         'train': {'command': f'{sys.executable} {ROOT}/tests/agent/fake_trainer.py', 'workdir': f'{tmp}/work',
                   'env': {'FT_STEPS': str(steps), 'FT_STEP_S': '0.01', 'FT_RECORD': f'{tmp}/rec', 'FT_GPU': f'{tmp}/gpu'}},
         'agent': {'syncIntervalSeconds': 300, 'spotPollSeconds': 2, 'utilSampleSeconds': 1, 'idleMinutes': 0,
+                  'bootTime': time.time(),
                   'maxGraceSeconds': 30, 'uploadAllowanceSeconds': 0, **agent},
         'endpoints': {'metadata': meta.url, 'cloudApi': api.url}, 'identity': {'roleName': meta.role},
         'cost': {'currency': 'CNY', 'effectivePerNodeHour': None},

@@ -137,7 +137,8 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
                             "launcher": "torchrun" if nodes > 1 else "direct"})
     config["agent"].update({"syncIntervalSeconds": 1.0, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
                             "idleMinutes": 0, "maxGraceSeconds": 60, "uploadAttempts": 4,
-                            "retryBaseSeconds": 0.1, "uploadAllowanceSeconds": 0, "peerWaitMinutes": 2})
+                            "retryBaseSeconds": 0.1, "uploadAllowanceSeconds": 0, "peerWaitMinutes": 2,
+                            "bootTime": time.time()})
     return config
 
 

@@ -152,6 +152,7 @@ class AgentNode:
                       "launcher": "direct", "stopSignal": "SIGTERM"},
             "agent": {"syncIntervalSeconds": 0.5, "spotPollSeconds": 0.2, "utilSampleSeconds": 0.2,
                       "idleMinutes": 0, "maxHours": 1, "ttlMarginMinutes": 0, "maxGraceSeconds": 30,
+                      "bootTime": time.time(),
                       "uploadAttempts": 3, "retryBaseSeconds": 0.05, "uploadAllowanceSeconds": 0},
             "endpoints": {"metadata": self.meta.url},
             "cost": {"currency": "CNY", "onDemandPerNodeHour": 10.0, "effectivePerNodeHour": 3.0},

@@ -30,6 +30,14 @@ L, T = logging.getLogger('agent'), logging.getLogger('trainer')
 ENDED = ('PREEMPTED', 'DONE', 'FAILED', 'SYNC_FAILED')
 
 
+def kernel_boot_time():
+    """When this machine booted (epoch seconds, from /proc/stat), or None."""
+    with suppress(OSError, ValueError):
+        with open('/proc/stat') as f:
+            return next(float(ln.split()[1]) for ln in f if ln.startswith('btime '))
+    return None
+
+
 def iso(t):
     return t and datetime.fromtimestamp(t, timezone.utc).isoformat(timespec='seconds')
 
@@ -74,7 +82,9 @@ class Agent:
         """The whole lifecycle; the exit status (0 finished, 3 data or marker not saved, 4 release failed)."""
         st, bad = self.st, os.path.join(self.c['paths']['state'], 'UNHEALTHY')
         if not st:
-            self.save(phase='start', boot=time.time())
+            # The TTL counts from the node's start (the cloud's counts from `pulumi up`), not from
+            # the agent's: a bare-image bootstrap can take 15 minutes before the agent runs.
+            self.save(phase='start', boot=self.A['bootTime'] or kernel_boot_time() or time.time())
         L.info('node %s, stack %s, phase %s', self.node, self.c['stack'], st['phase'])
         if st['phase'] == 'done':
             L.info('finished earlier (%s): nothing to do', st.get('state'))

@@ -83,6 +83,7 @@ class Node:
                       'stopSignal': 'SIGTERM', 'rendezvousPort': 29400},
             'agent': {'syncIntervalSeconds': 0.5, 'spotPollSeconds': 0.2, 'utilSampleSeconds': 0.2,
                       'idleMinutes': 0, 'idleUtilPercent': 5, 'maxHours': 1, 'ttlMarginMinutes': 0,
+                      'bootTime': time.time(),  # this simulated node boots now (not the test machine)
                       'maxGraceSeconds': 5, 'keep': False, 'uploadAttempts': 3, 'retryBaseSeconds': 0.05,
                       'uploadAllowanceSeconds': 0, **agent},
             'endpoints': {'metadata': self.meta.url, 'cloudApi': api and api.url},

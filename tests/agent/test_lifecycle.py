@@ -121,6 +121,21 @@ def test_ttl_stops_gracefully_saves_and_releases(make_node, api_stub):
     assert len(api.calls('DeleteInstance')) == 1
 
 
+def test_ttl_counts_from_the_machine_boot_not_the_agent_start(make_node, api_stub):
+    """Regression: the TTL clock started when the agent first ran, so a slow bootstrap pushed the
+    graceful stop past the cloud-side release. Without bootTime the kernel's boot time is used."""
+    with open('/proc/uptime') as f:
+        uptime = float(f.read().split()[0])
+    api = api_stub('alicloud')
+    # The machine has been up longer than maxHours (less the margin): the stop is due at once.
+    node = make_node(api=api, bootTime=None, maxHours=max(uptime - 120, 1) / 3600, ttlMarginMinutes=1)
+    node.train(FT_STEPS=100000, FT_STEP_S=0.01)
+    assert node.run() == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and m['reason'].startswith('ttl'), m
+    assert m['durationSeconds'] < 60
+
+
 def test_agent_restart_reattaches_and_never_starts_the_trainer_twice(make_node, api_stub):
     api = api_stub('alicloud')
     node = make_node(api=api)
