@@ -1,7 +1,10 @@
-"""Locating and reading the YAML data files under components/data (tiers, GPUs, catalogs)."""
+"""Locating and reading the YAML data files under components/data (tiers, GPUs, catalogs), and
+replacing a file atomically (catalog price updates, written stack files)."""
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,3 +19,15 @@ def load(relative: str) -> Any:
     path = DATA_DIR / relative
     with path.open(encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace the file atomically: a crash leaves the old file or the new one, never half of one."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

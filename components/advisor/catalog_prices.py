@@ -8,14 +8,14 @@ refreshed price must read back as quoted. Anything else is an error and the file
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Optional
 
 import yaml
+
+from components.datafiles import atomic_write
 
 _ROW = re.compile(r"^(?P<head>\s*-\s*\{\s*type:\s*(?P<type>[^,\s}]+)\s*,.*?\bprice:\s*)"
                   r"(?P<price>\*[A-Za-z0-9_-]+|\{[^{}]*\})(?P<tail>\s*\}\s*)$")
@@ -90,12 +90,5 @@ def verify(before: str, after: str, quotes: Mapping[str, Quote], date: str) -> N
 
 
 def write(path: Path, text: str) -> None:
-    """Replace the file atomically: a crash leaves the old catalog or the new one, never half of one."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Replace the catalog atomically: a crash leaves the old catalog or the new one."""
+    atomic_write(path, text)

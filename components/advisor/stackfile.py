@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Optional
@@ -16,6 +15,7 @@ from typing import Iterable, Optional
 import yaml
 
 from components import schema
+from components.datafiles import atomic_write
 from components.advisor.explain import reasons
 from components.advisor.optimiser import Evaluation
 from components.spec import MAX_HOURS, Spec, SpecError, build_spec
@@ -134,11 +134,4 @@ def write(path: Path, text: str, force: bool) -> None:
     if path.exists() and not force:
         raise StackWriteError(f"{path} exists; pick another --write-stack name, or pass --force to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text)
