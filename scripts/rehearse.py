@@ -311,6 +311,9 @@ class Rehearsal:
         self.check("upload", files > 0, f"{files} agent and code files in s3://{self.bucket}/{self.prefix}/")
 
         self.api = CloudApi(self.provider)
+        pool = self.base["cluster"].get("poolName")
+        if pool:  # `pulumi up` made the spot pool; the agent must retire it before releasing
+            self.api.add_pool(pool)
         first = [self.make_node(i) for i in range(self.count)]
         self.api.instances = [(n.instance_id, "127.0.0.1") for n in first]
         self.nodes = list(first)
@@ -412,6 +415,11 @@ class Rehearsal:
                    f" {len(wanted)} finished nodes")
         releases = {n.instance_id: self.release_requests(n.instance_id) for n in self.nodes + self.retired}
         expected = {n.instance_id: 1 for n in self.nodes} | {n.instance_id: 0 for n in self.retired}
+        if self.base["cluster"].get("poolName"):
+            pools = [(markers[n.instance_id] or {}).get("pool") or {} for n in self.nodes]
+            self.check("spot pool retired before release", all(p.get("retired") for p in pools),
+                       "; ".join(f"{p.get('name')}: retired={p.get('retired')} {p.get('error', '')}".strip()
+                                 for p in pools) + " (a live pool would relaunch the finished job)")
         self.check("release once per finished node", releases == expected,
                    ", ".join(f"{i}: {c}" for i, c in releases.items()) + " (the preempted node is reclaimed by"
                    " the cloud, not released)")
