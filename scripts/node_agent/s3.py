@@ -1,4 +1,4 @@
-"""Connections of a node: the metadata HTTP helper, the cloud runtime, the S3 client, the retry policy.
+"""Connections of a node: the metadata reader, the cloud runtime, the S3 client, the retry policy.
 
 Part of the boot set (docs/node-config.md, "Agent delivery"): this file rides in user-data with
 __init__.py, fetch.py and cloud_runtime.py, so at import time it needs only the standard library;
@@ -11,6 +11,7 @@ import importlib.util
 import logging
 import os
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -28,8 +29,41 @@ def http(method, url, headers=None):
         return e.code, e.read().decode(errors='replace')
 
 
+class Metadata:
+    """Reads the instance metadata service under <base>/latest/meta-data/, for every cloud's runtime.
+
+    token_header: the session-token header of a cloud that wants one (PUT /latest/api/token with
+    `<token_header>-ttl-seconds`, then the token on every read: Alibaba's hardened mode, IMDSv2);
+    None for a service without tokens. A 401/403 drops the token so the next read fetches a new one.
+    """
+
+    TTL = 21600
+
+    def __init__(self, base, token_header=None):
+        self.base, self.header, self.token, self.until = base.rstrip('/'), token_header, None, 0
+
+    def __call__(self, path):
+        """The stripped value of one path; None when the service says 404 (e.g. no spot notice)."""
+        headers = {}
+        if self.header:
+            if time.time() > self.until:
+                st, tok = http('PUT', self.base + '/latest/api/token', {self.header + '-ttl-seconds': str(self.TTL)})
+                if st != 200:
+                    raise OSError(f'metadata token: HTTP {st}')
+                self.token, self.until = tok.strip(), time.time() + self.TTL - 600
+            headers[self.header] = self.token
+        st, body = http('GET', f'{self.base}/latest/meta-data/{path}', headers)
+        if st in (401, 403):
+            self.until = 0  # token expired or revoked: fetch a new one next time
+        if st == 404:
+            return None
+        if st != 200:
+            raise OSError(f'metadata {path}: HTTP {st}')
+        return body.strip()
+
+
 def runtime(cfg):
-    """The provider's Runtime(cfg, http); exit 2 when the provider has none."""
+    """The provider's Runtime(cfg, metadata); exit 2 when the provider has none."""
     here = os.path.dirname(os.path.abspath(__file__))
     p = os.environ.get('GPU_TRAINING_RUNTIME_FILE') or here + '/cloud_runtime.py'
     if not os.path.exists(p) and p.endswith('/cloud_runtime.py'):
@@ -40,7 +74,7 @@ def runtime(cfg):
     spec = importlib.util.spec_from_file_location('cloud_runtime', p)
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
-    return m.Runtime(cfg, http)
+    return m.Runtime(cfg, lambda token_header=None: Metadata(cfg['endpoints']['metadata'], token_header))
 
 
 def client(cfg, credentials=None):

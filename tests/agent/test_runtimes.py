@@ -16,7 +16,7 @@ from conftest import ROOT
 from stubs import CloudApi, Metadata
 
 sys.path.insert(0, str(ROOT / 'scripts'))
-from node_agent.s3 import http  # noqa: E402  (the agent's own metadata helper)
+from node_agent.s3 import Metadata as Reader, http  # noqa: E402  (the agent's own metadata reader)
 
 
 def runtime(cloud, meta, api=None, region='cn-hangzhou'):
@@ -25,7 +25,7 @@ def runtime(cloud, meta, api=None, region='cn-hangzhou'):
     spec.loader.exec_module(mod)
     cfg = {'region': region, 'endpoints': {'metadata': meta.url, 'cloudApi': api},
            'identity': {'roleName': meta.role}, 'cluster': {'tagKey': 'gpu-training:stack', 'tagValue': 'st'}}
-    return mod.Runtime(cfg, http)
+    return mod.Runtime(cfg, lambda token_header=None: Reader(meta.url, token_header))
 
 
 @pytest.fixture

@@ -2,11 +2,10 @@
 
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
-passes `http(method, url, headers) -> (status, text)` in; the ECS SDK is imported only when the
+passes its metadata reader in (`metadata(token_header)(path)`); the ECS SDK is imported only when the
 cloud API is called. Facts: ../../../../shared/REFERENCE.md (instance metadata, self-release).
 """
 import json
-import time
 from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
@@ -14,29 +13,9 @@ from urllib.parse import urlsplit
 class Runtime:
     """One ECS instance seen from inside, through the hardened (token) metadata service."""
 
-    def __init__(self, cfg, http):
-        self.cfg, self.http = cfg, http
-        self.base = cfg['endpoints']['metadata'].rstrip('/')
-        self.token, self.token_until = None, 0
-
-    def meta(self, path):
-        """GET one metadata path; None when the service says 404 (e.g. no spot notice)."""
-        if time.time() > self.token_until:
-            # Hardened mode answers 403 to any read without a session token.
-            st, tok = self.http('PUT', self.base + '/latest/api/token',
-                                {'X-aliyun-ecs-metadata-token-ttl-seconds': '21600'})
-            if st != 200:
-                raise OSError(f'metadata token: HTTP {st}')
-            self.token, self.token_until = tok.strip(), time.time() + 21000
-        st, body = self.http('GET', f'{self.base}/latest/meta-data/{path}',
-                             {'X-aliyun-ecs-metadata-token': self.token})
-        if st == 401 or st == 403:
-            self.token_until = 0  # token expired or revoked: fetch a new one next time
-        if st == 404:
-            return None
-        if st != 200:
-            raise OSError(f'metadata {path}: HTTP {st}')
-        return body.strip()
+    def __init__(self, cfg, metadata):
+        # metadata(token_header) -> read(path): the agent's reader (node_agent/s3.py Metadata); hardened mode: 403 without the token.
+        self.cfg, self.meta = cfg, metadata('X-aliyun-ecs-metadata-token')
 
     def instance_id(self):
         return self.meta('instance-id')

@@ -2,41 +2,21 @@
 
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
-passes `http(method, url, headers) -> (status, text)` in. Facts: ../../../../shared/REFERENCE.md.
+passes its metadata reader in (`metadata(token_header)(path)`). Facts: ../../../../shared/REFERENCE.md.
 """
 import json
 import os
 import shlex
 import subprocess
-import time
 from datetime import datetime, timezone
 
 
 class Runtime:
     """One EC2 instance seen from inside, through IMDSv2 (session token required)."""
 
-    def __init__(self, cfg, http):
-        self.cfg, self.http = cfg, http
-        self.base = cfg['endpoints']['metadata'].rstrip('/')
-        self.token, self.token_until = None, 0
-
-    def meta(self, path):
-        """GET one metadata path; None when the service says 404 (e.g. no spot notice)."""
-        if time.time() > self.token_until:
-            st, tok = self.http('PUT', self.base + '/latest/api/token',
-                                {'X-aws-ec2-metadata-token-ttl-seconds': '21600'})
-            if st != 200:
-                raise OSError(f'metadata token: HTTP {st}')
-            self.token, self.token_until = tok.strip(), time.time() + 21000
-        st, body = self.http('GET', f'{self.base}/latest/meta-data/{path}',
-                             {'X-aws-ec2-metadata-token': self.token})
-        if st == 401:
-            self.token_until = 0
-        if st == 404:
-            return None
-        if st != 200:
-            raise OSError(f'metadata {path}: HTTP {st}')
-        return body.strip()
+    def __init__(self, cfg, metadata):
+        # metadata(token_header) -> read(path): the agent's reader (node_agent/s3.py Metadata); IMDSv2: 401 without the token.
+        self.cfg, self.meta = cfg, metadata('X-aws-ec2-metadata-token')
 
     def instance_id(self):
         return self.meta('instance-id')

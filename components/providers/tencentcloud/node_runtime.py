@@ -2,7 +2,7 @@
 
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
-passes `http(method, url, headers) -> (status, text)` in; tencentcloud-sdk-python is imported only
+passes its metadata reader in (`metadata(token_header)(path)`); tencentcloud-sdk-python is imported only
 when the cloud API is called. Facts: ../../../../shared/REFERENCE.md (docs 213/4934, 213/32487).
 """
 import json
@@ -16,18 +16,9 @@ CST = timezone(timedelta(hours=8))
 class Runtime:
     """One CVM instance seen from inside (the metadata service has no session token)."""
 
-    def __init__(self, cfg, http):
-        self.cfg, self.http = cfg, http
-        self.base = cfg['endpoints']['metadata'].rstrip('/')
-
-    def meta(self, path):
-        """GET one metadata path; None when the service says 404 (e.g. no spot notice)."""
-        st, body = self.http('GET', f'{self.base}/latest/meta-data/{path}', {})
-        if st == 404:
-            return None
-        if st != 200:
-            raise OSError(f'metadata {path}: HTTP {st}')
-        return body.strip()
+    def __init__(self, cfg, metadata):
+        # metadata(token_header) -> read(path): the agent's reader (node_agent/s3.py Metadata); Tencent's metadata service has no session token.
+        self.cfg, self.meta = cfg, metadata(None)
 
     def instance_id(self):
         return self.meta('instance-id')
