@@ -18,22 +18,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from components.advisor import optimiser  # noqa: E402
-from components.advisor.optimiser import Rejection, check_static, meets_deadline, rank_key, rank_mode  # noqa: E402
+from components.advisor.optimiser import meets_deadline, rank_key, rank_mode  # noqa: E402
 from components.advisor.request import build_request  # noqa: E402
 from components.advisor import perf as perfmod  # noqa: E402
 
 
 def brute_force(request, offer_list):
-    fitting = []
-    for offer in offer_list:
-        fit = check_static(offer, request)
-        if isinstance(fit, Rejection):
-            continue
-        for billing in request.billings:
-            for nodes in range(1, fit.max_nodes + 1):
-                ev = optimiser.evaluate(offer, fit, nodes, billing, request)
-                if ev is not None and meets_deadline(ev, request) and optimiser.within_budget(ev, request):
-                    fitting.append(ev)
+    fitting = [ev for ev in optimiser.every_configuration(request, offer_list)
+               if meets_deadline(ev, request) and optimiser.within_budget(ev, request)]
     if not fitting:
         return None
     mode = rank_mode(fitting)

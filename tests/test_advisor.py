@@ -16,8 +16,8 @@ import yaml
 
 from components import cost, providers
 from components.advisor import perf as perfmod
-from components.advisor.optimiser import (Rejection, check_static, evaluate, meets_deadline, offers, rank_key,
-                                          rank_mode, relaxations, search, within_budget)
+from components.advisor.optimiser import (every_configuration, meets_deadline, offers, rank_key, rank_mode,
+                                          relaxations, search, within_budget)
 from components.advisor.request import RequestError, build_request
 from components.catalog import Price, load_catalog
 from components.mockrun import run_program
@@ -36,18 +36,9 @@ def recommend(*args: str) -> subprocess.CompletedProcess:
 # ---------------------------------------------------------------- the search is the true optimum
 
 def brute_force(request, offer_list):
-    """Every offer x billing x node count; keep what meets deadline and budget; the minimum of the ranking."""
-    fitting = []
-    for offer in offer_list:
-        fit = check_static(offer, request)
-        if isinstance(fit, Rejection):
-            continue
-        for billing in request.billings:
-            for nodes in range(1, fit.max_nodes + 1):
-                ev = evaluate(offer, fit, nodes, billing, request)
-                if ev is not None and meets_deadline(ev, request) and within_budget(ev, request):
-                    fitting.append(ev)
-    return fitting
+    """Every offer x billing x node count that meets deadline and budget (the search must find their best)."""
+    return [ev for ev in every_configuration(request, offer_list)
+            if meets_deadline(ev, request) and within_budget(ev, request)]
 
 
 def identity(ev):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from components import cost, providers
 from components.advisor import perf as perfmod
@@ -317,9 +317,11 @@ def search(request: Request, offer_list: Optional[list[Offer]] = None) -> Result
 
 # ---------------------------------------------------------------- infeasible requests
 
-def fastest(request: Request, offer_list: list[Offer]) -> Optional[Evaluation]:
-    """The quickest configuration ignoring deadline and budget (scans every node count)."""
-    best = None
+def every_configuration(request: Request, offer_list: list[Offer]) -> Iterator[Evaluation]:
+    """Exhaustively: every offer x billing x node count that fits statically, deadline and budget aside.
+
+    The reference the pruned search() is tested against (tests/test_advisor.py, bench/advisor_search.py).
+    """
     for offer in offer_list:
         fit = check_static(offer, request)
         if isinstance(fit, Rejection):
@@ -327,11 +329,13 @@ def fastest(request: Request, offer_list: list[Offer]) -> Optional[Evaluation]:
         for billing in request.billings:
             for nodes in range(1, fit.max_nodes + 1):
                 ev = evaluate(offer, fit, nodes, billing, request)
-                if ev is None or ev.hours is None:
-                    break
-                if best is None or ev.hours < best.hours:
-                    best = ev
-    return best
+                if ev is not None and ev.hours is not None:
+                    yield ev
+
+
+def fastest(request: Request, offer_list: list[Offer]) -> Optional[Evaluation]:
+    """The quickest configuration ignoring deadline and budget (scans every node count)."""
+    return min(every_configuration(request, offer_list), key=lambda ev: ev.hours, default=None)
 
 
 def relaxations(result: Result) -> list[str]:
