@@ -36,7 +36,7 @@ TINY = ["--batch-size", "16", "--width", "8", "--depth", "1", "--image-size", "1
 CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
 
 sys.path.insert(0, str(AGENT_TESTS))
-from stubs import BIN, Metadata, S3Proxy  # noqa: E402  (the agent tests' metadata and faulty-S3 stand-ins)
+from stubs import BIN, LocalS3, Metadata, S3Proxy  # noqa: E402  (the agent tests' metadata and faulty-S3 stand-ins)
 
 _spec = importlib.util.spec_from_file_location("run_cli", REPO / "scripts" / "run.py")
 run_cli = importlib.util.module_from_spec(_spec)
@@ -49,11 +49,8 @@ from runlib.markers import assess, current, parse_marker  # noqa: E402
 # --- servers and fakes ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def moto_url():
-    from moto.server import ThreadedMotoServer
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
+    server = LocalS3()
+    yield server.url
     server.stop()
 
 

@@ -6,7 +6,6 @@ Intervals are fractions of a second so the whole file stays well under two minut
 """
 import hashlib
 import json
-import logging
 import os
 import pathlib
 import subprocess
@@ -21,7 +20,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from stubs import BIN, CloudApi, Metadata, S3Proxy  # noqa: E402
+from stubs import BIN, CloudApi, LocalS3, Metadata, S3Proxy  # noqa: E402
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
 FAKE_AWS = {'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_DEFAULT_REGION': 'us-east-1'}
@@ -29,13 +28,9 @@ FAKE_AWS = {'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_D
 
 @pytest.fixture(scope='session')
 def moto_url():
-    from moto.server import ThreadedMotoServer
-    logging.getLogger('werkzeug').setLevel(logging.WARNING)
     os.environ.update(FAKE_AWS)
-    server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f'http://{host}:{port}'
+    server = LocalS3()
+    yield server.url
     server.stop()
 
 
