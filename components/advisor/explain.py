@@ -1,7 +1,6 @@
 """Plain-language reasons: why a configuration fits, why others were rejected, what the ranking means."""
 from __future__ import annotations
 
-from components.advisor import perf as perfmod
 from components.advisor.optimiser import Evaluation, Rejection, Result, tier_summary
 
 LARGE_BATCH = 8192
@@ -27,7 +26,6 @@ def shared_storage(ev: Evaluation) -> tuple[str, int]:
 
 
 def reasons(ev: Evaluation, request) -> list[str]:
-    perf = perfmod.load()
     row, fit, tier = ev.offer.instance, ev.fit, ev.offer.tier
     assert tier is not None and ev.offer.gpu is not None
     lines = []
