@@ -61,7 +61,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
         "checkpoint": {
             "bucket": spec.checkpoint.bucket,
             "prefix": spec.checkpoint.prefix,
-            "endpoint": spec.checkpoint.endpoint,
+            "endpoint": spec.checkpoint.endpoint_for_nodes,
             "region": spec.checkpoint.region,
             "addressingStyle": spec.checkpoint.addressing_style,
             "signatureVersion": spec.checkpoint.signature_version,
@@ -87,7 +87,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "keep": spec.keep,
             "uploadAttempts": 8,
         },
-        "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": None},
+        "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": profile.cloud_api(spec.region)},
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},
         "identity": {"roleName": role or role_name(spec)},

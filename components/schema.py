@@ -45,6 +45,9 @@ KEYS: tuple[Key, ...] = (
     Key("sshAllowCidrs", "array", [], "CIDRs allowed to reach SSH; empty means no SSH ingress at all."),
     Key("allowWorldSsh", "boolean", False, "Must be true to accept 0.0.0.0/0 in sshAllowCidrs."),
     Key("sshPublicKey", "string", None, "OpenSSH public key installed on the nodes."),
+    Key("publicEgress", "boolean", True,
+        "Nodes get an outbound-only public address billed by traffic (no inbound from outside: the security"
+        " group admits none); false: in-VPC endpoints only, refused if a node would lose an endpoint it needs."),
     Key("image", "string", None, "Image id; default: the provider's Ubuntu 22.04 public image."),
     Key("maxHours", "integer", 24, "Hard time to live: the cloud releases the nodes this many hours after the last `pulumi up`."),
     Key("idleMinutes", "integer", 30, "GPU idle this long means a hung job: save, mark FAILED, release (0 = off)."),

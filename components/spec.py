@@ -12,7 +12,7 @@ import difflib
 import ipaddress
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -63,6 +63,11 @@ class CheckpointSpec:
     addressing_style: str
     signature_version: str
     create: bool
+    node_endpoint: Optional[str] = None  # what nodes use (the in-VPC endpoint); None: `endpoint`
+
+    @property
+    def endpoint_for_nodes(self) -> str:
+        return self.node_endpoint or self.endpoint
 
     def stack_prefix(self, stack: str) -> str:
         return f"{self.prefix}/{stack}" if self.prefix else stack
@@ -110,6 +115,7 @@ class Spec:
     bootstrap: Mapping[str, str]
     tags: Mapping[str, str]
     findings: tuple[Finding, ...] = field(default=())
+    public_egress: bool = True
 
     @property
     def spot(self) -> bool:
@@ -415,8 +421,10 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
     endpoint = raw.get("endpoint") or store.endpoint
     if not re.match(r"^https?://[^\s/]+", endpoint):
         problems.error("checkpoint.endpoint", f"{endpoint!r} is not an http(s) URL")
+    # Nodes use the in-VPC endpoint unless the user named one (then everyone uses theirs).
+    node_endpoint = None if raw.get("endpoint") else store.node_endpoint
     return CheckpointSpec(bucket, prefix, endpoint, region, store.addressing_style, store.signature_version,
-                          bool(raw.get("create", False)))
+                          bool(raw.get("create", False)), node_endpoint)
 
 
 def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Problems) -> TrainSpec:
@@ -602,9 +610,19 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         ssh_public_key=values.get("sshPublicKey"), image=values.get("image"), max_hours=max_hours,
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
+        public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)),
     )
     for key, message in profile.checks(spec):
         problems.error(key, message)
+    _check_egress(spec, problems)
     if problems.has_errors:
         raise SpecError(problems.items)
-    return spec
+    return replace(spec, findings=tuple(problems.items))
+
+
+def _check_egress(spec: Spec, problems: _Problems) -> None:
+    """Every endpoint a node uses needs a route out of (or inside) the VPC (components/egress.py)."""
+    from components import egress  # it builds the node config, which imports this module
+
+    for level, key, message in egress.findings(spec):
+        getattr(problems, level)(key, message)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from components import cost  # noqa: E402
+from components import cost, egress  # noqa: E402
 from components.mockrun import Plan, ProgramExit, run_program  # noqa: E402
 from components.spec import Spec, SpecError  # noqa: E402
 from components.stackfiles import StackFileError, stack_names, stack_spec  # noqa: E402
@@ -81,6 +81,7 @@ def document(spec: Spec, plan: Plan) -> dict:
                  "spotPerHour": hourly.spot_per_hour, "effectivePerHour": hourly.effective_per_hour,
                  "basis": hourly.basis},
         "userData": {"encodedSize": user_data[1] if user_data else None, "limit": 16384},
+        "egress": egress.describe(spec, plan.resources),
         "findings": findings_of(spec),
     }
 
@@ -148,12 +149,33 @@ def render_human(spec: Spec, plan: Plan) -> None:
     console.print(table)
     console.print(f"[dim]{hourly.basis}[/]")
     console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
+    render_egress(console, egress.describe(spec, plan.resources))
     user_data = node_user_data(plan)
     if user_data:
         console.print(f"user-data: {user_data[1]:,} bytes encoded (limit 16,384)")
     for finding in spec.findings:
         colour = {"warning": "yellow", "info": "blue"}.get(finding.level, "red")
         console.print(f"[{colour}]{finding.level}[/] {finding.key}: {finding.message}")
+
+
+def render_egress(console, section: dict) -> None:
+    """What each node contacts and the route that reaches it; then what each route is and costs."""
+    from rich.table import Table
+
+    table = Table(title="node endpoints (bootstrap and agent) and their routes")
+    table.add_column("endpoint")
+    table.add_column("url", overflow="fold")
+    table.add_column("used by")
+    table.add_column("route", no_wrap=True)
+    for e in section["endpoints"]:
+        route = e["route"] or ("[red]NONE[/]" if e["required"] else "[yellow]none (only if needed)[/]")
+        table.add_row(e["name"], e["url"], e["usedBy"], route)
+    console.print(table)
+    for r in section["routes"]:
+        made = "" if r["resources"] == [] else (
+            f" [dim](in the plan: {', '.join(r['resources'])})[/]" if r["inPlan"] else " [red](NOT in the plan)[/]")
+        console.print(f"route [bold]{r['name']}[/]: {r['description']}{made}")
+        console.print(f"  [dim]cost: {r['cost']}[/]")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -215,7 +215,9 @@ def test_no_ssh_ingress_by_default_and_tags_everywhere(stack, plan_for):
     (members,) = [r for r in rules if r.inputs.get("sourceSecurityGroupId")]
     assert members.inputs["ipProtocol"] == "all"
     for node in node_resources(plan):
-        assert node.inputs.get("internetMaxBandwidthOut", 0) == 0  # no public address without SSH
+        # An outbound-only public address, pay-by-traffic (the CUDA repository, issue 10): no rule admits inbound.
+        assert node.inputs["internetMaxBandwidthOut"] == 100
+        assert node.inputs["internetChargeType"] == "PayByTraffic"
     taggable = [r for r in plan.resources if r.custom and takes_tags(r.type)]
     assert {INSTANCE, TEMPLATE} & {r.type for r in taggable}
     for resource in taggable:

@@ -19,9 +19,48 @@ class DataDisk:
 @dataclass(frozen=True)
 class ObjectStore:
     """How boto3 reaches this cloud's S3-compatible object storage."""
-    endpoint: str
+    endpoint: str  # from anywhere (scripts/run.py on the user's machine)
     addressing_style: str  # virtual | path
     signature_version: str  # s3 | s3v4
+    node_endpoint: Optional[str] = None  # from a node in the region (an in-VPC endpoint); None: `endpoint`
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way for a node to reach an endpoint: inside the VPC, or out to the Internet.
+
+    `evidence` names the plan's proof that the route exists: (resource type, input) pairs; the route
+    is in a plan when at least one resource of a listed type is there and every such resource has
+    that input set (true, or a number above 0). No evidence: nothing has to be created (the VPC).
+    """
+    name: str  # "vpc" | "internet"
+    description: str
+    cost: str  # what it bills after the nodes are gone and per use; rates with their source, or "unknown"
+    evidence: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class EndpointRule:
+    """Which routes reach the hosts matching `pattern` (a regex on the host), preferred first."""
+    pattern: str
+    routes: tuple[str, ...]
+    note: str  # why, with the source
+
+
+def no_routes(spec: Any) -> tuple[Route, ...]:
+    return ()
+
+
+def internet_only(region: str) -> tuple[EndpointRule, ...]:
+    return ()
+
+
+def no_endpoints(spec: Any) -> tuple[str, ...]:
+    return ()
+
+
+def sdk_default(region: str) -> Optional[str]:
+    return None
 
 
 def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
@@ -53,6 +92,12 @@ class ProviderProfile:
     # cap), which `unsupported` cannot express: checks(spec) -> (dotted key, message) errors.
     checks: Callable[[Any], Iterable[tuple[str, str]]] = no_checks
     default_image_note: str = ""
+    # Egress (components/egress.py): the routes a stack's plan gives its nodes, which routes reach
+    # which hosts (a host no rule matches needs the Internet), and the cloud API the node agent calls.
+    routes: Callable[[Any], tuple[Route, ...]] = no_routes
+    endpoint_rules: Callable[[str], tuple[EndpointRule, ...]] = internet_only
+    cloud_api: Callable[[str], Optional[str]] = sdk_default  # node config endpoints.cloudApi
+    cloud_api_default: Callable[[Any], tuple[str, ...]] = no_endpoints  # (spec) hosts the SDK calls when that is None
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ import pulumi_alicloud as alicloud
 
 from components.nodeconfig import pool_name
 from components.providers.alicloud.identity import grant_pool_retire
+from components.providers.alicloud.profile import INTERNET_CHARGE_TYPE, public_bandwidth_mbps
 from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100
-PUBLIC_BANDWIDTH_MBPS = 10
 
 
 def image_id(spec: Spec) -> pulumi.Output:
@@ -78,7 +78,9 @@ class Nodes(pulumi.ComponentResource):
             deployment_set_id = alicloud.ecs.EcsDeploymentSet(
                 f"{ctx.name}-placement", strategy="LowLatency", deployment_set_name=f"gpu-training-{spec.stack}",
                 description="keep the training nodes close for NCCL", opts=child).id
-        public_bandwidth = PUBLIC_BANDWIDTH_MBPS if spec.ssh_allow_cidrs else 0
+        # Outbound-only public address (profile.py, "egress"): the CUDA repository and other downloads.
+        public_bandwidth = public_bandwidth_mbps(spec)
+        internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
         self.instance_ids: list[pulumi.Output] = []
         self.private_ips: list[pulumi.Output] = []
         self.public_ips: list[pulumi.Output] = []
@@ -96,7 +98,7 @@ class Nodes(pulumi.ComponentResource):
                     data_disks=[alicloud.ecs.InstanceDataDiskArgs(**_data_disk(spec))],
                     user_data=user_data, http_tokens="required", http_endpoint="enabled",
                     auto_release_time=expires_at, deployment_set_id=deployment_set_id, key_name=key_name,
-                    internet_max_bandwidth_out=public_bandwidth, tags=tags, volume_tags=tags, opts=child)
+                    internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, volume_tags=tags, opts=child)
                 alicloud.ecs.RamRoleAttachment(f"{ctx.name}-node-{index}-role", instance_id=instance.id,
                                                ram_role_name=identity.role_name, opts=child)
                 self.instance_ids.append(instance.id)
@@ -116,7 +118,7 @@ class Nodes(pulumi.ComponentResource):
                     category="cloud_essd", size=SYSTEM_DISK_GB, encrypted=True, delete_with_instance=True),
                 data_disks=[alicloud.ecs.EcsLaunchTemplateDataDiskArgs(**_data_disk(spec))],
                 user_data=user_data, http_tokens="required", http_endpoint="enabled", auto_release_time=expires_at,
-                internet_max_bandwidth_out=public_bandwidth, tags=tags, template_tags=tags, opts=child)
+                internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, template_tags=tags, opts=child)
             configs = []
             for zone_index, subnet in network.subnet_ids.items():
                 for type_index, row in enumerate(spec.pool_types):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import DataDisk, ObjectStore, ProviderProfile
+from components.providers.base import DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route
 
 # Tier disk class -> the ESSD performance level we want, and the smallest disk each level allows.
 _LEVEL_FOR_CLASS = {"standard": "PL1", "high": "PL2", "extreme": "PL3"}
@@ -34,8 +34,77 @@ def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDis
 
 
 def object_store(region: str) -> ObjectStore:
-    # OSS rejects the chunked payload signing that SigV4 uploads use: sign with "s3" (V2).
-    return ObjectStore(f"https://s3.oss-{region}.aliyuncs.com", "virtual", "s3")
+    # OSS rejects the chunked payload signing that SigV4 uploads use: sign with "s3" (V2). Nodes use
+    # the region's internal S3 endpoint (OSS doc "Access OSS using an AWS SDK": public
+    # https://s3.oss-{region}.aliyuncs.com, internal (VPC) https://s3.oss-{region}-internal.aliyuncs.com);
+    # scripts/run.py, on the user's machine, the public one.
+    return ObjectStore(f"https://s3.oss-{region}.aliyuncs.com", "virtual", "s3",
+                       node_endpoint=f"https://s3.oss-{region}-internal.aliyuncs.com")
+
+
+# ---------------------------------------------------------------- egress (components/egress.py)
+# Outbound path for what has no in-VPC endpoint (the CUDA repository, downloads from other regions):
+# each node's own public IPv4 address, pay-by-traffic, not a NAT gateway. Why: ECS doc "Public
+# bandwidth" (alibabacloud.com/help/en/ecs/public-bandwidth): outbound traffic is billed per GB,
+# inbound traffic and the address itself are not, and pay-as-you-go instances allow up to 100 Mbit/s;
+# the address goes with the node, so nothing bills once the nodes release themselves. A NAT gateway
+# and its EIP bill by the hour until `pulumi destroy`, nodes or not. Inbound stays closed: the
+# security group admits only members and sshAllowCidrs.
+PUBLIC_BANDWIDTH_MBPS = 100
+INTERNET_CHARGE_TYPE = "PayByTraffic"
+
+
+def has_public_address(spec) -> bool:
+    return bool(spec.public_egress or spec.ssh_allow_cidrs)
+
+
+def public_bandwidth_mbps(spec) -> int:
+    """internet_max_bandwidth_out of every node: the cap on outbound traffic (0: no public address)."""
+    return PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
+
+
+def routes(spec) -> tuple[Route, ...]:
+    vpc = Route("vpc", "inside the stack's VPC: instance metadata, OSS internal endpoint, ECS VPC endpoint,"
+                " in-VPC mirrors",
+                "not billed: traffic inside a region over the internal network is free (ECS doc 'Public bandwidth')")
+    if not has_public_address(spec):
+        return (vpc,)
+    return (vpc, Route(
+        "internet", f"each node's own public IPv4 address, outbound only ({INTERNET_CHARGE_TYPE},"
+        f" capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s); the security group admits nothing from outside"
+        + (" but sshAllowCidrs" if spec.ssh_allow_cidrs else ""),
+        "per GB of outbound traffic while a node runs, rate unknown here (region price list); inbound"
+        " traffic (downloads) and the address are not billed (ECS doc 'Public bandwidth'); nothing bills"
+        " once the node is released",
+        evidence=(("alicloud:ecs/instance:Instance", "internetMaxBandwidthOut"),
+                  ("alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate", "internetMaxBandwidthOut"))))
+
+
+def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
+    r = region.replace(".", r"\.")
+    return (
+        EndpointRule(r"^100\.100\.100\.200$", ("vpc",),
+                     "the instance metadata service, link-local in every VPC (ECS doc 'Instance metadata')"),
+        EndpointRule(r"^mirrors\.cloud\.aliyuncs\.com$", ("vpc",),
+                     "Alibaba's in-VPC mirror of apt and PyPI (Alibaba open source mirror site: the VPC"
+                     " address of mirrors.aliyun.com)"),
+        EndpointRule(rf"^([a-z0-9.-]+\.)?(s3\.)?oss-{r}-internal\.aliyuncs\.com$", ("vpc",),
+                     "the region's OSS internal endpoint (OSS doc 'Regions and endpoints')"),
+        EndpointRule(rf"^[a-z]+-vpc\.{r}\.aliyuncs\.com$", ("vpc",),
+                     "the region's VPC endpoint of a cloud API (ECS doc 'Endpoints': ecs-vpc.<region>.aliyuncs.com;"
+                     " 'Call API operations over the internal network')"),
+        EndpointRule(r".*", ("internet",), "outside the VPC: reached through a public address only"),
+    )
+
+
+def cloud_api(region: str) -> str:
+    """The ECS API the node agent calls (release, peers, pool retire): the region's VPC endpoint."""
+    return f"https://ecs-vpc.{region}.aliyuncs.com"
+
+
+def cloud_api_default(spec) -> tuple[str, ...]:
+    """What the ECS SDK resolves with no endpoint given: the region's public endpoint (ECS doc 'Endpoints')."""
+    return (f"ecs.{spec.region}.aliyuncs.com",)
 
 
 PROFILE = ProviderProfile(
@@ -70,4 +139,8 @@ PROFILE = ProviderProfile(
                               " that is missing; widen the spot pool with spotZones, or use billing: on-demand"),
     },
     default_image_note="newest Alibaba Cloud public Ubuntu 22.04 image (ecs.get_images)",
+    routes=routes,
+    endpoint_rules=endpoint_rules,
+    cloud_api=cloud_api,
+    cloud_api_default=cloud_api_default,
 )

@@ -30,12 +30,12 @@ from tencentcloud_iac_pulumi import instance as cvm_instance
 
 from components.nodeconfig import pool_name
 from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
-from components.providers.tencentcloud.profile import extra_throughput, spot_cap
+from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, extra_throughput, public_bandwidth_mbps,
+                                                         spot_cap)
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100
 SYSTEM_DISK_TYPE = "CLOUD_SSD"
-PUBLIC_BANDWIDTH_MBPS = 100
 SEED_DISK_GB = 20  # the smallest SSD-class CBS disk; data disks from its snapshot must be at least this big
 UBUNTU = r"^Ubuntu Server 22\.04 LTS 64"
 CST = timezone(timedelta(hours=8))
@@ -96,6 +96,9 @@ class Nodes(pulumi.ComponentResource):
         self.pool_id: Optional[pulumi.Output] = None
         image = image_id(spec)
         disk = spec.data_disk
+        # Outbound-only public address (profile.py, "egress"): the CVM/AS APIs and the CUDA repository.
+        public_bandwidth = public_bandwidth_mbps(spec)
+        internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
 
         if not spec.spot:
             for index in range(spec.nodes):
@@ -111,8 +114,8 @@ class Nodes(pulumi.ComponentResource):
                         delete_with_instance=True, throughput_performance=extra_throughput(disk),
                         data_disk_name=f"gpu-training-{spec.stack}-data-{index}")],
                     user_data=user_data, cam_role_name=identity.role_name, placement_group_id=group_id,
-                    key_ids=key_ids, allocate_public_ip=True, internet_charge_type="TRAFFIC_POSTPAID_BY_HOUR",
-                    internet_max_bandwidth_out=PUBLIC_BANDWIDTH_MBPS, disable_api_termination=False,
+                    key_ids=key_ids, allocate_public_ip=bool(public_bandwidth), internet_charge_type=internet_charge,
+                    internet_max_bandwidth_out=public_bandwidth, disable_api_termination=False,
                     tags=tags, opts=child)
                 # The last resort if the agent never releases the node: the cloud terminates it.
                 cvm.ActionTimer(f"{ctx.name}-node-{index}-ttl", instance_id=node.id,
@@ -137,8 +140,8 @@ class Nodes(pulumi.ComponentResource):
                 data_disks=[as_.ScalingConfigDataDiskArgs(disk_type=disk.category, disk_size=disk.size_gb,
                                                           snapshot_id=snapshot.id, delete_with_instance=True)],
                 security_group_ids=[network.security_group_id], cam_role_name=identity.role_name,
-                user_data=user_data, key_ids=key_ids, public_ip_assigned=True,
-                internet_charge_type="TRAFFIC_POSTPAID_BY_HOUR", internet_max_bandwidth_out=PUBLIC_BANDWIDTH_MBPS,
+                user_data=user_data, key_ids=key_ids, public_ip_assigned=bool(public_bandwidth),
+                internet_charge_type=internet_charge, internet_max_bandwidth_out=public_bandwidth,
                 disaster_recover_group_ids=[group_id] if group_id else None,
                 instance_name_settings=as_.ScalingConfigInstanceNameSettingsArgs(
                     instance_name=f"gpu-training-{spec.stack}", instance_name_style="UNIQUE"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import DataDisk, ObjectStore, ProviderProfile
+from components.providers.base import DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -56,6 +56,61 @@ def object_store(region: str) -> ObjectStore:
     # COS speaks the S3 API with SigV4 and virtual-hosted buckets; in-region CVMs reach the default
     # domain over the internal network.
     return ObjectStore(f"https://cos.{region}.myqcloud.com", "virtual", "s3v4")
+
+
+# ---------------------------------------------------------------- egress (components/egress.py)
+# Outbound path: each node's own public IPv4 address, billed by traffic (CVM doc 213/10578 "Public
+# Network Billing Methods": billed on outbound traffic only; bandwidth 0 means no public address). The
+# address goes with the node, so nothing bills after the nodes release themselves. Needed for the
+# CVM and Auto Scaling APIs (self-release, pool retire: no in-VPC endpoint is used here) and the CUDA
+# repository. Inbound stays closed: the security group admits only members and sshAllowCidrs.
+PUBLIC_BANDWIDTH_MBPS = 100
+INTERNET_CHARGE_TYPE = "TRAFFIC_POSTPAID_BY_HOUR"
+
+
+def has_public_address(spec) -> bool:
+    return bool(spec.public_egress or spec.ssh_allow_cidrs)
+
+
+def public_bandwidth_mbps(spec) -> int:
+    return PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
+
+
+def routes(spec) -> tuple[Route, ...]:
+    vpc = Route("vpc", "inside the stack's VPC: instance metadata, Tencent's internal mirror, COS in the region,"
+                " CFS Turbo over the stack's CCN",
+                "no public traffic fee: only outbound public traffic is billed (CVM doc 213/10578)")
+    if not has_public_address(spec):
+        return (vpc,)
+    return (vpc, Route(
+        "internet", f"each node's own public IPv4 address, outbound only ({INTERNET_CHARGE_TYPE}, capped at"
+        f" {PUBLIC_BANDWIDTH_MBPS} Mbit/s); the security group admits nothing from outside"
+        + (" but sshAllowCidrs" if spec.ssh_allow_cidrs else ""),
+        "per GB of outbound traffic while a node runs, rate unknown here (region price list; CVM doc"
+        " 213/10578 bills outbound traffic only); nothing bills once the node is released",
+        evidence=(("tencentcloud:Instance/instance:Instance", "allocatePublicIp"),
+                  ("tencentcloud:Instance/instance:Instance", "internetMaxBandwidthOut"),
+                  ("tencentcloud:As/scalingConfig:ScalingConfig", "publicIpAssigned"),
+                  ("tencentcloud:As/scalingConfig:ScalingConfig", "internetMaxBandwidthOut"))))
+
+
+def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
+    r = region.replace(".", r"\.")
+    return (
+        EndpointRule(r"^metadata\.tencentyun\.com$", ("vpc",),
+                     "the CVM metadata service, reachable from inside Tencent Cloud only (CVM doc 213/4934)"),
+        EndpointRule(r"^mirrors\.tencentyun\.com$", ("vpc",),
+                     "Tencent's internal software mirror (apt, PyPI) for CVM"),
+        EndpointRule(rf"^([a-z0-9.-]+\.)?cos\.{r}\.myqcloud\.com$", ("vpc", "internet"),
+                     "COS in the stack's region: same-region CVMs reach the default domain over the private"
+                     " network (COS doc 436/6224, 'Regions and Access Endpoints'), else over the public address"),
+        EndpointRule(r".*", ("internet",), "outside the VPC: reached through a public address only"),
+    )
+
+
+def cloud_api_default(spec) -> tuple[str, ...]:
+    """What the node agent calls with endpoints.cloudApi unset: tencentcloud-sdk-python's public domains."""
+    return ("cvm.tencentcloudapi.com",) + (("as.tencentcloudapi.com",) if spec.spot else ())
 
 
 def bucket_appid(bucket: str) -> Optional[str]:
@@ -131,6 +186,9 @@ PROFILE = ProviderProfile(
                                         " the catalog's GPU families have none"),
     },
     checks=checks,
+    routes=routes,
+    endpoint_rules=endpoint_rules,
+    cloud_api_default=cloud_api_default,
     default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set gpu-training:image"
                         " to an image with the GPU driver preinstalled and the bootstrap skips the driver install"),
 )
