@@ -47,6 +47,15 @@ class EndpointRule:
     note: str  # why, with the source
 
 
+def has_public_address(spec: Any) -> bool:
+    """Nodes get a public address for outbound traffic (publicEgress) or for SSH from sshAllowCidrs."""
+    return bool(spec.public_egress or spec.ssh_allow_cidrs)
+
+
+def inbound_note(spec: Any) -> str:
+    return "the security group admits nothing from outside" + (" but sshAllowCidrs" if spec.ssh_allow_cidrs else "")
+
+
 def no_routes(spec: Any) -> tuple[Route, ...]:
     return ()
 

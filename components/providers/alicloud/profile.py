@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route
+from components.providers.base import (DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route, has_public_address,
+                                       inbound_note)
 
 # Tier disk class -> the ESSD performance level we want, and the smallest disk each level allows.
 _LEVEL_FOR_CLASS = {"standard": "PL1", "high": "PL2", "extreme": "PL3"}
@@ -54,10 +55,6 @@ PUBLIC_BANDWIDTH_MBPS = 100
 INTERNET_CHARGE_TYPE = "PayByTraffic"
 
 
-def has_public_address(spec) -> bool:
-    return bool(spec.public_egress or spec.ssh_allow_cidrs)
-
-
 def public_bandwidth_mbps(spec) -> int:
     """internet_max_bandwidth_out of every node: the cap on outbound traffic (0: no public address)."""
     return PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
@@ -71,8 +68,7 @@ def routes(spec) -> tuple[Route, ...]:
         return (vpc,)
     return (vpc, Route(
         "internet", f"each node's own public IPv4 address, outbound only ({INTERNET_CHARGE_TYPE},"
-        f" capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s); the security group admits nothing from outside"
-        + (" but sshAllowCidrs" if spec.ssh_allow_cidrs else ""),
+        f" capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s); " + inbound_note(spec),
         "per GB of outbound traffic while a node runs, rate unknown here (region price list); inbound"
         " traffic (downloads) and the address are not billed (ECS doc 'Public bandwidth'); nothing bills"
         " once the node is released",

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route
+from components.providers.base import (DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route, has_public_address,
+                                       inbound_note)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -68,10 +69,6 @@ PUBLIC_BANDWIDTH_MBPS = 100
 INTERNET_CHARGE_TYPE = "TRAFFIC_POSTPAID_BY_HOUR"
 
 
-def has_public_address(spec) -> bool:
-    return bool(spec.public_egress or spec.ssh_allow_cidrs)
-
-
 def public_bandwidth_mbps(spec) -> int:
     return PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
 
@@ -84,8 +81,7 @@ def routes(spec) -> tuple[Route, ...]:
         return (vpc,)
     return (vpc, Route(
         "internet", f"each node's own public IPv4 address, outbound only ({INTERNET_CHARGE_TYPE}, capped at"
-        f" {PUBLIC_BANDWIDTH_MBPS} Mbit/s); the security group admits nothing from outside"
-        + (" but sshAllowCidrs" if spec.ssh_allow_cidrs else ""),
+        f" {PUBLIC_BANDWIDTH_MBPS} Mbit/s); " + inbound_note(spec),
         "per GB of outbound traffic while a node runs, rate unknown here (region price list; CVM doc"
         " 213/10578 bills outbound traffic only); nothing bills once the node is released",
         evidence=(("tencentcloud:Instance/instance:Instance", "allocatePublicIp"),
