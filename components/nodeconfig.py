@@ -48,7 +48,9 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "memoryGb": instance.gpu_memory_gb,
             "nvswitch": bool(instance.nvswitch),
         },
-        "host": {"vcpus": instance.vcpus, "memoryGb": round(instance.memory_gb), "rdma": instance.rdma},
+        # What the node really has set up: RDMA hardware the program does not enable counts as none.
+        "host": {"vcpus": instance.vcpus, "memoryGb": round(instance.memory_gb),
+                 "rdma": instance.rdma if instance.rdma in profile.rdma_enabled else "none"},
         "paths": {
             "data": "/data",
             "shared": shared_path,

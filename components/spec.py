@@ -352,7 +352,8 @@ def _pool_types(instance: InstanceType, gpu: Gpu, tier: Tier, catalog: Catalog,
 
 # ---------------------------------------------------------------- the rules
 
-def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes: int, problems: _Problems) -> None:
+def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes: int, profile: ProviderProfile,
+                    problems: _Problems) -> None:
     per_gpu = instance.vcpus_per_gpu
     if not 8 <= per_gpu <= 16:
         problems.warning("instanceType", f"{instance.name} has {per_gpu:g} vCPU per GPU; the guide advises 8-16"
@@ -374,6 +375,10 @@ def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes
             problems.warning("nodes", f"NVLink on {instance.name} is unconfirmed by the provider's docs")
         if instance.rdma in ("none", "unknown"):
             problems.warning("nodes", f"{instance.name} has no confirmed RDMA: inter-node traffic uses TCP"
+                             f" at {instance.network_gbps} Gbit/s")
+        elif instance.rdma not in profile.rdma_enabled:
+            problems.warning("nodes", f"{instance.name} supports {instance.rdma}, but {profile.display_name} stacks"
+                             " do not set it up (no RDMA interface, no driver): NCCL between nodes uses TCP"
                              f" at {instance.network_gbps} Gbit/s")
     if instance.note:
         problems.info("instanceType", f"{instance.name}: {instance.note}")
@@ -526,7 +531,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         problems.error("nodes", f"{nodes} nodes: more than one node is only allowed in the large tier"
                        f" (this stack is {tier.name})")
     if instance is not None and count is not None:
-        _check_instance(values, tier, instance, nodes, problems)
+        _check_instance(values, tier, instance, nodes, profile, problems)
 
     spot_cap = values.get("spotMaxPricePerHour")
     if spot_cap is not None:
@@ -614,6 +619,8 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     )
     for key, message in profile.checks(spec):
         problems.error(key, message)
+    for key, message in profile.warnings(spec):
+        problems.warning(key, message)
     _check_egress(spec, problems)
     if problems.has_errors:
         raise SpecError(problems.items)

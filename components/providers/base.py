@@ -100,6 +100,11 @@ class ProviderProfile:
     # Rules that depend on values or on the resolved spec (bucket naming, size steps, a required spot
     # cap), which `unsupported` cannot express: checks(spec) -> (dotted key, message) errors.
     checks: Callable[[Any], Iterable[tuple[str, str]]] = no_checks
+    # The same for warnings: something the stack silently does not get (a disk option a pool drops).
+    warnings: Callable[[Any], Iterable[tuple[str, str]]] = no_checks
+    # RDMA kinds (catalog `rdma`) the program sets up end to end: interface + driver. A catalog row's
+    # other kind is hardware the nodes do not use: they get host.rdma "none" and NCCL uses TCP.
+    rdma_enabled: tuple[str, ...] = ()
     default_image_note: str = ""
     # Egress (components/egress.py): the routes a stack's plan gives its nodes, which routes reach
     # which hosts (a host no rule matches needs the Internet), and the cloud API the node agent calls.

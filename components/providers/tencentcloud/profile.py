@@ -25,6 +25,7 @@ from components.providers.base import (DataDisk, EndpointRule, ObjectStore, Prov
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
 _CATEGORY_FOR_CLASS = {"standard": "CLOUD_BSSD", "high": "CLOUD_HSSD", "extreme": "CLOUD_HSSD"}
+BASELINE_MAX_MBPS = 350  # Enhanced SSD baseline: min{120 + 0.5 x GiB, 350} MB/s (doc 362/39611)
 EXTRA_THROUGHPUT_MBPS = 650  # 1,000 MB/s ceiling minus the 350 MB/s baseline ceiling (doc 362/39611)
 EXTRA_THROUGHPUT_MIN_GIB = 461  # extra performance needs more than 460 GiB
 DISK_MIN_GIB, DISK_MAX_GIB = 20, 32000
@@ -146,6 +147,17 @@ def checks(spec) -> Iterable[tuple[str, str]]:
                f" steps of {TURBO_STEP_GIB}; e.g. {low} or {low + TURBO_STEP_GIB}")
 
 
+def warnings(spec) -> Iterable[tuple[str, str]]:
+    """What a stack silently would not get; each names the key and the way to get it."""
+    if spec.spot and spec.data_disk.performance_level:
+        # terraform-provider-tencentcloud as_scaling_config (f6970a90): data_disk has disk_type,
+        # disk_size, snapshot_id and delete_with_instance only; tencentcloud-iac-pulumi 0.2.3 likewise.
+        yield ("billing",
+               f"spot: the pool's data disks cannot buy extra throughput (as_.ScalingConfig data_disk has no"
+               f" throughput_performance), so pool nodes get the Enhanced SSD's baseline, at most"
+               f" {BASELINE_MAX_MBPS} MB/s, not +{EXTRA_THROUGHPUT_MBPS} MB/s; use billing: on-demand for it")
+
+
 PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
@@ -182,6 +194,7 @@ PROFILE = ProviderProfile(
                                         " the catalog's GPU families have none"),
     },
     checks=checks,
+    warnings=warnings,
     routes=routes,
     endpoint_rules=endpoint_rules,
     cloud_api_default=cloud_api_default,
