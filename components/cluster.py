@@ -11,7 +11,7 @@ from typing import Optional
 
 import pulumi
 
-from components import cost, providers
+from components import billing, cost, providers
 from components.bootstrap import render_user_data
 from components.nodeconfig import build_node_config
 from components.providers.base import PartContext
@@ -82,6 +82,8 @@ class TrainingCluster(pulumi.ComponentResource):
                 "signatureVersion": spec.checkpoint.signature_version,
             },
             "sshCommand": self._ssh_command(spec, compute.public_ips),
+            # What bills after the nodes release themselves (maxHours ends nodes only): run.py shows it.
+            "keepsBilling": billing.as_output(spec),
         }
         self.register_outputs(self.outputs)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from components import cost, egress  # noqa: E402
+from components import billing, cost, egress  # noqa: E402
 from components.mockrun import Plan, ProgramExit, run_program  # noqa: E402
 from components.spec import Spec, SpecError  # noqa: E402
 from components.stackfiles import StackFileError, stack_names, stack_spec  # noqa: E402
@@ -82,6 +82,8 @@ def document(spec: Spec, plan: Plan) -> dict:
                  "basis": hourly.basis},
         "userData": {"encodedSize": user_data[1] if user_data else None, "limit": 16384},
         "egress": egress.describe(spec, plan.resources),
+        "keepsBilling": billing.as_output(spec),
+        "unclassifiedResourceTypes": billing.unclassified(spec, plan.resources),
         "findings": findings_of(spec),
     }
 
@@ -150,6 +152,7 @@ def render_human(spec: Spec, plan: Plan) -> None:
     console.print(f"[dim]{hourly.basis}[/]")
     console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
     render_egress(console, egress.describe(spec, plan.resources))
+    render_keeps_billing(console, spec, plan)
     user_data = node_user_data(plan)
     if user_data:
         console.print(f"user-data: {user_data[1]:,} bytes encoded (limit 16,384)")
@@ -176,6 +179,20 @@ def render_egress(console, section: dict) -> None:
             f" [dim](in the plan: {', '.join(r['resources'])})[/]" if r["inPlan"] else " [red](NOT in the plan)[/]")
         console.print(f"route [bold]{r['name']}[/]: {r['description']}{made}")
         console.print(f"  [dim]cost: {r['cost']}[/]")
+
+
+def render_keeps_billing(console, spec: Spec, plan: Plan) -> None:
+    """What bills once the nodes have released themselves: maxHours ends the nodes, not these."""
+    from rich.table import Table
+
+    table = Table(title="keeps billing after the nodes release themselves (maxHours ends the nodes only)")
+    for column in ("what", "size", "billed by", "rate", "until"):
+        table.add_column(column, overflow="fold")
+    for item in billing.as_output(spec):
+        table.add_row(item["what"], item["size"], item["basis"], item["rate"] or "unknown", item["until"])
+    console.print(table)
+    for type_token in billing.unclassified(spec, plan.resources):
+        console.print(f"[red]unclassified[/] {type_token}: the provider does not say whether it bills; treat it as billing")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -364,6 +364,27 @@ def test_ctrl_c_leaves_the_stack_running_and_watch_only_picks_up(tmp_path, s3, b
     assert (tmp_path / "out" / "report" / "i-1" / "summary.json").read_bytes() == b'{"gpuUtilMean": 80.0}'
 
 
+KEEPS_BILLING = [
+    {"what": "CPFS file system (advance_100)", "type": "alicloud:nas/fileSystem:FileSystem", "size": "3,600 GiB",
+     "basis": "provisioned capacity per GiB-hour", "rate": None, "until": "pulumi destroy"},
+    {"what": "checkpoints, markers and reports the nodes wrote", "type": None, "size": "b/p/s/",
+     "basis": "object storage", "rate": None, "until": "you delete them"},
+]
+
+
+def test_what_keeps_billing_is_shown_after_up_when_left_running_and_after_destroy(tmp_path, s3, bucket, moto_url):
+    stack = FakeStack({**outputs_for(moto_url, bucket), "keepsBilling": KEEPS_BILLING})
+    stack.on_up = lambda: put_marker(s3, bucket, "i-1", "FAILED", exitCode=1, reason="trainer exit code 1")
+    code, out = run_main(tmp_path, stack, "--yes", "--keep")
+    assert code == exitcodes.FAILED, out
+    assert out.count("CPFS file system (advance_100): 3,600 GiB") == 2, out  # after up, and when left running
+    assert "rate unknown; until pulumi destroy" in out
+    code, out = run_main(tmp_path, stack, "--destroy-only", "--yes")
+    assert stack.calls[-2:] == ["refresh", "destroy"], out
+    after = out.split("destroyed")[-1]
+    assert "Still billing after destroy" in after and "checkpoints, markers" in after and "CPFS" not in after
+
+
 def test_no_terminal_and_no_yes_declines_and_keeps_the_stack(tmp_path, s3, bucket, moto_url):
     stack = FakeStack(outputs_for(moto_url, bucket))
     stack.on_up = lambda: put_marker(s3, bucket, "i-1", "DONE", exitCode=0)

@@ -47,6 +47,25 @@ class EndpointRule:
     note: str  # why, with the source
 
 
+@dataclass(frozen=True)
+class Lingering:
+    """Something that keeps billing after the nodes release themselves (maxHours releases nodes only)."""
+    what: str
+    type: Optional[str]  # the plan's resource type; None: data the nodes write (no Pulumi resource)
+    size: str
+    basis: str  # what the bill counts
+    rate: Optional[str]  # the rate with its source; None: unknown here (never invented)
+    until: str  # "pulumi destroy", or who deletes it
+
+    def as_dict(self) -> dict:
+        return {"what": self.what, "type": self.type, "size": self.size, "basis": self.basis,
+                "rate": self.rate, "until": self.until}
+
+
+def nothing_lingers(spec: Any) -> tuple[Lingering, ...]:
+    return ()
+
+
 def has_public_address(spec: Any) -> bool:
     """Nodes get a public address for outbound traffic (publicEgress) or for SSH from sshAllowCidrs."""
     return bool(spec.public_egress or spec.ssh_allow_cidrs)
@@ -112,6 +131,10 @@ class ProviderProfile:
     endpoint_rules: Callable[[str], tuple[EndpointRule, ...]] = internet_only
     cloud_api: Callable[[str], Optional[str]] = sdk_default  # node config endpoints.cloudApi
     cloud_api_default: Callable[[Any], tuple[str, ...]] = no_endpoints  # (spec) hosts the SDK calls when that is None
+    # Billing (components/billing.py): what keeps billing once the nodes are gone, and every other
+    # resource type the program creates with why it bills nothing by itself (or only with the nodes).
+    keeps_billing: Callable[[Any], tuple[Lingering, ...]] = nothing_lingers
+    bills_nothing_alone: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class Driver:
         self.confirm, self.now, self.sleep = confirm, now, sleep
         self.cmd = commands_for(opts)
         self.phase = "start"
+        self.keeps_billing: list = []  # the stack's `keepsBilling` output, once known
 
     # --- output helpers ----------------------------------------------------------------------
     def say(self, message: str, style: str = "") -> None:
@@ -94,9 +95,21 @@ class Driver:
         # Pulumi's own progress, streamed as it comes; kept plain so it reads like `pulumi up`.
         self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
+    def billing_lines(self, header: str) -> None:
+        """What bills whatever the nodes do (the stack's keepsBilling output): nothing bills silently."""
+        if not self.keeps_billing:
+            return
+        self.say(header, "bold")
+        for item in self.keeps_billing:
+            if not isinstance(item, Mapping):
+                continue
+            rate = item.get("rate") or "rate unknown"
+            self.say(f"  - {item.get('what')}: {item.get('size')}; {item.get('basis')}; {rate}; until {item.get('until')}")
+
     def continue_hints(self, running: bool = True) -> None:
         if running:
             self.say(f"The stack {self.opts.stack} is left running (and billing). To continue:", "bold")
+            self.billing_lines("Billing until destroyed, even once every node has released itself:")
         self.say(f"  watch again:        {self.cmd.watch}")
         self.say(f"  destroy (checked):  {self.cmd.destroy}")
         self.say(f"  destroy (Pulumi):   {self.cmd.pulumi_destroy}")
@@ -146,6 +159,9 @@ class Driver:
             return exitcodes.ERROR
 
         self.phase = "outputs"
+        keeps = outputs.get("keepsBilling")
+        self.keeps_billing = list(keeps) if isinstance(keeps, list) else []
+        self.billing_lines("Keeps billing after the nodes release themselves (maxHours ends the nodes only):")
         checkpoint = outputs.get("checkpoint")
         if not isinstance(checkpoint, Mapping) or not checkpoint.get("bucket"):
             self.say(f"error: stack {opts.stack} has no 'checkpoint' output with a bucket (outputs: "
@@ -254,6 +270,7 @@ class Driver:
         if not decision.destroy:
             if decision.exit_code == exitcodes.NOT_SAVED or self.opts.keep:
                 self.say(f"The stack {self.opts.stack} is left running.", "bold")
+                self.billing_lines("Billing until destroyed, even once every node has released itself:")
             return decision.exit_code
         self.phase = "confirm"
         if not self.opts.yes:
@@ -276,6 +293,8 @@ class Driver:
             return exitcodes.DESTROY_FAILED
         self.opts.state_file.unlink(missing_ok=True)
         self.say(f"stack {self.opts.stack} destroyed; checkpoints and report stay in the bucket", "bold green")
+        self.keeps_billing = [i for i in self.keeps_billing if isinstance(i, Mapping) and i.get("until") != "pulumi destroy"]
+        self.billing_lines("Still billing after destroy (yours to delete):")
         return decision.exit_code
 
 

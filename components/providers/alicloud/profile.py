@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route, has_public_address,
-                                       inbound_note)
+from components.providers.base import (DataDisk, EndpointRule, Lingering, ObjectStore, ProviderProfile, Route,
+                                       has_public_address, inbound_note)
 
 # Tier disk class -> the ESSD performance level we want, and the smallest disk each level allows.
 _LEVEL_FOR_CLASS = {"standard": "PL1", "high": "PL2", "extreme": "PL3"}
@@ -103,6 +103,55 @@ def cloud_api_default(spec) -> tuple[str, ...]:
     return (f"ecs.{spec.region}.aliyuncs.com",)
 
 
+# ---------------------------------------------------------------- billing (components/billing.py)
+FILE_SYSTEM = "alicloud:nas/fileSystem:FileSystem"
+MOUNT_TARGET = "alicloud:nas/mountTarget:MountTarget"
+PAYG = "pay-as-you-go"
+
+
+def keeps_billing(spec) -> tuple[Lingering, ...]:
+    """What bills after the nodes are gone, until `pulumi destroy`. Rates: none in the cited documents."""
+    items = []
+    if spec.shared_storage == "cpfs":
+        items += [
+            Lingering("CPFS file system (advance_100)", FILE_SYSTEM, f"{spec.shared_storage_gb:,} GiB",
+                      f"provisioned capacity per GiB-hour, {PAYG}", None, "pulumi destroy"),
+            Lingering("quorum ECS instances of the CPFS POSIX mount target", MOUNT_TARGET,
+                      "3 x ecs.g*.large (g6 or later)", f"{PAYG} ECS instances the file system creates (CPFS doc"
+                      " 'Manage POSIX client mount targets')", None, "pulumi destroy"),
+        ]
+    elif spec.shared_storage == "nas":
+        items.append(Lingering("NAS file system (Performance, NFS)", FILE_SYSTEM, "what is stored in it",
+                               f"{PAYG} while it exists (NAS price list)", None, "pulumi destroy"))
+    items.append(Lingering("agent files and training code the program uploads", "alicloud:oss/bucketObject:BucketObject",
+                           "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"))
+    return tuple(items)
+
+
+_FREE = "no charge of its own"
+BILLS_NOTHING_ALONE = {
+    "alicloud:vpc/network:Network": _FREE,
+    "alicloud:vpc/switch:Switch": _FREE,
+    "alicloud:ecs/securityGroup:SecurityGroup": _FREE,
+    "alicloud:ecs/securityGroupRule:SecurityGroupRule": "a rule of the security group",
+    "alicloud:ecs/ecsKeyPair:EcsKeyPair": _FREE,
+    "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet": "placement only",
+    "alicloud:ram/role:Role": "RAM: no charge",
+    "alicloud:ram/policy:Policy": "RAM: no charge",
+    "alicloud:ram/rolePolicyAttachment:RolePolicyAttachment": "RAM: no charge",
+    "alicloud:ecs/ramRoleAttachment:RamRoleAttachment": "RAM: no charge",
+    "alicloud:ecs/instance:Instance": "bills while it runs; released by the agent or at maxHours (auto_release_time),"
+                                      " its public address and disks (delete_with_instance) with it",
+    "alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate": "a template: the pool's nodes bill, not the template",
+    "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup": "the group bills nothing; its spot nodes bill while they"
+                                                                " run (the agent retires it, valid_until ends it)",
+    "alicloud:nas/accessGroup:AccessGroup": "access control",
+    "alicloud:nas/accessRule:AccessRule": "access control",
+    MOUNT_TARGET: "a NAS mount target: " + _FREE,
+    "alicloud:oss/bucket:Bucket": "storage bills the data in it (the checkpoints item); kept on destroy",
+}
+
+
 PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
@@ -139,4 +188,6 @@ PROFILE = ProviderProfile(
     endpoint_rules=endpoint_rules,
     cloud_api=cloud_api,
     cloud_api_default=cloud_api_default,
+    keeps_billing=keeps_billing,
+    bills_nothing_alone=BILLS_NOTHING_ALONE,
 )

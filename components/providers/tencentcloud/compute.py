@@ -30,13 +30,12 @@ from tencentcloud_iac_pulumi import instance as cvm_instance
 
 from components.nodeconfig import pool_name
 from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
-from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, extra_throughput, public_bandwidth_mbps,
-                                                         spot_cap)
+from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, SEED_DISK_GB, extra_throughput,
+                                                         public_bandwidth_mbps, spot_cap)
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100
 SYSTEM_DISK_TYPE = "CLOUD_SSD"
-SEED_DISK_GB = 20  # the smallest SSD-class CBS disk; data disks from its snapshot must be at least this big
 UBUNTU = r"^Ubuntu Server 22\.04 LTS 64"
 CST = timezone(timedelta(hours=8))
 

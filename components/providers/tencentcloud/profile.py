@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (DataDisk, EndpointRule, ObjectStore, ProviderProfile, Route, has_public_address,
-                                       inbound_note)
+from components.providers.base import (DataDisk, EndpointRule, Lingering, ObjectStore, ProviderProfile, Route,
+                                       has_public_address, inbound_note)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -147,6 +147,62 @@ def checks(spec) -> Iterable[tuple[str, str]]:
                f" steps of {TURBO_STEP_GIB}; e.g. {low} or {low + TURBO_STEP_GIB}")
 
 
+# ---------------------------------------------------------------- billing (components/billing.py)
+SEED_DISK_GB = 20  # the smallest SSD-class CBS disk: the spot pool's encrypted seed (compute.py)
+PAYG = "pay-as-you-go"
+
+
+def keeps_billing(spec) -> tuple[Lingering, ...]:
+    """What bills after the nodes are gone, until `pulumi destroy`. Rates: none in the cited documents."""
+    items = []
+    if spec.shared_storage == TURBO:
+        items += [
+            Lingering("CFS Turbo file system (High-Performance, TP)", "tencentcloud:Cfs/fileSystem:FileSystem",
+                      f"{spec.shared_storage_gb:,} GiB", f"provisioned capacity per GiB-hour, {PAYG}", None,
+                      "pulumi destroy"),
+            Lingering("Cloud Connect Network that reaches CFS Turbo (POSTPAID)", "tencentcloud:Ccn/instance:Instance",
+                      "1 network, the stack's VPC attached", "postpaid bandwidth between regions (CCN price list);"
+                      " this stack stays in one region, whether that bills nothing is not verified", None,
+                      "pulumi destroy"),
+        ]
+    if spec.spot:
+        items += [
+            Lingering("encrypted seed disk of the spot pool's data disks", "tencentcloud:Cbs/storage:Storage",
+                      f"{SEED_DISK_GB} GiB {spec.data_disk.category}", f"capacity per GiB-hour, {PAYG}", None,
+                      "pulumi destroy"),
+            Lingering("snapshot of the seed disk", "tencentcloud:Cbs/snapshot:Snapshot", f"of {SEED_DISK_GB} GiB",
+                      "snapshot storage per GiB", None, "pulumi destroy"),
+        ]
+    items.append(Lingering("agent files and training code the program uploads", "tencentcloud:Cos/bucketObject:BucketObject",
+                           "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"))
+    return tuple(items)
+
+
+_FREE = "no charge of its own"
+BILLS_NOTHING_ALONE = {
+    "tencentcloud:Vpc/instance:Instance": _FREE,
+    "tencentcloud:Subnet/instance:Instance": _FREE,
+    "tencentcloud:Security/group:Group": _FREE,
+    "tencentcloud:Security/groupRuleSet:GroupRuleSet": "the security group's rules",
+    "tencentcloud:Cam/role:Role": "CAM: no charge",
+    "tencentcloud:Cam/policy:Policy": "CAM: no charge",
+    "tencentcloud:Cam/rolePolicyAttachmentByName:RolePolicyAttachmentByName": "CAM: no charge",
+    "tencentcloud:Key/pair:Pair": _FREE,
+    "tencentcloud:Placement/group:Group": "placement only",
+    "tencentcloud:Instance/instance:Instance": "bills while it runs; terminated by the agent or at maxHours (its"
+                                               " ActionTimer), its public address and disks with it",
+    "tencentcloud:Cvm/actionTimer:ActionTimer": "a timer",
+    "tencentcloud:As/scalingConfig:ScalingConfig": "a launch configuration: the pool's nodes bill, not the configuration",
+    "tencentcloud:As/scalingGroup:ScalingGroup": "the group bills nothing; its spot nodes bill while they run (the agent"
+                                                 " disables it, the schedule empties it)",
+    "tencentcloud:As/schedule:Schedule": "a schedule",
+    "tencentcloud:Ccn/attachmentV2:AttachmentV2": "the VPC's attachment (the CCN is its own item)",
+    "tencentcloud:Cfs/accessGroup:AccessGroup": "access control",
+    "tencentcloud:Cfs/accessRule:AccessRule": "access control",
+    "tencentcloud:Cos/bucket:Bucket": "storage bills the data in it (the checkpoints item); kept on destroy",
+}
+
+
 def warnings(spec) -> Iterable[tuple[str, str]]:
     """What a stack silently would not get; each names the key and the way to get it."""
     if spec.spot and spec.data_disk.performance_level:
@@ -198,6 +254,8 @@ PROFILE = ProviderProfile(
     routes=routes,
     endpoint_rules=endpoint_rules,
     cloud_api_default=cloud_api_default,
+    keeps_billing=keeps_billing,
+    bills_nothing_alone=BILLS_NOTHING_ALONE,
     default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set gpu-training:image"
                         " to an image with the GPU driver preinstalled and the bootstrap skips the driver install"),
 )

@@ -1,0 +1,40 @@
+"""What keeps billing after the nodes release themselves, and at what rate where known.
+
+`maxHours` and the agent's self-release end the nodes only. Shared file systems, disks, snapshots,
+network services and the data in object storage bill until `pulumi destroy` (or until you delete
+them). Each provider declares, as data in its profile, `keeps_billing(spec)` (those things, each with
+its size, what the bill counts, the rate with its source or None = unknown, and until when) and
+`bills_nothing_alone` (every other resource type it creates, with why it bills nothing by itself).
+The preview, the stack outputs (`keepsBilling`, read by scripts/run.py) and the tests use this
+module; a resource type the plan holds that neither list names is reported, never assumed free.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from components.providers.base import Lingering
+
+COMPONENT_PREFIX = "gpu-training:"  # our own component resources: no cloud resource, no bill
+
+
+def checkpoint_data(spec) -> Lingering:
+    """What the nodes write to object storage: it outlives the stack on purpose."""
+    where = f"{spec.checkpoint.bucket}/{spec.checkpoint.stack_prefix(spec.stack)}/"
+    return Lingering("checkpoints, markers and reports the nodes wrote", None, where,
+                     "object storage: stored GiB per month plus requests", None,
+                     "you delete them (kept on destroy, so training can resume and reports stay)")
+
+
+def keeps_billing(spec) -> list[Lingering]:
+    return [*spec.profile.keeps_billing(spec), checkpoint_data(spec)]
+
+
+def as_output(spec) -> list[dict]:
+    """The `keepsBilling` stack output and preview section: plain dicts, rates None when unknown."""
+    return [item.as_dict() for item in keeps_billing(spec)]
+
+
+def unclassified(spec, resources: Sequence[Any]) -> list[str]:
+    """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone."""
+    known = {item.type for item in keeps_billing(spec)} | set(spec.profile.bills_nothing_alone)
+    return sorted({r.type for r in resources if not r.type.startswith(COMPONENT_PREFIX)} - known)
