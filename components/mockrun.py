@@ -18,6 +18,7 @@ from typing import Any, Mapping, Optional
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.rpc_manager import RPCManager
 from pulumi.runtime.sync_await import _sync_await
 
 from components import providers
@@ -25,6 +26,8 @@ from components.stackfiles import engine_form
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = REPO_ROOT / "__main__.py"
+CREDENTIAL_PREFIXES = ("ALICLOUD_", "ALIBABA_CLOUD_", "TENCENTCLOUD_", "AWS_")
+CREDENTIAL_WORDS = ("KEY", "SECRET", "TOKEN")
 
 @dataclass
 class PlannedResource:
@@ -120,15 +123,22 @@ def _resolve(value: Any) -> Any:
 
 
 def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-training",
-                call_answers: Optional[Mapping[str, Any]] = None) -> Plan:
-    """Evaluate __main__.py for `stack` with `config` (flat map, as in a stack file) and return the plan."""
+                call_answers: Optional[Mapping[str, Any]] = None, preview: bool = True) -> Plan:
+    """Evaluate __main__.py for `stack` with `config` (flat map, as in a stack file) and return the plan.
+
+    preview=False runs the program as `pulumi up` would (deploy-time lookups happen, against whatever
+    endpoints the environment names): for tests with local stand-ins; credentials are then left alone.
+    """
     plan = Plan(stack=stack)
     calls, computed = provider_answers()
     recorder = _Recorder(plan, {**calls, **(call_answers or {})}, computed)
     pulumi_settings.ROOT.set(None)
+    # The RPC manager and the pending outputs outlive set_mocks, and with them a failed run's exception.
+    pulumi_settings.SETTINGS.rpc_manager = RPCManager()
+    pulumi_settings.SETTINGS.outputs = set()
     pulumi.runtime.set_all_config(engine_form(config))
     monitor = _ParentTrackingMonitor(recorder)
-    pulumi_mocks.set_mocks(recorder, project=project, stack=stack, preview=True, monitor=monitor)
+    pulumi_mocks.set_mocks(recorder, project=project, stack=stack, preview=preview, monitor=monitor)
     stderr = io.StringIO()
     exports: dict[str, Any] = {}
 
@@ -143,6 +153,10 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
 
     cwd = os.getcwd()
     os.chdir(REPO_ROOT)
+    # Offline means offline: the program never sees cloud credentials here, so nothing it does at
+    # deploy time (e.g. reading the CPFS export's address) can reach a cloud from a preview.
+    hidden = {k: os.environ.pop(k) for k in list(os.environ) if preview
+              and k.startswith(CREDENTIAL_PREFIXES) and any(w in k for w in CREDENTIAL_WORDS)}
     try:
         _sync_await(pulumi_mocks.run_pulumi_func(program))
         plan.outputs = {name: _resolve(value) for name, value in exports.items()}
@@ -151,5 +165,6 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
             record.retain_on_delete = (record.type, record.name) in monitor.retained
     finally:
         os.chdir(cwd)
+        os.environ.update(hidden)
     plan.log = stderr.getvalue()
     return plan

@@ -199,7 +199,9 @@ def test_cpfs_only_in_the_large_tier(stack, plan_for):
         assert fs.inputs["fileSystemType"] == "cpfs" and fs.inputs["protocolType"] == "cpfs"
         assert fs.inputs["storageType"] in ("advance_100", "advance_200")
         assert fs.inputs["capacity"] >= 3600
-        assert plan.of_type("alicloud:nas/mountTarget:MountTarget")
+        # NFS export of a protocol service, not a POSIX mount target (issue 10: wrong client, quorum ECS billed).
+        assert not plan.of_type("alicloud:nas/mountTarget:MountTarget")
+        assert plan.of_type("alicloud:nas/protocolMountTarget:ProtocolMountTarget")
         assert plan.outputs["sharedFsAddress"]
         assert len(plan.of_type("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet")) == 1
     else:

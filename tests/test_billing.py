@@ -54,7 +54,7 @@ def preview_json(stack: str, *overrides: str) -> dict:
 @pytest.mark.parametrize("stack,overrides,expected", [
     ("large-h20", (), {"CPFS file system (advance_100)": "3,600 GiB"}),
     ("tc-large-a100", ("billing=spot", "spotMaxPricePerHour=50"),
-     {"CFS Turbo file system (High-Performance, TP)": "20,480 GiB",
+     {"CFS Turbo file system (High-Performance, TP)": "10,240 GiB",
       "Cloud Connect Network that reaches CFS Turbo (POSTPAID)": None,
       "encrypted seed disk of the spot pool's data disks": "20 GiB CLOUD_HSSD", "snapshot of the seed disk": None}),
     ("entry-t4", ("sharedStorage=nas",), {"NAS file system (Performance, NFS)": None}),

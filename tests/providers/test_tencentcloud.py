@@ -149,7 +149,7 @@ def test_cfs_turbo_placement_group_only_in_the_large_tier(stack, plan_for):
     (fs,), (ccn,) = plan.of_type(TURBO), plan.of_type(CCN)
     assert fs.inputs["protocol"] == "TURBO" and fs.inputs["netInterface"] == "CCN"
     assert fs.inputs["storageType"] in ("TB", "TP") and fs.inputs["ccnId"] == f"{ccn.name}-id"
-    minimum, step = {"TB": (40960, 20480), "TP": (20480, 10240)}[fs.inputs["storageType"]]
+    minimum, step = {"TB": (40960, 20480), "TP": (10240, 10240)}[fs.inputs["storageType"]]  # CreateCfsFileSystem
     assert fs.inputs["capacity"] >= minimum and (fs.inputs["capacity"] - minimum) % step == 0
     assert fs.inputs["capacity"] == int(stack_value(stack, "sharedStorageGb"))
     (vpc,) = plan.of_type("tencentcloud:Vpc/instance:Instance")
@@ -285,7 +285,7 @@ BAD = [
     ({"dataDiskCategory": "cloud_essd"}, "dataDiskCategory", "SSD classes: CLOUD_HSSD"),
     ({"dataDiskGb": 32500}, "dataDiskGb", "20-32000"),
     ({**LARGE, "sharedStorageGb": 25000}, "sharedStorageGb", "e.g. 20480 or 30720"),
-    ({**LARGE, "sharedStorageGb": 10240}, "sharedStorageGb", "minimum"),
+    ({**LARGE, "sharedStorageGb": 5120}, "sharedStorageGb", "minimum"),
     ({**LARGE, "sharedStorage": "cpfs"}, "sharedStorage", "allowed: none, cfsturbo"),
     ({"instanceType": "ecs.gn6i-c8g1.2xlarge"}, "instanceType", "Tencent Cloud catalog"),
     ({"tencentcloud:region": None}, "tencentcloud:region", "pulumi config set tencentcloud:region"),

@@ -4,7 +4,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
 from components.providers.base import NetworkParts, PartContext
+from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
 VPC_CIDR = "10.42.0.0/16"
@@ -15,17 +17,27 @@ def subnet_cidr(index: int) -> str:
 
 
 def primary_zone(spec: Spec) -> pulumi.Output:
-    if spec.zone:
+    """A zone that sells the instance type now (and CPFS, with sharedStorage cpfs); RunError if none does."""
+    fs_zones = None
+    if spec.shared_storage == "cpfs":
+        # Zones selling CPFS of our storage type (nas.get_zones, NAS API DescribeZones FileSystemType=cpfs).
+        fs_zones = alicloud.nas.get_zones_output(file_system_type="cpfs").zones.apply(
+            lambda found: [z.zone_id for z in found if any(t.storage_type == CPFS_STORAGE_TYPE for t in z.instance_types)])
+    elif spec.zone:
         return pulumi.Output.from_input(spec.zone)
-    # The first zone where the instance type can be created right now.
-    zones = alicloud.get_zones_output(available_instance_type=spec.instance.name,
-                                      available_resource_creation="VSwitch")
-    return zones.zones.apply(lambda found: found[0].id if found else _no_zone(spec))
+    # The zones where the instance type can be created right now.
+    instance_zones = alicloud.get_zones_output(available_instance_type=spec.instance.name,
+                                               available_resource_creation="VSwitch").zones.apply(
+        lambda found: [z.id for z in found])
+    return pulumi.Output.all(instance_zones, fs_zones).apply(lambda v: _pick(spec, v[0], v[1]))
 
 
-def _no_zone(spec: Spec) -> str:
-    raise pulumi.RunError(f"no zone in {spec.region} offers {spec.instance.name}; set gpu-training:zone"
-                          " or pick another instanceType")
+def _pick(spec: Spec, instance_zones, fs_zones) -> str:
+    try:
+        return pick_zone(spec.region, spec.instance.name, instance_zones, wanted=spec.zone,
+                         fs_kind="CPFS (advance_100)", fs_zones=fs_zones)
+    except ZoneError as error:
+        raise pulumi.RunError(str(error)) from None
 
 
 class Network(pulumi.ComponentResource):

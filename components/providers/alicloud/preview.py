@@ -21,8 +21,14 @@ def _instance_types(args: dict) -> dict:
     return {"ids": [name], "instanceTypes": [{"id": name, "price": ""}]}
 
 
+def _nas_zones(args: dict) -> dict:
+    zone = "<zones selling {} file systems>".format(args.get("fileSystemType", "NAS"))
+    return {"zones": [{"zoneId": zone, "instanceTypes": [{"storageType": "advance_100", "protocolType": "cpfs"}]}]}
+
+
 CALL_ANSWERS = {
     "alicloud:index/getZones:getZones": _zones,
+    "alicloud:nas/getZones:getZones": _nas_zones,
     "alicloud:ecs/getImages:getImages": _images,
     "alicloud:ecs/getInstanceTypes:getInstanceTypes": _instance_types,
 }
@@ -32,4 +38,6 @@ COMPUTED_OUTPUTS = {
     "alicloud:ecs/instance:Instance": {"privateIp": "10.42.0.{index}", "publicIp": "<public ip of {name}>"},
     # A host name, as the bootstrap validates it; it says that Alibaba assigns the real one.
     "alicloud:nas/mountTarget:MountTarget": {"mountTargetDomain": "{name}.mount-domain.assigned-by-alibaba"},
+    "alicloud:nas/protocolService:ProtocolService": {"protocolServiceId": "<protocol service id of {name}>"},
+    "alicloud:nas/protocolMountTarget:ProtocolMountTarget": {"exportId": "<export id of {name}>"},
 }

@@ -12,6 +12,14 @@ from typing import Optional
 from components.providers.base import (DataDisk, EndpointRule, Lingering, ObjectStore, ProviderProfile, Route,
                                        has_public_address, inbound_note)
 
+# CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
+# "Request syntax", help.aliyun.com/zh/cpfs/request-syntax: the service endpoints nas.<region>.aliyuncs.com).
+# CPFS is sold on the China site only (NAS API DescribeZones: "仅中国站支持 CPFS 文件系统"). Zones are
+# checked at deploy time (network.py: nas.get_zones(file_system_type="cpfs") against the type's zones).
+CPFS_STORAGE_TYPE = "advance_100"
+CPFS_REGIONS = ("cn-hangzhou", "cn-beijing", "cn-shanghai", "cn-shenzhen", "cn-zhangjiakou", "cn-huhehaote",
+                "cn-wulanchabu", "cn-chengdu", "cn-qingdao", "cn-heyuan", "ap-southeast-1")
+
 # Tier disk class -> the ESSD performance level we want, and the smallest disk each level allows.
 _LEVEL_FOR_CLASS = {"standard": "PL1", "high": "PL2", "extreme": "PL3"}
 _LEVEL_MIN_GIB = {"PL0": 1, "PL1": 20, "PL2": 461, "PL3": 1261}
@@ -109,16 +117,24 @@ MOUNT_TARGET = "alicloud:nas/mountTarget:MountTarget"
 PAYG = "pay-as-you-go"
 
 
+def warnings(spec):
+    """What the documents say a stack cannot get; the deploy-time zone check decides for zones."""
+    if spec.shared_storage == "cpfs" and spec.region not in CPFS_REGIONS:
+        yield ("sharedStorage", f"CPFS in {spec.region}: not among the regions whose CPFS API is documented"
+               f" ({', '.join(CPFS_REGIONS)}; CPFS API reference 'Request syntax'); `pulumi up` stops if no zone"
+               " of the region sells it")
+    if spec.shared_storage == "cpfs":
+        yield ("sharedStorage", "CPFS is sold on the China site (aliyun.com) only (NAS API DescribeZones); an"
+               " international-site account cannot create it")
+
+
 def keeps_billing(spec) -> tuple[Lingering, ...]:
     """What bills after the nodes are gone, until `pulumi destroy`. Rates: none in the cited documents."""
     items = []
     if spec.shared_storage == "cpfs":
         items += [
-            Lingering("CPFS file system (advance_100)", FILE_SYSTEM, f"{spec.shared_storage_gb:,} GiB",
+            Lingering(f"CPFS file system ({CPFS_STORAGE_TYPE})", FILE_SYSTEM, f"{spec.shared_storage_gb:,} GiB",
                       f"provisioned capacity per GiB-hour, {PAYG}", None, "pulumi destroy"),
-            Lingering("quorum ECS instances of the CPFS POSIX mount target", MOUNT_TARGET,
-                      "3 x ecs.g*.large (g6 or later)", f"{PAYG} ECS instances the file system creates (CPFS doc"
-                      " 'Manage POSIX client mount targets')", None, "pulumi destroy"),
         ]
     elif spec.shared_storage == "nas":
         items.append(Lingering("NAS file system (Performance, NFS)", FILE_SYSTEM, "what is stored in it",
@@ -148,6 +164,8 @@ BILLS_NOTHING_ALONE = {
     "alicloud:nas/accessGroup:AccessGroup": "access control",
     "alicloud:nas/accessRule:AccessRule": "access control",
     MOUNT_TARGET: "a NAS mount target: " + _FREE,
+    "alicloud:nas/protocolService:ProtocolService": "General spec: free of charge (NAS API CreateProtocolService)",
+    "alicloud:nas/protocolMountTarget:ProtocolMountTarget": "an export of the protocol service: " + _FREE,
     "alicloud:oss/bucket:Bucket": "storage bills the data in it (the checkpoints item); kept on destroy",
 }
 
@@ -190,4 +208,5 @@ PROFILE = ProviderProfile(
     cloud_api_default=cloud_api_default,
     keeps_billing=keeps_billing,
     bills_nothing_alone=BILLS_NOTHING_ALONE,
+    warnings=warnings,
 )

@@ -1,12 +1,17 @@
 """Alibaba Cloud storage: the node agent and the training code in OSS, the checkpoint bucket when
-asked to create it (retained on destroy), and the shared file system (CPFS or NAS) with a mount
-target in the VPC."""
+asked to create it (retained on destroy), and the shared file system in the VPC: CPFS with an NFS
+protocol service and export, or NAS with a mount target."""
 from __future__ import annotations
+
+import os
 
 import pulumi
 import pulumi_alicloud as alicloud
 
 from components.artifacts import all_artifacts
+from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
+from components.providers.alicloud.cpfs_export import (NAS_ENDPOINT_ENV, PLACEHOLDER, ExportLookupError, credentials_from,
+                                                       export_domain)
 from components.providers.base import NetworkParts, PartContext, StorageParts
 from components.spec import Spec
 
@@ -36,15 +41,23 @@ class Storage(pulumi.ComponentResource):
         self.file_system_id = None
         if spec.shared_storage == "cpfs":
             fs = alicloud.nas.FileSystem(
-                f"{ctx.name}-cpfs", file_system_type="cpfs", protocol_type="cpfs", storage_type="advance_100",
+                f"{ctx.name}-cpfs", file_system_type="cpfs", protocol_type="cpfs", storage_type=CPFS_STORAGE_TYPE,
                 capacity=spec.shared_storage_gb, zone_id=network.zone, vpc_id=network.vpc_id,
                 vswitch_id=network.subnet_ids[0], description=f"gpu-training {spec.stack} shared FS",
                 tags=tags, opts=child)
-            target = alicloud.nas.MountTarget(
-                f"{ctx.name}-cpfs-mount", file_system_id=fs.id, vpc_id=network.vpc_id,
-                vswitch_id=network.subnet_ids[0], network_type="Vpc", access_group_name="DEFAULT_VPC_GROUP_NAME",
+            # NFS access through a protocol service and an export, not a POSIX mount target (which needs
+            # the CPFS POSIX client and bills three quorum ECS instances): CPFS doc "Mount a file system
+            # using a CPFS-NFS client"; the General spec is free (NAS API CreateProtocolService).
+            service = alicloud.nas.ProtocolService(
+                f"{ctx.name}-cpfs-protocol", file_system_id=fs.id, protocol_spec="General", protocol_type="NFS",
+                vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0],
+                description=f"gpu-training {spec.stack} NFS access", opts=child)
+            export = alicloud.nas.ProtocolMountTarget(
+                f"{ctx.name}-cpfs-export", file_system_id=fs.id, protocol_service_id=service.protocol_service_id,
+                path="/", vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0],
+                access_group_name="DEFAULT_VPC_GROUP_NAME", description=f"gpu-training {spec.stack} nodes",
                 opts=child)
-            self.address, self.file_system_id = target.mount_target_domain, fs.id
+            self.address, self.file_system_id = export_address(spec, fs.id, export.export_id), fs.id
         elif spec.shared_storage == "nas":
             fs = alicloud.nas.FileSystem(
                 f"{ctx.name}-nas", file_system_type="standard", protocol_type="NFS", storage_type="Performance",
@@ -62,6 +75,29 @@ class Storage(pulumi.ComponentResource):
                 vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0], network_type="Vpc", opts=child)
             self.address, self.file_system_id = target.mount_target_domain, fs.id
         self.register_outputs({"sharedFsAddress": self.address})
+
+
+def export_address(spec: Spec, file_system_id: pulumi.Output, export_id: pulumi.Output) -> pulumi.Output:
+    """The export's domain (cpfs_export.py): read once the export exists, with the deploying credentials."""
+    config = pulumi.Config("alicloud")
+    secrets = [config.get_secret(key) for key in ("accessKey", "secretKey", "securityToken")]
+
+    def lookup(values) -> str:
+        fs, export, access_key, secret_key, token = values
+        found = credentials_from(os.environ, {"access_key_id": access_key, "access_key_secret": secret_key,
+                                              "security_token": token})
+        if found is None:
+            if pulumi.runtime.is_dry_run():
+                return PLACEHOLDER
+            raise pulumi.RunError("the CPFS export's mount address is read with DescribeProtocolMountTarget, which"
+                                  " needs the credentials pulumi-alicloud uses: set ALICLOUD_ACCESS_KEY and"
+                                  " ALICLOUD_SECRET_KEY, or alicloud:accessKey and alicloud:secretKey")
+        try:
+            return export_domain(spec.region, fs, export, found, os.environ.get(NAS_ENDPOINT_ENV))
+        except ExportLookupError as error:
+            raise pulumi.RunError(str(error)) from None
+
+    return pulumi.Output.unsecret(pulumi.Output.all(file_system_id, export_id, *secrets).apply(lookup))
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:

@@ -6,11 +6,15 @@ with `GroupRule`/`GroupLiteRule`, so nothing else adds rules to this group.
 from __future__ import annotations
 
 import pulumi
+from typing import Optional
+
+from tencentcloud_iac_pulumi import cfs
 from tencentcloud_iac_pulumi import instance as cvm_instance
 from tencentcloud_iac_pulumi import security, subnet, vpc
 
 from components.providers.base import NetworkParts, PartContext
-from components.providers.tencentcloud.profile import TURBO
+from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE
+from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
 VPC_CIDR = "10.42.0.0/16"
@@ -24,24 +28,53 @@ def subnet_cidr(index: int) -> str:
 
 
 def primary_zone(spec: Spec) -> pulumi.Output:
-    if spec.zone:
+    """A zone that sells the instance type now (and CFS Turbo TP, with sharedStorage cfsturbo); RunError if none."""
+    fs_zones = None
+    if spec.shared_storage == TURBO:
+        fs_zones = cfs.get_available_zone_output().region_zones.apply(lambda regions: turbo_zones(regions, spec))
+    elif spec.zone:
         return pulumi.Output.from_input(spec.zone)
-    # DescribeZoneInstanceConfigInfos filters by family, not by type: keep the row of our exact type.
+    # DescribeZoneInstanceConfigInfos filters by family, not by type: keep the rows of our exact type.
     family = spec.instance.name.split(".")[0]
     charge = "SPOTPAID" if spec.spot else "POSTPAID_BY_HOUR"
     found = cvm_instance.get_types_output(
         filters=[cvm_instance.GetTypesFilterArgs(name="instance-family", values=[family]),
                  cvm_instance.GetTypesFilterArgs(name="instance-charge-type", values=[charge])],
         exclude_sold_out=True)
-    return found.instance_types.apply(lambda rows: _zone_of(rows, spec))
+    instance_zones = found.instance_types.apply(
+        lambda rows: list(dict.fromkeys(r.availability_zone for r in rows or [] if r.instance_type == spec.instance.name)))
+    return pulumi.Output.all(instance_zones, fs_zones).apply(lambda v: _pick(spec, v[0], v[1]))
 
 
-def _zone_of(rows, spec: Spec) -> str:
-    for row in rows or []:
-        if row.instance_type == spec.instance.name:
-            return row.availability_zone
-    raise pulumi.RunError(f"no zone in {spec.region} sells {spec.instance.name} ({'spot' if spec.spot else 'pay-as-you-go'})"
-                          " right now; set gpu-training:zone or pick another instanceType")
+def turbo_zones(regions, spec: Spec) -> Optional[list[str]]:
+    """Zones of the region where CFS Turbo TP is on sale (DescribeAvailableZoneInfo); None if it lists no Turbo.
+
+    The data source documents the classes SD and HP only; when the region's answer names no Turbo class
+    at all, the zone cannot be checked here, which is said instead of guessed.
+    """
+    zones, listed = [], False
+    for region in regions or []:
+        if region.region != spec.region:
+            continue
+        for zone in region.zones or []:
+            for kind in zone.types or []:
+                if kind.type == TURBO_STORAGE_TYPE:
+                    listed = True
+                    if any(p.sale_status == "saling" for p in kind.protocols or []):
+                        zones.append(zone.zone)
+    if not listed:
+        pulumi.log.warn(f"CFS Turbo ({TURBO_STORAGE_TYPE}): DescribeAvailableZoneInfo lists no Turbo class in"
+                        f" {spec.region}; the zone is not checked against where Turbo is sold")
+        return None
+    return zones
+
+
+def _pick(spec: Spec, instance_zones, fs_zones) -> str:
+    try:
+        return pick_zone(spec.region, spec.instance.name, instance_zones, wanted=spec.zone,
+                         fs_kind=f"CFS Turbo ({TURBO_STORAGE_TYPE})", fs_zones=fs_zones)
+    except ZoneError as error:
+        raise pulumi.RunError(f"{error} ({'spot' if spec.spot else 'pay-as-you-go'})") from None
 
 
 def ingress_rules(spec: Spec, group_id: pulumi.Input[str]) -> list:

@@ -30,7 +30,17 @@ def _images(args: dict) -> dict:
     return {"images": [{"imageId": image, "imageName": image}]}
 
 
+def _cfs_zones(args: dict) -> dict:
+    # Placeholder zone with Turbo on sale: the real list comes from DescribeAvailableZoneInfo at deploy time.
+    zone = "<zones selling CFS Turbo (DescribeAvailableZoneInfo)>"
+    kinds = [{"type": "TP", "prepayment": False, "protocols": [{"protocol": "TURBO", "saleStatus": "saling"}]}]
+    return {"regionZones": [{"region": region, "regionName": region, "regionCnName": region, "regionStatus": "AVAILABLE",
+                             "zones": [{"zone": zone, "zoneId": 0, "zoneName": zone, "zoneCnName": zone, "types": kinds}]}
+                            for region in ("ap-guangzhou", "ap-shanghai", "ap-beijing", "ap-nanjing", "ap-chengdu")]}
+
+
 CALL_ANSWERS = {
+    "tencentcloud:Cfs/getAvailableZone:getAvailableZone": _cfs_zones,
     "tencentcloud:Instance/getTypes:getTypes": _types,
     "tencentcloud:Images/getInstance:getInstance": _images,
 }

@@ -2,8 +2,8 @@
 
 Sources (docs/tencentcloud.md lists them with links):
 - REFERENCE.md: metadata service, COS S3 endpoint and `name-APPID` buckets, in-VPC mirror.
-- tencentcloud-iac-pulumi 0.2.3 `cfs.FileSystem`: CFS Turbo capacity, Standard Turbo (TB) >= 40,960 GiB
-  in steps of 20,480, High-Performance Turbo (TP) >= 20,480 GiB in steps of 10,240.
+- CFS API CreateCfsFileSystem (Capacity): High-Performance Turbo (TP) from 10,240 GiB in steps of
+  10,240 GiB (see TURBO_MIN_GIB below; the older schema text in tencentcloud-iac-pulumi 0.2.3 said 20,480).
 - CBS doc 362/39611 "Enhanced SSD performance": baseline throughput min{120 + 0.5 x GiB, 350} MB/s,
   at most 1,000 MB/s with extra performance, which can be bought only above 460 GiB.
 - CVM doc 213/33000 "CBS types" and the CBS usage limits: Tremendous SSD (CLOUD_TSSD) is sold only
@@ -31,7 +31,12 @@ EXTRA_THROUGHPUT_MIN_GIB = 461  # extra performance needs more than 460 GiB
 DISK_MIN_GIB, DISK_MAX_GIB = 20, 32000
 
 TURBO = "cfsturbo"
-TURBO_MIN_GIB, TURBO_STEP_GIB = 20480, 10240  # High-Performance Turbo (TP)
+TURBO_STORAGE_TYPE = "TP"  # High-Performance Turbo
+# TP sizes: CFS API CreateCfsFileSystem, Capacity ("turbo性能型起售10TiB，即10240 GiB；扩容步长10TiB",
+# as generated into tencentcloud-sdk-go cfs v1.3.49, vendored by terraform-provider-tencentcloud
+# f6970a90; the provider's own TP example uses capacity = 10240). The provider's schema text (20,480)
+# predates it; ScaleUpFileSystem's note gives a 5,120 GiB step, which 10,240 steps also satisfy.
+TURBO_MIN_GIB, TURBO_STEP_GIB = 10240, 10240
 
 # COS bucket names carry the account's APPID: "<name>-<APPID>", lowercase letters, digits and '-'.
 BUCKET_RE = re.compile(r"^(?P<name>[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)-(?P<appid>[0-9]{6,})$")

@@ -18,7 +18,7 @@ from tencentcloud_iac_pulumi import ccn, cfs, cos
 from components.artifacts import all_artifacts
 from components.providers.base import NetworkParts, PartContext, StorageParts
 from components.providers.tencentcloud.network import TURBO_CIDR, VPC_CIDR
-from components.providers.tencentcloud.profile import TURBO
+from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE
 from components.spec import Spec
 
 
@@ -61,7 +61,7 @@ class Storage(pulumi.ComponentResource):
                            rw_permission="RW", user_permission="no_root_squash", opts=child)
             fs = cfs.FileSystem(
                 f"{ctx.name}-cfsturbo", name=f"gpu-training-{spec.stack}", availability_zone=network.zone,
-                access_group_id=group.id, protocol="TURBO", storage_type="TP", net_interface="CCN",
+                access_group_id=group.id, protocol="TURBO", storage_type=TURBO_STORAGE_TYPE, net_interface="CCN",
                 ccn_id=net.id, cidr_block=TURBO_CIDR, capacity=spec.shared_storage_gb, tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]))
             self.address = pulumi.Output.all(fs.mount_ip, fs.fs_id).apply(lambda v: f"{v[0]}:/{v[1]}")
