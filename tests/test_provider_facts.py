@@ -12,52 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from components import providers
 from components.providers import facts
 from components.stackfiles import apply_overrides, load_stack_config, stack_names
+from stackcases import case_id, plan_or_refusal, provider_of, variations
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SSH = ('sshAllowCidrs=["203.0.113.7/32"]', "sshPublicKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 test")
 LONG_PREFIX = "research-team-resnet50-imagenet-"  # a long, ordinary stack name: 32 + the stack's own
 # Rules that fail on main because of a defect another change is fixing: (test, provider) -> reason.
 KNOWN_DEFECTS = {
     ("long_name", "tencentcloud"): "issue 10 item 7: scaling group (55), CBS disk and snapshot (60) name"
                                    " limits are not checked at validation nor respected by the names",
 }
-
-
-def provider_of(stack: str) -> str:
-    return load_stack_config(stack).get("gpu-training:provider", "alicloud")
-
-
-def variations(stack: str) -> list[tuple[str, ...]]:
-    """The stack as is, and the what-ifs of the README and the docs, deduplicated by effect."""
-    profile = providers.profile(provider_of(stack))
-    wanted = [(), ("billing=spot",), ("billing=spot", "spotMaxPricePerHour=50"), ("billing=on-demand",),
-              ("nodes=3",), SSH, ("checkpoint.create=true",)]
-    wanted += [(f"sharedStorage={kind}",) for kind in ("none", *profile.shared_storage)]
-    base = load_stack_config(stack)
-    seen, kept = set(), []
-    for overrides in wanted:
-        key = json.dumps(apply_overrides(base, overrides), sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
-            kept.append(overrides)
-    return kept
-
-
 CASES = [(stack, overrides) for stack in stack_names() for overrides in variations(stack)]
-
-
-def plan_or_refusal(plan_for, stack, overrides):
-    from components.mockrun import ProgramExit
-
-    try:
-        return plan_for(stack, *overrides)
-    except ProgramExit as stop:
-        assert stop.code == 2 and "Traceback" not in stop.stderr, stop.stderr
-        first = next((line.strip() for line in stop.stderr.splitlines() if line.strip().startswith("error:")), "")
-        pytest.skip(f"refused at validation before any resource: {first}")
 
 
 def render(problems) -> str:
@@ -66,7 +32,7 @@ def render(problems) -> str:
 
 # ---------------------------------------------------------------- every stack against the facts
 
-@pytest.mark.parametrize("stack,overrides", CASES, ids=[f"{s}{'+' if o else ''}{'+'.join(o)[:40]}" for s, o in CASES])
+@pytest.mark.parametrize("stack,overrides", CASES, ids=[case_id(s, o) for s, o in CASES])
 def test_every_input_passes_the_providers_schema(stack, overrides, plan_for):
     plan = plan_or_refusal(plan_for, stack, overrides)
     custom = [r for r in plan.resources if r.custom]

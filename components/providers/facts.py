@@ -24,6 +24,16 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 import yaml
 
 FACTS_FILE = "provider_facts.json"
+
+
+class _Unknown:
+    """A value known only after `pulumi up` (a policy pack sees these in a real preview): never judged."""
+
+    def __repr__(self) -> str:
+        return "<unknown until apply>"
+
+
+UNKNOWN = _Unknown()
 BRIDGE_FILE = "bridge.yaml"
 
 
@@ -235,7 +245,7 @@ def violation(validator: dict, value: Any) -> Optional[str]:
 
 
 def _check_field(field: dict, value: Any, path: str, problems: list[Problem]) -> None:
-    if value is None:
+    if value is None or value is UNKNOWN:
         return
     if field["type"] in ("list", "set"):
         items = [value] if field.get("max_items_one") and not field.get("sdk_takes_list") else value
@@ -247,6 +257,8 @@ def _check_field(field: dict, value: Any, path: str, problems: list[Problem]) ->
         if "min_items" in field and len(items) < field["min_items"]:
             problems.append(Problem(path, f"{len(items)} items; at least {field['min_items']}", "invalid"))
         for index, item in enumerate(items):
+            if item is UNKNOWN:
+                continue
             where = path if field.get("max_items_one") else f"{path}[{index}]"
             if "block" in field:
                 if not isinstance(item, Mapping):

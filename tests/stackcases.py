@@ -1,0 +1,61 @@
+"""Stacks and the --set what-ifs users make, for tests that check every stack the same way.
+
+`variations(stack)` is the stack as is plus the what-ifs of the README and docs (spot with and
+without a cap, on-demand, three nodes, SSH from one address, a created bucket, each shared storage
+the provider offers), deduplicated by their effect on the config. Nothing here names a cloud: the
+shared-storage kinds come from the provider's profile.
+"""
+from __future__ import annotations
+
+import json
+
+from components import providers
+from components.stackfiles import apply_overrides, load_stack_config, stack_names
+
+SSH = ('sshAllowCidrs=["203.0.113.7/32"]', "sshPublicKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 test")
+SPOT_CAPPED = ("billing=spot", "spotMaxPricePerHour=50")
+
+
+def provider_of(stack: str) -> str:
+    return load_stack_config(stack).get("gpu-training:provider", "alicloud")
+
+
+def stacks_of(provider: str) -> list[str]:
+    return [stack for stack in stack_names() if provider_of(stack) == provider]
+
+
+def dedupe(stack: str, wanted: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    base = load_stack_config(stack)
+    seen, kept = set(), []
+    for overrides in wanted:
+        key = json.dumps(apply_overrides(base, overrides), sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            kept.append(overrides)
+    return kept
+
+
+def variations(stack: str) -> list[tuple[str, ...]]:
+    profile = providers.profile(provider_of(stack))
+    wanted = [(), ("billing=spot",), SPOT_CAPPED, ("billing=on-demand",), ("nodes=3",), SSH,
+              ("checkpoint.create=true",)]
+    wanted += [(f"sharedStorage={kind}",) for kind in ("none", *profile.shared_storage)]
+    return dedupe(stack, wanted)
+
+
+def case_id(stack: str, overrides: tuple[str, ...]) -> str:
+    return f"{stack}{'+' if overrides else ''}{'+'.join(overrides)[:40]}"
+
+
+def plan_or_refusal(plan_for, stack: str, overrides: tuple[str, ...]):
+    """The plan, or a pytest skip when validation refuses the what-if before any resource (exit 2)."""
+    import pytest
+
+    from components.mockrun import ProgramExit
+
+    try:
+        return plan_for(stack, *overrides)
+    except ProgramExit as stop:
+        assert stop.code == 2 and "Traceback" not in stop.stderr, stop.stderr
+        first = next((line.strip() for line in stop.stderr.splitlines() if line.strip().startswith("error:")), "")
+        pytest.skip(f"refused at validation before any resource: {first}")
