@@ -34,7 +34,7 @@ _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}
 
 # ---------------------------------------------------------------- the plan, neutrally
 
-@dataclass
+@dataclass(eq=False)  # one object per resource: identity is what a reference finds
 class Resource:
     """One custom resource of a plan: what the rules see, from the mock engine or the policy engine."""
     type: str
@@ -111,7 +111,7 @@ def stack_of_urn(urn: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def adapter(cloud: str) -> dict:
-    path = provider_facts._package_dir(cloud) / ADAPTER_FILE
+    path = provider_facts.package_dir(cloud) / ADAPTER_FILE
     return yaml.safe_load(path.read_text()) if path.is_file() else {}
 
 
@@ -277,7 +277,8 @@ def world_open_ingress(resource, resources, ctx):
                     continue
                 if network.prefixlen == 0:
                     ports = _ports(rule.get(entry["ports"]["path"], MISSING), entry["ports"]["format"])
-                    what = "SSH (22)" if ports and ports[0] <= _SSH <= ports[1] else f"ports {ports}"
+                    what = ("ports unknown until apply" if ports is None else "SSH (22)" if ports[0] <= _SSH <= ports[1]
+                            else f"ports {ports[0]}-{ports[1]}")
                     yield f"{prefix}{key} {source} admits the whole Internet on {what}; list your own CIDRs"
 
 
@@ -288,8 +289,8 @@ def cloud_side_ttl(resource, resources, ctx):
         companion = entry.get("companion")
         if companion:
             mates = [r for r in resources if r.type == companion["type"]
-                     and resource in r.refers_to(companion["refers_by"], r.inputs.get(companion["refers_by"]),
-                                                 resource.type)]
+                     and any(t is resource for t in r.refers_to(companion["refers_by"],
+                                                                r.inputs.get(companion["refers_by"]), resource.type))]
             if not mates:
                 yield f"no {companion['type']} with {companion['refers_by']} naming it: nothing deletes it at expiry"
             for mate in mates:
@@ -326,12 +327,12 @@ def least_privilege_role(resource, resources, ctx):
             condition = json.dumps(statement.get(syntax["condition"]) or {})
             scoped = STACK_TAG in condition and _stack_named(condition, ctx.stack)
             for action in actions:
-                if action == "*" or action.endswith(":*") or action.endswith("*"):
+                if action.endswith("*"):
                     yield f"{where}: wildcard action {action}"
                     continue
                 if storage.search(action):
                     for target in targets:
-                        if not (_stack_named(target, ctx.stack) or (scoped or _stack_named(condition, ctx.stack))):
+                        if not (_stack_named(target, ctx.stack) or _stack_named(condition, ctx.stack)):
                             yield f"{where}: {action} on {target} reaches beyond this stack's prefix"
                     continue
                 if read_only.search(action):

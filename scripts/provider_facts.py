@@ -80,6 +80,8 @@ def constructors(tree: SourceTree, registry: str) -> dict[str, tuple[str, str]]:
     found = {}
     for m in re.finditer(r'"([a-z0-9_]+)":\s*(?:(\w+)\.)?(\w+)\(\)', body):
         alias, func = m.group(2), m.group(3)
+        if m.group(1) in found:
+            raise FactsError(f"{registry}: {m.group(1)} appears twice after ResourcesMap; the map's end was not found")
         if alias:
             directory = tree.directory_of_import(imports.get(alias, ""))
             if directory is None:

@@ -37,7 +37,8 @@ UNKNOWN = _Unknown()
 BRIDGE_FILE = "bridge.yaml"
 
 
-def _package_dir(cloud: str) -> Path:
+def package_dir(cloud: str) -> Path:
+    """The directory of a registered provider's package (its data files live there)."""
     from components.providers import REGISTRY, UnknownProvider
 
     if cloud not in REGISTRY:
@@ -50,15 +51,15 @@ def clouds() -> list[str]:
     """The registered providers that have a bridge.yaml (the ones facts exist or can exist for)."""
     from components.providers import names
 
-    return [name for name in names() if (_package_dir(name) / BRIDGE_FILE).is_file()]
+    return [name for name in names() if (package_dir(name) / BRIDGE_FILE).is_file()]
 
 
 def bridge(cloud: str) -> dict:
-    return yaml.safe_load((_package_dir(cloud) / BRIDGE_FILE).read_text())
+    return yaml.safe_load((package_dir(cloud) / BRIDGE_FILE).read_text())
 
 
 def facts_path(cloud: str) -> Path:
-    return _package_dir(cloud) / FACTS_FILE
+    return package_dir(cloud) / FACTS_FILE
 
 
 @functools.lru_cache(maxsize=None)
