@@ -490,49 +490,42 @@ def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Probl
                                f" {profile.unsupported[declared]}")
 
 
-# ---------------------------------------------------------------- entry point
+# ---------------------------------------------------------------- sections of build_spec
 
-def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-training",
-               catalog: Optional[Catalog] = None) -> Spec:
-    """Validate `config`; `catalog` replaces the provider's catalog file (what-ifs with other prices)."""
-    problems = _Problems()
-    values = _read_namespace(config, problems)
-
-    provider = _choice(values, "provider", providers.names(), problems, schema.BY_NAME["provider"].default)
-    tier_table = tiers()
-    tier_name = _choice(values, "tier", list(tier_table), problems, schema.BY_NAME["tier"].default)
-    billing = _choice(values, "billing", ("on-demand", "spot"), problems, "on-demand")
-    if provider is None or tier_name is None:
-        raise SpecError(problems.items)
-    profile = providers.profile(provider)
-    tier = tier_table[tier_name]
-    _check_capabilities(values, profile, problems)
-
+def _resolve_region(config: Mapping[str, Any], profile: ProviderProfile, problems: _Problems) -> str:
+    """The region is the provider's own key (alicloud:region), outside our namespace."""
     region = config.get(profile.region_key)
     if not region:
         problems.error(profile.region_key, f"not set; the region is {profile.display_name}'s own key:"
                        f" `pulumi config set {profile.region_key} <region>` or add it to the stack file")
-        region = ""
-    region = str(region)
+        return ""
+    return str(region)
 
-    catalog = catalog or load_catalog(provider)
-    gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
-    if gpu is not None and instance is not None and gpu.name not in tier.gpus and tier.accepts(gpu.name):
+
+def _check_gpu_fits_tier(gpu: Optional[Gpu], instance: Optional[InstanceType], tier: Tier,
+                         problems: _Problems) -> None:
+    if gpu is None or instance is None:
+        return
+    if gpu.name not in tier.gpus and tier.accepts(gpu.name):
         problems.warning("gpu", f"{gpu.name} is not one of the {tier.name} tier's GPUs in the guide"
                          f" ({', '.join(tier.gpus)}); accepted as a stand-in")
-    elif gpu is not None and instance is not None and not tier.accepts(gpu.name):
+    elif not tier.accepts(gpu.name):
         problems.error("instanceType", f"{instance.name} has {gpu.name} GPUs, which do not fit the {tier.name}"
                        f" tier; allowed: {', '.join(tier.gpus + tier.extra_gpus)}")
 
+
+def _check_nodes(values: dict, tier: Tier, problems: _Problems) -> int:
     nodes = values.get("nodes", 1)
     if nodes < 1 or nodes > MAX_NODES:
         problems.error("nodes", f"{nodes} is out of range; allowed: 1-{MAX_NODES}")
     elif nodes > 1 and not tier.multi_node:
         problems.error("nodes", f"{nodes} nodes: more than one node is only allowed in the large tier"
                        f" (this stack is {tier.name})")
-    if instance is not None and count is not None:
-        _check_instance(values, tier, instance, nodes, profile, problems)
+    return nodes
 
+
+def _check_spot_price(values: dict, instance: Optional[InstanceType], billing: Optional[str],
+                      problems: _Problems) -> Optional[float]:
     spot_cap = values.get("spotMaxPricePerHour")
     if spot_cap is not None:
         if spot_cap <= 0:
@@ -545,7 +538,10 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
             problems.warning("spotMaxPricePerHour", "ignored: billing is on-demand")
     if values.get("spotFallback") and billing != "spot":
         problems.warning("spotFallback", "ignored: billing is on-demand")
+    return spot_cap
 
+
+def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problems: _Problems) -> DataDisk:
     size = values.get("dataDiskGb", tier.data_disk_default_gb)
     if size <= 0 or size > 32768:
         problems.error("dataDiskGb", f"{size} is out of range; allowed: 20-32768 GiB")
@@ -563,7 +559,11 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     data_disk = profile.data_disk(tier.disk_class, max(size, 1), category)
     if data_disk.note:
         problems.info("dataDiskGb", data_disk.note)
+    return data_disk
 
+
+def _check_shared_storage(values: dict, tier: Tier, profile: ProviderProfile,
+                          problems: _Problems) -> tuple[str, int]:
     shared_default = profile.parallel_fs if tier.shared_storage == "parallel" else "none"
     shared = values.get("sharedStorage", shared_default or "none")
     allowed_shared = ["none", *profile.shared_storage]
@@ -578,22 +578,74 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     if tier.name == "large" and shared == "none":
         problems.info("sharedStorage", "none: the guide pairs the large tier with a parallel FS or object"
                       " storage plus a local cache")
+    return shared, shared_gb
 
+
+def _check_lifetime(values: dict, problems: _Problems) -> tuple[float, float]:
+    """(maxHours, idleMinutes): the cloud-side TTL and the agent's idle limit."""
     max_hours = values.get("maxHours", schema.BY_NAME["maxHours"].default)
     if not 0 < max_hours <= MAX_HOURS:
         problems.error("maxHours", f"{max_hours:g} is out of range; allowed: more than 0, at most {MAX_HOURS}")
     idle = values.get("idleMinutes", schema.BY_NAME["idleMinutes"].default)
     if idle < 0:
         problems.error("idleMinutes", f"{idle:g} must be 0 (off) or more")
+    return max_hours, idle
 
+
+def _check_spot_zones(values: dict, billing: Optional[str], problems: _Problems) -> tuple[str, ...]:
+    spot_zones = tuple(str(z) for z in values.get("spotZones", []))
+    if spot_zones and billing != "spot":
+        problems.warning("spotZones", "ignored: billing is on-demand")
+    return spot_zones
+
+
+def _check_resolved(spec: Spec, problems: _Problems) -> None:
+    """Rules on the whole resolved spec: the provider's own, then egress."""
+    for key, message in spec.profile.checks(spec):
+        problems.error(key, message)
+    for key, message in spec.profile.warnings(spec):
+        problems.warning(key, message)
+    _check_egress(spec, problems)
+
+
+# ---------------------------------------------------------------- entry point
+
+def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-training",
+               catalog: Optional[Catalog] = None) -> Spec:
+    """Validate `config`; `catalog` replaces the provider's catalog file (what-ifs with other prices).
+
+    Each section has its own checker (above): it records its problems and returns the value to use.
+    """
+    problems = _Problems()
+    values = _read_namespace(config, problems)
+
+    provider = _choice(values, "provider", providers.names(), problems, schema.BY_NAME["provider"].default)
+    tier_table = tiers()
+    tier_name = _choice(values, "tier", list(tier_table), problems, schema.BY_NAME["tier"].default)
+    billing = _choice(values, "billing", ("on-demand", "spot"), problems, "on-demand")
+    if provider is None or tier_name is None:
+        raise SpecError(problems.items)
+    profile = providers.profile(provider)
+    tier = tier_table[tier_name]
+    _check_capabilities(values, profile, problems)
+    region = _resolve_region(config, profile, problems)
+
+    catalog = catalog or load_catalog(provider)
+    gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
+    _check_gpu_fits_tier(gpu, instance, tier, problems)
+    nodes = _check_nodes(values, tier, problems)
+    if instance is not None and count is not None:
+        _check_instance(values, tier, instance, nodes, profile, problems)
+    spot_cap = _check_spot_price(values, instance, billing, problems)
+    data_disk = _check_data_disk(values, tier, profile, problems)
+    shared, shared_gb = _check_shared_storage(values, tier, profile, problems)
+    max_hours, idle = _check_lifetime(values, problems)
     ssh = _check_ssh(values, problems)
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
     bootstrap = _check_bootstrap(values, gpu, problems)
     tags = _check_tags(values, problems)
-    spot_zones = tuple(str(z) for z in values.get("spotZones", []))
-    if spot_zones and billing != "spot":
-        problems.warning("spotZones", "ignored: billing is on-demand")
+    spot_zones = _check_spot_zones(values, billing, problems)
 
     if problems.has_errors or instance is None or gpu is None or count is None:
         if not problems.has_errors:  # defensive: never build a half-resolved spec
@@ -617,11 +669,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
         public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)),
     )
-    for key, message in profile.checks(spec):
-        problems.error(key, message)
-    for key, message in profile.warnings(spec):
-        problems.warning(key, message)
-    _check_egress(spec, problems)
+    _check_resolved(spec, problems)
     if problems.has_errors:
         raise SpecError(problems.items)
     return replace(spec, findings=tuple(problems.items))
