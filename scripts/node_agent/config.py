@@ -14,13 +14,15 @@ NUMBERS = ('agent.syncIntervalSeconds=300 agent.spotPollSeconds=2 agent.utilSamp
            'agent.uploadAttempts=8 agent.uploadAllowanceSeconds=30 agent.retryBaseSeconds=1 agent.peerWaitMinutes=30 '
            'nodeCount=1 accelerator.count=1 train.gpusPerNode=1 train.rendezvousPort=29400')
 # The first choice is the default.
-CHOICES = {'train.launcher': 'direct torchrun', 'accelerator.kind': 'nvidia ascend',
+CHOICES = {'train.launcher': 'direct torchrun', 'checkpoint.verify.method': 'read-back etag-md5 crc64ecma', 'accelerator.kind': 'nvidia ascend',
            'checkpoint.addressingStyle': 'virtual path', 'checkpoint.signatureVersion': 's3v4 s3',
            'train.stopSignal': 'SIGTERM SIGINT SIGHUP SIGUSR1 SIGUSR2 SIGQUIT'}
 # Type-checked against the default's type (None: any value).
 OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env', 'paths.venv': '',
          'train.workdir': '/tmp', 'train.env': {}, 'agent.keep': False, 'checkpoint.endpoint': None,
-         'checkpoint.region': None, 'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {}}
+         'checkpoint.region': None, 'checkpoint.verify.header': '', 'checkpoint.verify.contentMd5': False,
+         'checkpoint.verify.flexibleChecksums': False, 'checkpoint.verify.sources': [],
+         'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {}}
 
 
 def load(path):
@@ -57,6 +59,8 @@ def load(path):
         slot(k, d, lambda v, d=d: d is None or type(v) is type(d), f'a {type(d).__name__} is required')
     if type(c['nodeCount']) in (int, float) and c['nodeCount'] > 1 and not c['cluster'].get('tagKey'):
         errs.append('cluster.tagKey: missing: peers are found by this tag when nodeCount > 1')
+    if c['checkpoint']['verify']['method'] == 'crc64ecma' and not c['checkpoint']['verify']['header']:
+        errs.append('checkpoint.verify.header: missing: the crc64ecma method reads the CRC-64 from this response header')
     if errs:
         print('node agent: bad node config\n  ' + '\n  '.join(sorted(set(errs))), file=sys.stderr)
         sys.exit(2)

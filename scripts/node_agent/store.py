@@ -1,37 +1,47 @@
-"""Checkpoint snapshots in S3-compatible object storage: verified uploads, manifests, restore.
+"""Checkpoint snapshots in S3-compatible object storage: content-verified uploads, manifests, restore.
 
 Layout under <prefix>/<stack>/ (docs/node-config.md, "Object storage layout"):
-  checkpoints/objects/<sha256>        file contents, keyed by their own hash, written once
-  checkpoints/manifests/<id>.json     one snapshot: {relative path: {sha256, size}}, written last
-A snapshot exists only once its manifest does, and a manifest is written only after every object
-it names was verified (size, and our sha256 in the object metadata, read back by HEAD). A newer
-snapshot only ever adds objects, so it can never damage an older complete one, and unchanged files
-are uploaded once. Ids start with the UTC time, so the newest manifest is the last key.
+  checkpoints/objects/<sha256>          file contents, keyed by their own hash
+  checkpoints/manifests/<id>.json       one snapshot: {relative path: {sha256, size, <method>: value}}, written last
+  checkpoints/quarantine/<id>.json      a snapshot found damaged: why, by which node, when
+A snapshot exists only once its manifest does, and a manifest is written only after the store
+confirmed the content of every object it names (integrity.py: the store's CRC-64 or ETag, or a
+read-back), recording what the store said. A newer snapshot only ever adds objects, so it can never
+damage an older complete one, and unchanged files are uploaded once; an object found to hold other
+bytes is uploaded again. Ids start with the UTC time, so the newest manifest is the last key.
+
+Restore takes the newest snapshot that verifies. One whose content is wrong at the store (the
+store's digest differs from the manifest's, an object is missing, or every download gives the same
+wrong bytes) is quarantined, so the next node skips it at once and `run.py` shows it; an
+unreachable store, or downloads that keep arriving damaged while the store vouches for its copy,
+stop the node instead (never train from an older state than the one it could reach).
 """
-import hashlib
+import io
 import json
-from contextlib import suppress
 import logging
 import os
+import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 
 from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
+from s3transfer.utils import ChunksizeAdjuster
 
+from .integrity import Integrity, sha256_of
 from .s3 import client, retrying, root
 
-L = logging.getLogger('agent')
+log = logging.getLogger('agent')
 # Trainers write atomically (temp file + rename): these names are work in progress.
 TEMP = ('.tmp', '.part', '.partial', '.swp', '~', '.lock')
+STAGING = '.restore'  # a dot name: never part of a snapshot
+PART_SIZE = 16 << 20
 
 
-def sha256(f):
-    h = hashlib.sha256()
-    for b in iter(lambda: f.read(1 << 20), b''):
-        h.update(b)
-    return h.hexdigest()
+class Damaged(Exception):
+    """A snapshot whose stored content is not what its manifest says."""
 
 
 def inside(base, rel):
@@ -40,46 +50,81 @@ def inside(base, rel):
     return p if p.startswith(os.path.realpath(base) + os.sep) else None
 
 
+def missing(error):
+    return isinstance(error, ClientError) and error.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound')
+
+
 class Store:
     def __init__(self, cfg, node, credentials):
         self.bucket, self.node, self.lock = cfg['checkpoint']['bucket'], node, threading.Lock()
         self.root, self.s3, self.retry = root(cfg), client(cfg, credentials), retrying(cfg)
+        self.attempts = cfg['agent']['uploadAttempts']
         self.objects = self.root + 'checkpoints/objects/'
-        self.tc = TransferConfig(multipart_threshold=16 << 20, multipart_chunksize=16 << 20, max_concurrency=8)
+        self.transfer = TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE,
+                                       max_concurrency=8)
+        # The part size s3transfer will use for a file of this size: the multipart ETag depends on it.
+        adjuster = ChunksizeAdjuster()
+        self.integrity = Integrity(cfg['checkpoint']['verify'], PART_SIZE,
+                                   lambda size: adjuster.adjust_chunksize(PART_SIZE, size), log)
         self.hashes, self.verified, self.last = {}, set(), (None, None)
         # Contents this node restored rather than produced: a snapshot of only these would be a newer
         # manifest with older content (a multi-node peer whose rank writes no checkpoints).
         self.restored = set()
+        self.in_flight = {}  # object key -> Digests: the Content-MD5 of each request comes from here
+        if self.integrity.content_md5:
+            for operation in ('PutObject', 'UploadPart'):
+                self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.add_content_md5)
 
-    def verify(self, key, size, sha):
-        """True when the object exists with this size and sha256; False when it is absent."""
+    def add_content_md5(self, params, **_):
+        """Content-MD5 of the bytes we hashed, so the store refuses any others (s3transfer sends the requests)."""
+        digests = self.in_flight.get(params.get('Key'))
+        if digests and 'ContentMD5' not in params:
+            params['ContentMD5'] = digests.content_md5(params.get('PartNumber'))
+
+    def read_back(self, key):
+        """(sha256 of the object as the store serves it, the GET response)."""
+        response = self.s3.get_object(Bucket=self.bucket, Key=key)
+        return sha256_of(response['Body']), response
+
+    def check(self, key, digests):
+        """None when the object at `key` holds exactly these bytes by the store's word (or a read-back);
+        'absent'; or what differs."""
         try:
-            h = self.s3.head_object(Bucket=self.bucket, Key=key)
+            head = self.s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as e:
-            if e.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound'):
-                return False
+            if missing(e):
+                return 'absent'
             raise
-        return h['ContentLength'] == size and h['Metadata'].get('sha256') == sha
+        if head['ContentLength'] != digests.size:
+            return f"the store holds {head['ContentLength']} bytes, not {digests.size}"
+        want, said = self.integrity.expected(digests), self.integrity.stored(head)
+        if want is not None and said is not None and self.integrity.comparable(want, said):
+            return None if said == want else f'the store reports {self.integrity.method} {said}, not {want}'
+        sha, _ = self.read_back(key)
+        return None if sha == digests.sha256 else f'read back with sha256 {sha}, not {digests.sha256}'
 
-    def put(self, key, src, size, sha):
-        """Upload bytes or an open file unless the object already holds this content; then verify it."""
-        if (key, sha) in self.verified or self.verify(key, size, sha):
-            return self.verified.add((key, sha))
+    def put(self, key, src, digests):
+        """Upload bytes or an open file unless the object already holds this content; then have the store confirm it."""
+        if (key, digests.sha256) in self.verified or self.check(key, digests) is None:
+            return self.verified.add((key, digests.sha256))
+        self.in_flight[key] = digests
         if isinstance(src, bytes):
-            self.s3.put_object(Bucket=self.bucket, Key=key, Body=src, Metadata={'sha256': sha})
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=src, Metadata={'sha256': digests.sha256})
         else:
             # Through /proc/self/fd: the inode we hashed, even if the trainer renamed a new file over the name.
-            self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.tc,
-                                ExtraArgs={'Metadata': {'sha256': sha}})
-        if not self.verify(key, size, sha):
-            raise OSError(f'{key}: the uploaded object does not verify')
-        self.verified.add((key, sha))
+            src.seek(0)
+            self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.transfer,
+                                ExtraArgs={'Metadata': {'sha256': digests.sha256}})
+        problem = self.check(key, digests)
+        if problem:
+            raise OSError(f'{key}: the uploaded object does not verify: {problem}')
+        self.verified.add((key, digests.sha256))
 
     def put_data(self, rel, body):
-        self.retry(self.put)(self.root + rel, body, len(body), hashlib.sha256(body).hexdigest())
+        self.retry(self.put)(self.root + rel, body, self.integrity.digest(io.BytesIO(body), len(body)))
 
     def put_file(self, path, final):
-        """(path, sha256, size) of one file, uploaded and verified; None when it is gone or too fresh."""
+        """(path, Digests) of one file, uploaded and verified; None when it is gone or too fresh."""
         try:
             f = open(path, 'rb')
         except FileNotFoundError:
@@ -89,31 +134,39 @@ class Store:
             # Touched within the last second: may still be written in place (final: the trainer is gone).
             if not final and time.time() - st.st_mtime < 1:
                 return None
-            sig = st.st_ino, st.st_size, st.st_mtime_ns
-            if self.hashes.get(path, (0,))[0] != sig:
-                self.hashes[path] = sig, sha256(f)
-            sha = self.hashes[path][1]
-            self.put(self.objects + sha, f, st.st_size, sha)
-            return path, sha, st.st_size
+            signature = st.st_ino, st.st_size, st.st_mtime_ns
+            if self.hashes.get(path, (0,))[0] != signature:
+                self.hashes[path] = signature, self.integrity.digest(f, st.st_size)
+            digests = self.hashes[path][1]
+            self.put(self.objects + digests.sha256, f, digests)
+            return path, digests
+
+    def entry(self, digests):
+        """A manifest's record of one file: what restore checks the store against."""
+        out = {'sha256': digests.sha256, 'size': digests.size}
+        if self.integrity.expected(digests) is not None:
+            out[self.integrity.method] = self.integrity.expected(digests)
+        return out
 
     def snapshot(self, ckpt_dir, final=False):
         """Upload new/changed files, then write a manifest; the newest complete snapshot id (or None)."""
         with self.lock:
             # Regular files only: opening a FIFO or socket someone left there would block forever.
-            paths = [p for r, _, names in os.walk(ckpt_dir) for n in names
-                     if not (n.startswith('.') or n.endswith(TEMP)) and os.path.isfile(p := os.path.join(r, n))]
+            paths = [p for r, dirs, names in os.walk(ckpt_dir) for n in names
+                     if not (n.startswith('.') or n.endswith(TEMP)) and os.path.isfile(p := os.path.join(r, n))
+                     and STAGING not in os.path.relpath(r, ckpt_dir).split(os.sep)]
             # One open file per worker: a checkpoint of thousands of files stays within the fd limit.
-            with ThreadPoolExecutor(4) as ex:
-                done = [x for x in ex.map(lambda p: self.retry(self.put_file)(p, final), paths) if x]
-            files = {os.path.relpath(p, ckpt_dir): {'sha256': s, 'size': z} for p, s, z in done}
+            with ThreadPoolExecutor(4) as pool:
+                done = [x for x in pool.map(lambda p: self.retry(self.put_file)(p, final), paths) if x]
+            files = {os.path.relpath(p, ckpt_dir): self.entry(d) for p, d in done}
             if not files or files == self.last[1] or all(v['sha256'] in self.restored for v in files.values()):
                 return self.last[0]
             t = time.time_ns()
             sid = time.strftime('%Y%m%dT%H%M%S', time.gmtime(t // 10**9)) + f'.{t % 10**9:09d}Z-{self.node}'
-            manifest = {'id': sid, 'node': self.node, 'files': files}
+            manifest = {'id': sid, 'node': self.node, 'verify': self.integrity.method, 'files': files}
             self.put_data(f'checkpoints/manifests/{sid}.json', json.dumps(manifest).encode())
             self.last = sid, files
-            L.info('snapshot %s complete: %d files, %d bytes', sid, len(files), sum(v['size'] for v in files.values()))
+            log.info('snapshot %s complete: %d files, %d bytes', sid, len(files), sum(v['size'] for v in files.values()))
             return sid
 
     def markers(self):
@@ -137,39 +190,104 @@ class Store:
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 self.retry(self.s3.download_file)(self.bucket, k, dst)
 
-    def restore(self, ckpt_dir):
-        """Download the newest snapshot whose objects all verify; its id, or None when there is none.
+    def quarantined(self):
+        """Ids of the snapshots some node found damaged."""
+        return {k.rsplit('/', 1)[-1].removesuffix('.json') for k in self.retry(self.keys)('checkpoints/quarantine/')}
 
-        A snapshot with missing objects makes way for an older one; a storage or disk error (after
-        the retries) raises instead, so a node never trains from an older state than it could reach.
+    def quarantine(self, sid, reason):
+        log.error('snapshot %s is damaged (%s): quarantined; trying an older one', sid, reason)
+        self.put_data(f'checkpoints/quarantine/{sid}.json', json.dumps({
+            'snapshot': sid, 'reason': reason, 'node': self.node,
+            'at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, indent=1).encode())
+
+    def restore(self, ckpt_dir):
+        """Download the newest snapshot that verifies; its id, or None when there is none.
+
+        Damaged snapshots (unreadable manifest, missing object, content the store or every download
+        says is wrong) are quarantined and skipped; a storage or disk error (after the retries) raises
+        instead, so a node never trains from an older state than it could reach.
         """
+        skip = self.quarantined()
         for key in reversed(self.retry(self.keys)('checkpoints/manifests/')):
-            try:
-                m = json.loads(self.retry(self.s3.get_object)(Bucket=self.bucket, Key=key)['Body'].read())
-                sid, files = m['id'], dict(m['files'])
-            except (ValueError, KeyError, TypeError) as e:
-                L.warning('snapshot %s is damaged (%s): trying an older one', key, e)
+            sid = key.rsplit('/', 1)[-1].removesuffix('.json')
+            if sid in skip:
+                log.warning('snapshot %s is quarantined (checkpoints/quarantine/%s.json): skipping it', sid, sid)
                 continue
-            if self.retry(self.fetch)(ckpt_dir, files):
-                L.info('restored snapshot %s: %d files', sid, len(files))
-                self.last = sid, None
-                self.restored |= {v['sha256'] for v in files.values()}
-                return sid
-            L.warning('snapshot %s is incomplete: trying an older one', key)
+            try:
+                try:
+                    m = json.loads(self.retry(self.s3.get_object)(Bucket=self.bucket, Key=key)['Body'].read())
+                    files = {str(rel): dict(v, size=int(v['size']), sha256=str(v['sha256']))
+                             for rel, v in dict(m['files']).items()}
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    raise Damaged(f'the manifest is unreadable: {e!r}') from e
+                if not files:
+                    raise Damaged('the manifest names no files')
+                self.fetch(ckpt_dir, files)
+            except Damaged as e:
+                self.quarantine(sid, str(e))
+                continue
+            log.info('restored snapshot %s: %d files', sid, len(files))
+            self.last = sid, None
+            self.restored |= {v['sha256'] for v in files.values()}
+            return sid
 
     def fetch(self, ckpt_dir, files):
-        if not files or not all(self.verify(self.objects + v['sha256'], v['size'], v['sha256'])
-                                for v in files.values()):
-            return False
+        """Bring every file of one snapshot into ckpt_dir, or none of them (raise Damaged or OSError)."""
         for rel, v in files.items():
-            dst = inside(ckpt_dir, rel)
-            # Never overwrite a local file: it is as new as the store's copy, or newer.
-            if not dst or os.path.exists(dst):
-                continue
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            self.s3.download_file(self.bucket, self.objects + v['sha256'], dst + '.tmp', Config=self.tc)
-            with open(dst + '.tmp', 'rb') as f:
-                if sha256(f) != v['sha256']:
-                    raise OSError(f'{rel}: the downloaded file does not match its sha256')
-            os.replace(dst + '.tmp', dst)
+            said = self.vouch(rel, v)
+            v['vouched'] = said
+        staging = os.path.join(ckpt_dir, STAGING)
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            todo = {}
+            for rel, v in files.items():
+                dst = inside(ckpt_dir, rel)
+                # Never overwrite a local file: it is as new as the store's copy, or newer.
+                if not dst or os.path.exists(dst):
+                    continue
+                tmp = os.path.join(staging, os.path.relpath(dst, ckpt_dir))
+                os.makedirs(os.path.dirname(tmp), exist_ok=True)
+                self.download(rel, v, tmp)
+                todo[tmp] = dst
+            # Every file verified: only now does any of them take its place.
+            for tmp, dst in todo.items():
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.replace(tmp, dst)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def vouch(self, rel, v):
+        """Check one object by HEAD: True when the store's digest equals the manifest's, False when the
+        manifest or the store has none to compare; Damaged when it is missing or differs."""
+        key = self.objects + v['sha256']
+        try:
+            head = self.retry(self.s3.head_object)(Bucket=self.bucket, Key=key)
+        except ClientError as e:
+            if missing(e):
+                raise Damaged(f'{rel}: object {key} is missing (the snapshot is incomplete)') from e
+            raise
+        if head['ContentLength'] != v['size']:
+            raise Damaged(f"{rel}: the store holds {head['ContentLength']} bytes, the manifest says {v['size']}")
+        recorded, said = v.get(self.integrity.method), self.integrity.stored(head)
+        if recorded is None or said is None or not self.integrity.comparable(recorded, said):
+            return False
+        if said != recorded:
+            raise Damaged(f'{rel}: the store reports {self.integrity.method} {said}, the manifest {recorded}')
         return True
+
+    def download(self, rel, v, dst):
+        """Download one object to dst and check its sha256; a mismatch is retried, then judged."""
+        key, wrong = self.objects + v['sha256'], []
+        for _ in range(self.attempts):
+            self.retry(self.s3.download_file)(self.bucket, key, dst, Config=self.transfer)
+            with open(dst, 'rb') as f:
+                got = sha256_of(f)
+            if got == v['sha256']:
+                return
+            log.warning('%s: downloaded sha256 %s, not %s: trying again', rel, got, v['sha256'])
+            wrong.append(got)
+        if v['vouched'] or len(set(wrong)) > 1:
+            # The store vouches for its copy, or the damage changes from try to try: the bytes get
+            # damaged on the way, which an older snapshot would not escape.
+            raise OSError(f'{rel}: every download was damaged in transit ({len(wrong)} tries)')
+        raise Damaged(f'{rel}: the stored object has sha256 {wrong[0]}, the manifest says {v["sha256"]}')
