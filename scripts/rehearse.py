@@ -37,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -187,9 +186,9 @@ class Rehearsal:
                      target / "cloud_runtime.py")
 
     def make_node(self, index: int) -> Node:
-        from components.localcloud import Metadata
+        from components.localcloud import Metadata, new_instance_id
 
-        instance_id = f"i-rehearse-{index}-{uuid.uuid4().hex[:6]}"
+        instance_id = new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
         root = self.workdir / instance_id
         root.mkdir(parents=True)
         node = Node(index, instance_id, root, Metadata(self.provider, instance_id, ip="127.0.0.1",

@@ -134,8 +134,8 @@ class AgentNode:
     def __init__(self, tmp: Path, name: str, bucket: str, endpoint: str, steps: int, util: int = 87):
         self.dir = tmp / name
         self.dir.mkdir(parents=True)
-        self.id = f"i-{name}-{uuid.uuid4().hex[:6]}"
-        self.meta = Metadata("aws", self.id)
+        self.meta = Metadata("aws")  # a new id in AWS's format: the agent trusts no other
+        self.id = self.meta.instance_id
         (self.dir / "gpu").write_text(str(util))
         command = shlex.join([sys.executable, str(TRAINER), *TINY, "--steps", str(steps), "--ckpt-every", "20"])
         self.cfg = {

@@ -67,10 +67,13 @@ class Stub:
 
 class MetadataStub(Stub):
     """One node's instance metadata service. Set `notice` (aware datetime) to post a spot notice,
-    `fail` to answer 500 to the next N requests, `fail_spot` to fail only the spot path.
+    `fail` to answer 500 to the next N requests, `fail_spot` to fail only the spot path, and
+    `garbage[path] = [(status, body), ...]` to answer the next reads of one path with those (an HTML
+    error page with 200, an empty body), one per read.
 
     A cloud's stand-in declares: `token_header` (session-token mode, None without one) and the
-    status it denies a tokenless read with, `spot_path` and `spot_body(notice)`, and `values()`.
+    status it denies a tokenless read with, `spot_path` and `spot_body(notice)`, `values()`, and
+    `new_instance_id()` (an id in the cloud's format).
     """
 
     PREFIX = "/latest/meta-data/"
@@ -78,8 +81,11 @@ class MetadataStub(Stub):
     denied_status = 403
     spot_path = ""
 
-    def __init__(self, instance_id, ip="10.0.0.5", role="node-role"):
-        self.instance_id, self.ip, self.role = instance_id, ip, role
+    region, zone = "cn-hangzhou", "cn-hangzhou-i"
+
+    def __init__(self, instance_id=None, ip="10.0.0.5", role="node-role"):
+        self.instance_id, self.ip, self.role = instance_id or self.new_instance_id(), ip, role
+        self.garbage: dict[str, list[tuple[int, bytes]]] = {}
         self.notice = None
         self.fail = 0
         self.fail_spot = False
@@ -88,6 +94,10 @@ class MetadataStub(Stub):
         self.key_id = f"STS.{instance_id}"
         self.token = f"sts-token-{uuid.uuid4().hex[:8]}"
         super().__init__()
+
+    @staticmethod
+    def new_instance_id() -> str:
+        raise NotImplementedError
 
     def revoke_tokens(self):
         self.tokens.clear()
@@ -114,6 +124,9 @@ class MetadataStub(Stub):
         if not path.startswith(self.PREFIX):
             return 404, b"", {}
         key = path[len(self.PREFIX):]
+        with self.lock:
+            if self.garbage.get(key):
+                return self.garbage[key].pop(0)
         if key == self.spot_path:
             if self.fail_spot:
                 return 500, b"injected spot fault", {}
@@ -166,9 +179,16 @@ def _module(cloud: str):
     return importlib.import_module(f"components.providers.{cloud}.localcloud")
 
 
-def Metadata(cloud: str, instance_id: str, ip: str = "10.0.0.5", role: str = "node-role") -> MetadataStub:
-    """The metadata stand-in of `cloud` (components/providers/<cloud>/localcloud.py)."""
+def Metadata(cloud: str, instance_id: str | None = None, ip: str = "10.0.0.5",
+             role: str = "node-role") -> MetadataStub:
+    """The metadata stand-in of `cloud` (components/providers/<cloud>/localcloud.py); a new id in the
+    cloud's format unless one is given."""
     return _module(cloud).Metadata(instance_id, ip, role)
+
+
+def new_instance_id(cloud: str) -> str:
+    """An instance id in `cloud`'s format, for peers and stand-ins."""
+    return _module(cloud).Metadata.new_instance_id()
 
 
 def CloudApi(cloud: str, instances=()) -> ApiStub:

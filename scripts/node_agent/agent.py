@@ -3,6 +3,11 @@
 Every step is recorded in <paths.state>/agent-state.json before the next one starts, so an agent
 restarted by systemd continues where the last one stopped and never starts the trainer twice:
   start -> run (trainer pid + start time) -> final (outcome known) -> release -> done
+A trainer that ended without a status the agent can read (killed with its wrapper, or the status
+lost) is relaunched from the last checkpoint at most three times, and each relaunch is listed with
+its reason in the marker (`relaunches`). The state file and the trainer's exit status survive a full
+root disk: the status file is allocated before the trainer starts (proc.py), and the agent keeps a
+reserve file (RESERVE_BYTES) that it gives up the first time a state write finds the disk full.
 A PREEMPTED run (spot notice, or the agent itself got SIGTERM) goes back to `start` after its
 marker, so a node that comes back resumes from the checkpoint. The node is released only after a
 verified final upload and the final marker; a failed upload leaves it running (exit 3: systemd
@@ -10,6 +15,7 @@ restarts the agent, which retries) until the cloud-side TTL. A node of a spot po
 (`cluster.poolName`) in the release phase, just before it releases itself, so the pool does not
 replace it; a PREEMPTED node never does.
 """
+import errno
 import fcntl
 import json
 import logging
@@ -26,8 +32,9 @@ from .monitor import Monitor
 from .s3 import retrying, runtime
 from .store import Store
 
-L, T = logging.getLogger('agent'), logging.getLogger('trainer')
+log, trainer_log = logging.getLogger('agent'), logging.getLogger('trainer')
 ENDED = ('PREEMPTED', 'DONE', 'FAILED', 'SYNC_FAILED')
+RESERVE_BYTES = 1 << 20  # room for the state file and the final steps on a full disk (a state file is ~1 KB)
 
 
 def kernel_boot_time():
@@ -44,115 +51,155 @@ def iso(t):
 
 class Agent:
     def __init__(self, cfg):
-        self.c, self.A, P = cfg, cfg['agent'], cfg['paths']
-        for d in (P['state'], P['logs'], P['checkpoints']):
+        self.cfg, self.settings, paths = cfg, cfg['agent'], cfg['paths']
+        for d in (paths['state'], paths['logs'], paths['checkpoints']):
             os.makedirs(d, exist_ok=True)
-        self.sf, self.exitf, self.csv = (os.path.join(P['state'], n)
-                                         for n in ('agent-state.json', 'trainer.exit', 'utilisation.csv'))
+        self.state_file, self.exit_file, self.csv, self.reserve = (
+            os.path.join(paths['state'], name) for name in ('agent-state.json', 'trainer.exit', 'utilisation.csv', 'reserve'))
         # One agent per node: a second one (a human's manual run) must not start a second trainer.
-        self.lock = open(os.path.join(P['state'], 'agent.lock'), 'w')
+        self.lock = open(os.path.join(paths['state'], 'agent.lock'), 'w')
         try:
             fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise SystemExit(f"node agent: another agent is running on {P['state']}; not starting a second one")
-        self.log, self.st, self.spawned, self.asked = os.path.join(P['logs'], 'trainer.log'), {}, False, None
-        if os.path.exists(self.sf):
-            with open(self.sf) as f:
-                self.st = json.load(f)
-        self.retry, self.rt = retrying(cfg), runtime(cfg)
-        self.node = self.retry(self.rt.instance_id)()
-        self.store = Store(cfg, self.node, cfg['identity']['roleName'] and self.retry(self.rt.credentials))
-        self.mon = Monitor(cfg, self.csv)
+            raise SystemExit(f"node agent: another agent is running on {paths['state']}; not starting a second one")
+        self.trainer_log_path = os.path.join(paths['logs'], 'trainer.log')
+        self.state, self.spawned, self.asked = {}, False, None
+        if os.path.exists(self.state_file):
+            with open(self.state_file) as f:
+                self.state = json.load(f)
+        self.keep_reserve()
+        self.retry, self.runtime = retrying(cfg), runtime(cfg)
+        # Each value is checked against the cloud's declared format by the metadata reader (s3.py):
+        # an HTML error page or an empty body is no answer, retried and then fatal (exit 1).
+        self.node = self.retry(self.runtime.instance_id)()
+        self.region, self.zone = self.retry(self.runtime.placement)()
+        if self.region != cfg['region']:
+            log.warning('the metadata service places this node in %s, the node config says %s', self.region, cfg['region'])
+        self.store = Store(cfg, self.node, cfg['identity']['roleName'] and self.retry(self.runtime.credentials))
+        self.monitor = Monitor(cfg, self.csv)
         # systemd stop / shutdown: stop the trainer gracefully, save, do not release (see watch).
-        for s in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(s, lambda n, _: setattr(self, 'asked', signal.Signals(n).name))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda number, _: setattr(self, 'asked', signal.Signals(number).name))
+
+    def keep_reserve(self):
+        """Hold RESERVE_BYTES on the state disk (written, not sparse), unless a full disk took it already."""
+        if os.path.exists(self.reserve):
+            return
+        try:
+            with open(self.reserve + '.tmp', 'wb') as f:
+                f.write(bytes(RESERVE_BYTES))
+                os.fsync(f.fileno())
+            os.replace(self.reserve + '.tmp', self.reserve)
+        except OSError as e:
+            log.warning('no room for the %d-byte state reserve: %s', RESERVE_BYTES, e)
+            with suppress(OSError):
+                os.unlink(self.reserve + '.tmp')
 
     def save(self, **kw):
-        self.st.update(kw)
-        with open(self.sf + '.tmp', 'w') as f:
-            json.dump(self.st, f)
-            f.flush()
-            os.fsync(f.fileno())  # the phase must survive a power cut, or a restart could start a second trainer
-        os.replace(self.sf + '.tmp', self.sf)
+        self.state.update(kw)
+        try:
+            self.write_state()
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT) or not os.path.exists(self.reserve):
+                raise
+            # The disk is full: the state decides whether a trainer runs twice; it comes before the reserve.
+            os.unlink(self.reserve)
+            log.error('the state disk is full: gave up the %d-byte reserve to record the state; free space on %s',
+                      RESERVE_BYTES, self.cfg['paths']['state'])
+            self.write_state()
+
+    def write_state(self):
+        try:
+            with open(self.state_file + '.tmp', 'w') as f:
+                json.dump(self.state, f)
+                f.flush()
+                os.fsync(f.fileno())  # the phase must survive a power cut, or a restart could start a second trainer
+            os.replace(self.state_file + '.tmp', self.state_file)
+        except OSError:
+            with suppress(OSError):
+                os.unlink(self.state_file + '.tmp')  # a partial file would only take more of a full disk
+            raise
 
     def end(self, state, reason, release=True, **kw):
         self.save(phase='final', state=state, reason=reason, release=release, endedAt=time.time(), **kw)
 
     def run(self):
         """The whole lifecycle; the exit status (0 finished, 3 data or marker not saved, 4 release failed)."""
-        st, bad = self.st, os.path.join(self.c['paths']['state'], 'UNHEALTHY')
-        if not st:
+        state, bad = self.state, os.path.join(self.cfg['paths']['state'], 'UNHEALTHY')
+        if not state:
             # The TTL counts from the node's start (the cloud's counts from `pulumi up`), not from
             # the agent's: a bare-image bootstrap can take 15 minutes before the agent runs.
-            self.save(phase='start', boot=self.A['bootTime'] or kernel_boot_time() or time.time())
-        L.info('node %s, stack %s, phase %s', self.node, self.c['stack'], st['phase'])
-        if st['phase'] == 'done':
-            L.info('finished earlier (%s): nothing to do', st.get('state'))
+            self.save(phase='start', boot=self.settings['bootTime'] or kernel_boot_time() or time.time())
+        log.info('node %s (%s), stack %s, phase %s', self.node, self.zone, self.cfg['stack'], state['phase'])
+        if state['phase'] == 'done':
+            log.info('finished earlier (%s): nothing to do', state.get('state'))
             return 0
-        while st['phase'] in ('start', 'run'):
-            if st['phase'] == 'start' and os.path.exists(bad):
+        while state['phase'] in ('start', 'run'):
+            if state['phase'] == 'start' and os.path.exists(bad):
                 with open(bad) as f:
                     # Humans must look at a node whose accelerators do not match: no training, no release.
                     self.end('FAILED', 'unhealthy: ' + (f.read().strip() or 'see bootstrap-status.json'), False)
-            elif st['phase'] == 'start':
+            elif state['phase'] == 'start':
                 self.start()
             else:
                 self.watch()
         return self.finish()
 
     def start(self):
-        c, P, Tr, st = self.c, self.c['paths'], self.c['train'], self.st
-        ck, n, port = P['checkpoints'], int(c['nodeCount']), str(int(Tr['rendezvousPort']))
-        os.makedirs(Tr['workdir'], exist_ok=True)
-        self.store.fetch_code(Tr['workdir'])
-        got = self.store.restore(ck)
+        paths, train, state = self.cfg['paths'], self.cfg['train'], self.state
+        ckpt, nodes, port = paths['checkpoints'], int(self.cfg['nodeCount']), str(int(train['rendezvousPort']))
+        os.makedirs(train['workdir'], exist_ok=True)
+        self.store.fetch_code(train['workdir'])
+        restored = self.store.restore(ckpt)
         rank, master = 0, '127.0.0.1'
-        until = time.time() + self.A['peerWaitMinutes'] * 60
-        while n > 1:
+        until = time.time() + self.settings['peerWaitMinutes'] * 60
+        while nodes > 1:
             try:
                 # A reclaimed peer may still be listed for a while: its PREEMPTED marker rules it out.
                 gone = {i for i, m in self.store.markers().items() if m.get('state') in ENDED and i != self.node}
-                peers = sorted(p for p in self.rt.peers() if p[0] not in gone)
+                peers = sorted(p for p in self.runtime.peers() if p[0] not in gone)
             except Exception as e:
-                L.warning('peer lookup failed: %s', e)
+                log.warning('peer lookup failed: %s', e)
                 peers = []
             ids = [p[0] for p in peers]
-            if len(ids) >= n and self.node in ids:
+            if len(ids) >= nodes and self.node in ids:
                 rank, master = ids.index(self.node), peers[0][1]
                 break
             if time.time() > until:
-                return self.end('FAILED', f'peers: {len(ids)} of {n} nodes found within peerWaitMinutes')
-            L.info('waiting for peers: %d of %d', len(ids), n)
+                return self.end('FAILED', f'peers: {len(ids)} of {nodes} nodes found within peerWaitMinutes')
+            log.info('waiting for peers: %d of %d', len(ids), nodes)
             time.sleep(5)
-        env = {**os.environ, **self.env_file(), **{k: str(v) for k, v in Tr['env'].items()}, 'CKPT_DIR': ck,
-               'RESUME_FROM': ck if got or any(os.scandir(ck)) else '', 'NODE_RANK': str(rank),
+        env = {**os.environ, **self.env_file(), **{k: str(v) for k, v in train['env'].items()}, 'CKPT_DIR': ckpt,
+               'RESUME_FROM': ckpt if restored or any(os.scandir(ckpt)) else '', 'NODE_RANK': str(rank),
                'MASTER_ADDR': master, 'MASTER_PORT': port}
-        if P['venv']:
-            env['PATH'] = os.path.join(P['venv'], 'bin') + os.pathsep + env.get('PATH', '')
-        cmd = Tr['command']
-        if Tr['launcher'] == 'torchrun':
-            t = shlex.split(cmd)
+        if paths['venv']:
+            env['PATH'] = os.path.join(paths['venv'], 'bin') + os.pathsep + env.get('PATH', '')
+        command = train['command']
+        if train['launcher'] == 'torchrun':
+            words = shlex.split(command)
             # torchrun takes the script itself; a command that is not python runs with --no-python.
-            t = t[1:] if os.path.basename(t[0]).startswith('python') else ['--no-python', *t]
-            cmd = shlex.join(['torchrun', '--nnodes', str(n), '--node_rank', str(rank), '--nproc_per_node',
-                              str(int(Tr['gpusPerNode'])), '--master_addr', master, '--master_port', port, *t])
+            words = words[1:] if os.path.basename(words[0]).startswith('python') else ['--no-python', *words]
+            command = shlex.join(['torchrun', '--nnodes', str(nodes), '--node_rank', str(rank), '--nproc_per_node',
+                                  str(int(train['gpusPerNode'])), '--master_addr', master, '--master_port', port,
+                                  *words])
         else:
-            env.update(RANK=str(rank), WORLD_SIZE=str(n), LOCAL_RANK='0')
-        pid, t0 = proc.spawn(cmd, Tr['workdir'], env, self.log, self.exitf)
+            env.update(RANK=str(rank), WORLD_SIZE=str(nodes), LOCAL_RANK='0')
+        pid, started = proc.spawn(command, train['workdir'], env, self.trainer_log_path, self.exit_file)
         self.spawned = True
-        self.save(phase='run', pid=pid, pstart=t0, spawnedAt=time.time(), startedAt=st.get('startedAt') or time.time(),
-                  lastCheckpoint=got,
+        self.save(phase='run', pid=pid, pstart=started, spawnedAt=time.time(),
+                  startedAt=state.get('startedAt') or time.time(), lastCheckpoint=restored,
                   stop=None, state=None, exitCode=None, reason=None, endedAt=None)
-        L.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, n, env['RESUME_FROM'], cmd)
+        log.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, nodes, env['RESUME_FROM'],
+                 command)
         try:
             self.marker('RUNNING')
         except Exception as e:
-            L.warning('no RUNNING marker: %s', e)
+            log.warning('no RUNNING marker: %s', e)
 
     def env_file(self):
         """KEY=VALUE lines of the bootstrap's train.env (DataLoader workers, AMP, NCCL hints)."""
         try:
-            with open(self.c['paths']['trainEnv']) as f:
+            with open(self.cfg['paths']['trainEnv']) as f:
                 kv = [ln.strip().removeprefix('export ').split('=', 1)
                       for ln in f if '=' in ln and ln.strip()[0] != '#']
         except OSError:
@@ -161,78 +208,84 @@ class Agent:
 
     def watch(self):
         """Follow the trainer until its process group is gone; stop it on notice, idle, TTL or SIGTERM."""
-        A, st = self.A, self.st
-        pid, t0, grace = st['pid'], st['pstart'], A['maxGraceSeconds']
+        settings, state = self.settings, self.state
+        pid, started, grace = state['pid'], state['pstart'], settings['maxGraceSeconds']
         if not self.spawned:
-            L.info('re-attaching to the running trainer, pid %d', pid)
-        tail, halt, self.low = proc.Tail(self.log, not self.spawned), threading.Event(), None
+            log.info('re-attaching to the running trainer, pid %d', pid)
+        tail, halt, self.idle_since = proc.Tail(self.trainer_log_path, not self.spawned), threading.Event(), None
         # Sampling and uploads run beside the loop, so a slow nvidia-smi or upload never delays the spot poll.
-        for secs, fn in ((A['syncIntervalSeconds'], self.sync), (A['utilSampleSeconds'], self.sample)):
-            threading.Thread(target=self.every, args=(secs, fn, halt), daemon=True).start()
+        for seconds, job in ((settings['syncIntervalSeconds'], self.sync), (settings['utilSampleSeconds'], self.sample)):
+            threading.Thread(target=self.every, args=(seconds, job, halt), daemon=True).start()
         # Import the plotting library now, not between the job's end and the release (about 0.6 s).
-        threading.Thread(target=self.mon.warm, daemon=True).start()
-        ttl = A['maxHours'] and st['boot'] + A['maxHours'] * 3600 - A['ttlMarginMinutes'] * 60
+        threading.Thread(target=self.monitor.warm, daemon=True).start()
+        ttl = settings['maxHours'] and state['boot'] + settings['maxHours'] * 3600 - settings['ttlMarginMinutes'] * 60
         spot = 0
         # The leader's /proc entry is cheap to check; the whole group is scanned only once it is gone.
-        while proc.alive(pid, t0) or proc.group_alive(pid):
-            tail.pump(T.info)
-            now, s, why = time.time(), st.get('stop'), None
-            if s:
-                if now > s['kill'] and not s.get('killed'):
-                    L.warning('grace period over: SIGKILL to the trainer process group')
+        while proc.alive(pid, started) or proc.group_alive(pid):
+            tail.pump(trainer_log.info)
+            now, stop, why = time.time(), state.get('stop'), None
+            if stop:
+                if now > stop['kill'] and not stop.get('killed'):
+                    log.warning('grace period over: SIGKILL to the trainer process group')
                     proc.signal_group(pid, signal.SIGKILL)
-                    self.save(stop={**s, 'killed': True})
-            elif not proc.alive(pid, t0):
+                    self.save(stop={**stop, 'killed': True})
+            elif not proc.alive(pid, started):
                 # It ended by itself: leftovers of its group (workers) get the grace period, then SIGKILL.
                 self.save(stop={'kill': now + grace})
             elif self.asked:
                 why = 'PREEMPTED', f'agent got {self.asked}: node stopping', grace
             elif now >= spot:
-                spot = now + A['spotPollSeconds']
+                spot = now + settings['spotPollSeconds']
                 try:
-                    t = self.rt.spot_notice()
+                    notice = self.runtime.spot_notice()
                 except Exception as e:
-                    L.warning('spot notice check failed: %s', e)
-                    t = None
-                if t:
-                    left = t.timestamp() - now - A['uploadAllowanceSeconds']
-                    why = 'PREEMPTED', f'spot notice: terminated at {t.isoformat()}', max(1, min(grace, left))
-            if not (s or why) and self.low and A['idleMinutes'] and now - self.low >= A['idleMinutes'] * 60:
-                why = 'FAILED', f"idle: utilisation under {A['idleUtilPercent']}% for {A['idleMinutes']} min", grace
-            if not (s or why) and ttl and now >= ttl:
-                why = 'FAILED', f"ttl: maxHours {A['maxHours']} less {A['ttlMarginMinutes']} min reached", grace
+                    log.warning('spot notice check failed: %s', e)
+                    notice = None
+                if notice:
+                    left = notice.timestamp() - now - settings['uploadAllowanceSeconds']
+                    why = 'PREEMPTED', f'spot notice: terminated at {notice.isoformat()}', max(1, min(grace, left))
+            idle = settings['idleMinutes']
+            if not (stop or why) and self.idle_since and idle and now - self.idle_since >= idle * 60:
+                why = 'FAILED', f"idle: utilisation under {settings['idleUtilPercent']}% for {idle} min", grace
+            if not (stop or why) and ttl and now >= ttl:
+                why = 'FAILED', f"ttl: maxHours {settings['maxHours']} less {settings['ttlMarginMinutes']} min reached", grace
             if why:
-                L.warning('%s: %s to the trainer, grace %.1f s', why[1], self.c['train']['stopSignal'], why[2])
-                proc.signal_group(pid, getattr(signal, self.c['train']['stopSignal']))
+                log.warning('%s: %s to the trainer, grace %.1f s', why[1], self.cfg['train']['stopSignal'], why[2])
+                proc.signal_group(pid, getattr(signal, self.cfg['train']['stopSignal']))
                 self.save(stop={'state': why[0], 'reason': why[1], 'kill': now + why[2]})
             time.sleep(0.2)
-        while tail.pump(T.info):
+        while tail.pump(trainer_log.info):
             pass
         halt.set()
-        code, s = proc.exit_code(self.exitf), st.get('stop') or {}
-        if code is None and not s.get('state') and st.get('relaunches', 0) < 3:
+        (code, unknown), stop = proc.exit_code(self.exit_file), state.get('stop') or {}
+        relaunched = state.get('relaunched') or []
+        if code is None and not stop.get('state'):
             # Killed together with its wrapper (reboot, or systemd killing the unit's cgroup): not the
-            # trainer's own failure. Start it again from the last checkpoint, a bounded number of times.
-            L.warning('trainer vanished without an exit status: relaunching it from the last checkpoint')
-            return self.save(phase='start', stop=None, relaunches=st.get('relaunches', 0) + 1)
-        if code and not s.get('state') and int(self.c['nodeCount']) > 1:
-            peer = self.peer_stopped(st.get('spawnedAt') or 0)
+            # trainer's own failure. Start it again from the last checkpoint, a bounded number of times,
+            # and say so in every marker from now on: a relaunch must never pass for the first run.
+            note = {'at': iso(time.time()), 'pid': pid, 'reason': f'the trainer ended without an exit status: {unknown}'}
+            if len(relaunched) < 3:
+                log.warning('%s: relaunching it from the last checkpoint', note['reason'])
+                return self.save(phase='start', stop=None, relaunched=[*relaunched, note])
+            stop = {'state': 'FAILED', 'reason': f"{note['reason']}, after {len(relaunched)} relaunches"}
+        if code and not stop.get('state') and int(self.cfg['nodeCount']) > 1:
+            peer = self.peer_stopped(state.get('spawnedAt') or 0)
             if peer:
                 # torchrun ends every rank when one node goes: wait for the cluster to re-form and
                 # resume with it, instead of failing (and releasing) a healthy node.
-                L.warning('peer %s was stopped: saving, then waiting for the cluster to re-form', peer)
+                log.warning('peer %s was stopped: saving, then waiting for the cluster to re-form', peer)
                 self.sync()
                 return self.save(phase='start', stop=None)
-        state = s.get('state') or ('DONE' if code == 0 else 'FAILED')
-        reason = s.get('reason') or (code != 0 and f'trainer exit code {code}' or None)
-        if s.get('killed'):
+        outcome = stop.get('state') or ('DONE' if code == 0 else 'FAILED')
+        reason = stop.get('reason') or (code != 0 and f'trainer exit code {code}' or None)
+        if stop.get('killed'):
             reason = f"{reason or 'leftover processes'}; killed after the grace period"
-        L.info('trainer ended: exit code %s, %s%s', code, state, f' ({reason})' if reason else '')
-        self.end(state, reason, state != 'PREEMPTED', exitCode=code)
+        log.info('trainer ended: exit code %s, %s%s', code, outcome, f' ({reason})' if reason else '')
+        self.end(outcome, reason, outcome != 'PREEMPTED', exitCode=code)
 
     def peer_stopped(self, since):
         """The id of a peer that was preempted after `since`; polled while its agent may still be uploading."""
-        until = time.time() + self.A['maxGraceSeconds'] + 60
+        until = time.time() + self.settings['maxGraceSeconds'] + 60
         while True:
             try:
                 for node, m in self.store.markers().items():
@@ -241,60 +294,61 @@ class Agent:
                             datetime.fromisoformat(at).timestamp() >= since - 1:
                         return node
             except Exception as e:
-                L.warning('peer markers unreadable: %s', e)
+                log.warning('peer markers unreadable: %s', e)
             if time.time() > until:
                 return None
             time.sleep(1)
 
-    def every(self, secs, fn, halt):
-        """Run fn every secs seconds until halted (0: never)."""
-        while secs and not halt.wait(secs):
+    def every(self, seconds, job, halt):
+        """Run job every `seconds` until halted (0: never)."""
+        while seconds and not halt.wait(seconds):
             try:
-                fn()
+                job()
             except Exception as e:
-                L.error('%s failed: %s', fn.__name__, e)
+                log.error('%s failed: %s', job.__name__, e)
 
     def sync(self):
-        self.st['lastCheckpoint'] = self.store.snapshot(self.c['paths']['checkpoints']) or self.st['lastCheckpoint']
+        self.state['lastCheckpoint'] = self.store.snapshot(self.cfg['paths']['checkpoints']) or self.state['lastCheckpoint']
 
     def sample(self):
-        u = self.mon.sample(L)
-        self.low = None if u is None or u >= self.A['idleUtilPercent'] else self.low or time.time()
+        util = self.monitor.sample(log)
+        low = util is not None and util < self.settings['idleUtilPercent']
+        self.idle_since = (self.idle_since or time.time()) if low else None
 
     def finish(self):
-        st, keep = self.st, self.A['keep']
-        if st['phase'] == 'final':
+        state, keep = self.state, self.settings['keep']
+        if state['phase'] == 'final':
             try:
-                ck = self.store.snapshot(self.c['paths']['checkpoints'], True)
-                self.save(lastCheckpoint=ck or st.get('lastCheckpoint'))
+                newest = self.store.snapshot(self.cfg['paths']['checkpoints'], True)
+                self.save(lastCheckpoint=newest or state.get('lastCheckpoint'))
                 try:
                     self.report()
                 except Exception as e:
-                    L.warning('utilisation report incomplete: %s', e)
-                self.marker(st['state'])
+                    log.warning('utilisation report incomplete: %s', e)
+                self.marker(state['state'])
             except Exception as e:
-                L.error('final upload or marker failed after retries: %s. NOT releasing this node', e)
+                log.error('final upload or marker failed after retries: %s. NOT releasing this node', e)
                 with suppress(Exception):
-                    self.marker('SYNC_FAILED', reason=f"{e}; the run was {st['state']}: {st['reason']}")
+                    self.marker('SYNC_FAILED', reason=f"{e}; the run was {state['state']}: {state['reason']}")
                 return 3
-            if st['state'] == 'PREEMPTED':
+            if state['state'] == 'PREEMPTED':
                 # The cloud reclaims a preempted node; should it come back, the agent resumes.
                 self.save(phase='start', stop=None)
                 return 0
             self.save(phase='release')
-        if st['release'] and not keep:
-            if self.c['cluster'].get('poolName') and not (st.get('pool') or {}).get('retired'):
+        if state['release'] and not keep:
+            if self.cfg['cluster'].get('poolName') and not (state.get('pool') or {}).get('retired'):
                 self.retire()
-            elif self.c.get('billing') == 'spot' and not self.c['cluster'].get('poolName'):
-                L.warning('spot node without cluster.poolName: no pool to retire')
-            L.info('releasing this node')
+            elif self.cfg.get('billing') == 'spot' and not self.cfg['cluster'].get('poolName'):
+                log.warning('spot node without cluster.poolName: no pool to retire')
+            log.info('releasing this node')
             try:
-                self.retry(self.rt.release)()
+                self.retry(self.runtime.release)()
             except Exception as e:
-                L.error('release failed: %s (the cloud-side TTL remains the backstop)', e)
+                log.error('release failed: %s (the cloud-side TTL remains the backstop)', e)
                 return 4
         else:
-            L.info('not releasing this node: %s', 'agent.keep' if keep else st['reason'])
+            log.info('not releasing this node: %s', 'agent.keep' if keep else state['reason'])
         self.save(phase='done')
         return 0
 
@@ -306,42 +360,44 @@ class Agent:
         retries is logged, recorded in the state and the marker, and does not keep this node: a kept node
         costs money for certain, a replacement at worst until the TTL (docs/agent.md, "Spot pools").
         """
-        name = self.c['cluster']['poolName']
+        name = self.cfg['cluster']['poolName']
         try:
-            pool = {'name': name, 'retired': True, 'detail': self.retry(self.rt.retire_pool)()}
-            L.info('spot pool %s retired: %s', name, pool['detail'])
+            pool = {'name': name, 'retired': True, 'detail': self.retry(self.runtime.retire_pool)()}
+            log.info('spot pool %s retired: %s', name, pool['detail'])
         except Exception as e:
             pool = {'name': name, 'retired': False, 'error': f'{type(e).__name__}: {e}'[:500]}
-            L.error('spot pool %s NOT retired after %d tries (%s): releasing this node anyway; the pool may start '
-                    'a replacement, which the cloud-side TTL bounds', name, self.A['uploadAttempts'], pool['error'])
+            log.error('spot pool %s NOT retired after %d tries (%s): releasing this node anyway; the pool may start '
+                      'a replacement, which the cloud-side TTL bounds', name, self.settings['uploadAttempts'], pool['error'])
         self.save(pool={**pool, 'at': iso(time.time())})
         try:
-            self.marker(self.st['state'], pool=self.st['pool'])
+            self.marker(self.state['state'], pool=self.state['pool'])
         except Exception as e:  # the final marker is already stored; this only adds the pool outcome
-            L.warning('marker not updated with the pool outcome: %s', e)
+            log.warning('marker not updated with the pool outcome: %s', e)
 
     def report(self):
-        d = self.c['paths']['state'] + '/report'
-        os.makedirs(d, exist_ok=True)
-        L.info('utilisation: %s', json.dumps(self.mon.report(d)))
-        for p in (self.csv, d + '/utilisation.png', d + '/summary.json'):
-            if os.path.exists(p):
-                with open(p, 'rb') as f:
-                    self.store.put_data(f'report/{self.node}/{os.path.basename(p)}', f.read())
+        folder = self.cfg['paths']['state'] + '/report'
+        os.makedirs(folder, exist_ok=True)
+        log.info('utilisation: %s', json.dumps(self.monitor.report(folder)))
+        for path in (self.csv, folder + '/utilisation.png', folder + '/summary.json'):
+            if os.path.exists(path):
+                with open(path, 'rb') as f:
+                    self.store.put_data(f'report/{self.node}/{os.path.basename(path)}', f.read())
 
-    def marker(self, state, **kw):
-        st, c = self.st, self.c
-        t0, t1, rate = st.get('startedAt'), st.get('endedAt'), c['cost'].get('effectivePerNodeHour')
-        h = ((t1 or time.time()) - t0) / 3600 if t0 else 0
+    def marker(self, outcome, **extra):
+        state, cfg = self.state, self.cfg
+        began, ended, rate = state.get('startedAt'), state.get('endedAt'), cfg['cost'].get('effectivePerNodeHour')
+        hours = ((ended or time.time()) - began) / 3600 if began else 0
         try:
-            util = self.mon.summary()[0]
+            util = self.monitor.summary()[0]
         except Exception as e:  # the report is diagnostics: it must never keep a marker from being written
             util = {'error': repr(e)}
         self.store.put_data(f'markers/{self.node}.json', json.dumps({
-            'state': state, 'node': self.node, 'stack': c['stack'], 'exitCode': st.get('exitCode'),
-            'reason': st.get('reason'), 'startedAt': iso(t0), 'endedAt': iso(t1), 'durationSeconds': round(h * 3600, 1),
-            'gpuHours': round(h * c['accelerator']['count'], 4),
-            'estimatedCost': None if rate is None else round(h * rate, 4),
-            'currency': c['cost'].get('currency'), 'utilisation': util,
-            'lastCheckpoint': st.get('lastCheckpoint'), 'updatedAt': iso(time.time()), **kw}, indent=1).encode())
-        L.info('marker %s', state)
+            'state': outcome, 'node': self.node, 'stack': cfg['stack'], 'region': self.region, 'zone': self.zone,
+            'exitCode': state.get('exitCode'), 'reason': state.get('reason'), 'startedAt': iso(began),
+            'endedAt': iso(ended), 'durationSeconds': round(hours * 3600, 1),
+            'gpuHours': round(hours * cfg['accelerator']['count'], 4),
+            'estimatedCost': None if rate is None else round(hours * rate, 4),
+            'currency': cfg['cost'].get('currency'), 'utilisation': util,
+            'lastCheckpoint': state.get('lastCheckpoint'), 'relaunches': state.get('relaunched') or [],
+            'updatedAt': iso(time.time()), **extra}, indent=1).encode())
+        log.info('marker %s', outcome)

@@ -7,11 +7,19 @@ trap waits until the foreground command ends (POSIX), and a trapped (not ignored
 to its default in the trainer, which therefore sees SIGTERM normally. The inner shell keeps an
 `exit` in the user's command from skipping the status file. Output goes to a file, never a pipe:
 a pipe would break (SIGPIPE) when the agent restarts.
+
+The status file is written before the trainer starts, with a placeholder as long as any status, and
+the wrapper overwrites those bytes in place (`1<>`: no truncation, no new blocks), so a disk that
+filled up during the run cannot lose how the trainer ended. Reading it tells three cases apart: a
+status (it ended), the placeholder (the wrapper was killed before it could write: a reboot, or
+systemd killing the unit's cgroup), nothing (the file is gone: the status is lost).
 """
 import os
 import subprocess
 
-WRAP = 'trap : TERM INT HUP; sh -c \'trap : TERM INT HUP; eval "$1"\' sh "$1"; echo $? > "$2"'
+WRAP = ('trap : TERM INT HUP; sh -c \'trap : TERM INT HUP; eval "$1"\' sh "$1"; '
+        'printf "%-15s\\n" $? 1<>"$2"')
+PLACEHOLDER = b'running' + b' ' * 8 + b'\n'  # as long as the wrapper's record: 15 characters and a newline
 
 
 def stat(pid):
@@ -36,8 +44,11 @@ def group_alive(pgid):
 
 def spawn(command, workdir, env, log, exit_file):
     """Start the trainer; (pid, start time) of its wrapper, which leads the process group."""
-    if os.path.exists(exit_file):
-        os.unlink(exit_file)
+    with open(exit_file + '.tmp', 'wb') as f:
+        f.write(PLACEHOLDER)
+        f.flush()
+        os.fsync(f.fileno())  # the blocks the wrapper overwrites are allocated now, while there is space
+    os.replace(exit_file + '.tmp', exit_file)
     with open(log, 'ab') as out:
         p = subprocess.Popen(['sh', '-c', WRAP, 'sh', command, exit_file], cwd=workdir, env=env, stdout=out,
                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -52,12 +63,19 @@ def signal_group(pgid, sig):
 
 
 def exit_code(exit_file):
-    """The trainer's exit status as its shell saw it (128+N: killed by signal N); None if unknown."""
+    """(status, why none): the trainer's exit status as its shell saw it (128+N: killed by signal N),
+    or None and why it is unknown."""
     try:
-        with open(exit_file) as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return None
+        with open(exit_file, 'rb') as f:
+            raw = f.read()
+    except OSError as e:
+        return None, f'its exit status file is unreadable ({e.strerror}): the status is lost'
+    if raw == PLACEHOLDER:
+        return None, 'its wrapper was killed before the trainer ended or could record how (reboot, or the unit killed)'
+    try:
+        return int(raw), None
+    except ValueError:
+        return None, f'its exit status file holds {raw[:40]!r}: the status is lost'
 
 
 class Tail:

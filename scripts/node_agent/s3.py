@@ -10,6 +10,7 @@ GPU_TRAINING_RUNTIME_FILE overrides both (rehearsals, tests).
 import importlib.util
 import logging
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -35,12 +36,22 @@ class Metadata:
     token_header: the session-token header of a cloud that wants one (PUT /latest/api/token with
     `<token_header>-ttl-seconds`, then the token on every read: Alibaba's hardened mode, IMDSv2);
     None for a service without tokens. A 401/403 drops the token so the next read fetches a new one.
+    formats: {path or name: (regex, source)}, the cloud's declared format of each identity value; a
+    value that does not match (an HTML error page, an empty body, a 404) is no answer: OSError.
     """
 
     TTL = 21600
 
-    def __init__(self, base, token_header=None):
+    def __init__(self, base, token_header=None, formats=None):
         self.base, self.header, self.token, self.until = base.rstrip('/'), token_header, None, 0
+        self.formats = formats or {}
+
+    def check(self, name, value):
+        """value, when it has the declared format of `name`; OSError when it does not."""
+        f = self.formats.get(name)
+        if f and not (isinstance(value, str) and re.fullmatch(f[0], value)):
+            raise OSError(f'{name}: {str(value)[:60]!r} is not a {name} ({f[0]}, {f[1]}): not trusted')
+        return value
 
     def __call__(self, path):
         """The stripped value of one path; None when the service says 404 (e.g. no spot notice)."""
@@ -55,11 +66,9 @@ class Metadata:
         st, body = http('GET', f'{self.base}/latest/meta-data/{path}', headers)
         if st in (401, 403):
             self.until = 0  # token expired or revoked: fetch a new one next time
-        if st == 404:
-            return None
-        if st != 200:
+        if st not in (200, 404):
             raise OSError(f'metadata {path}: HTTP {st}')
-        return body.strip()
+        return self.check(path, body.strip() if st == 200 else None)
 
 
 def runtime(cfg):
@@ -74,11 +83,12 @@ def runtime(cfg):
     spec = importlib.util.spec_from_file_location('cloud_runtime', p)
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
-    return m.Runtime(cfg, lambda token_header=None: Metadata(cfg['endpoints']['metadata'], token_header))
+    return m.Runtime(cfg, lambda token_header=None, formats=None: Metadata(cfg['endpoints']['metadata'], token_header,
+                                                                           formats))
 
 
 def client(cfg, credentials=None):
-    """boto3 S3 client for checkpoint.*: endpoint, addressing style, signature, checksum quirks.
+    """boto3 S3 client for checkpoint.*: endpoint, addressing style, signature, the store's checksum support.
 
     credentials: a callable returning botocore's credential dict (the node role, refreshed before
     it expires); None uses boto3's default chain.
@@ -92,8 +102,8 @@ def client(cfg, credentials=None):
         session._session._credentials = RefreshableCredentials.create_from_metadata(
             credentials(), credentials, 'node-role')
     extra = {}
-    if cfg['provider'] != 'aws' or k.get('endpoint'):
-        # OSS/COS/OBS/BOS reject the CRC32 checksums that botocore >= 1.36 sends by default.
+    if not (k.get('verify') or {}).get('flexibleChecksums'):
+        # Declared by the store (checkpoint.verify): OSS and COS reject the CRC32 botocore >= 1.36 sends by default.
         extra = {'request_checksum_calculation': 'when_required', 'response_checksum_validation': 'when_required'}
     return session.client('s3', endpoint_url=k.get('endpoint'), region_name=k.get('region') or cfg['region'],
                           config=Config(signature_version=k.get('signatureVersion') or 's3v4', connect_timeout=5,

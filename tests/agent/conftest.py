@@ -20,7 +20,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
-from stubs import BIN, CloudApi, LocalS3, Metadata, S3Proxy  # noqa: E402
+from stubs import BIN, CloudApi, LocalS3, Metadata, S3Proxy, new_instance_id  # noqa: E402
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
 FAKE_AWS = {'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_DEFAULT_REGION': 'us-east-1'}
@@ -60,7 +60,7 @@ class Node:
     def __init__(self, tmp, cloud, bucket, s3_endpoint, s3, api=None, instance_id=None, **agent):
         self.tmp, self.cloud, self.bucket, self.s3, self.api = tmp, cloud, bucket, s3, api
         tmp.mkdir(parents=True, exist_ok=True)
-        self.id = instance_id or f'i-{uuid.uuid4().hex[:10]}'
+        self.id = instance_id or new_instance_id(cloud)
         self.meta = Metadata(cloud, self.id)
         self.gpu, self.record, self.trainer_env = tmp / 'gpu', tmp / 'trainer.jsonl', {}
         self.cfg = {
@@ -71,7 +71,9 @@ class Node:
                       'logs': str(tmp / 'logs'), 'venv': '', 'agent': str(ROOT / 'scripts'),
                       'trainEnv': str(tmp / 'train.env')},
             'checkpoint': {'bucket': bucket, 'prefix': 'gpu-training', 'endpoint': s3_endpoint,
-                           'region': 'us-east-1', 'addressingStyle': 'path', 'signatureVersion': 's3v4'},
+                           'region': 'us-east-1', 'addressingStyle': 'path', 'signatureVersion': 's3v4',
+                           # moto keeps S3's word on content: the ETag, and Content-MD5 checked on arrival.
+                           'verify': {'method': 'etag-md5', 'contentMd5': True}},
             'train': {'command': f'{sys.executable} {HERE / "fake_trainer.py"}',
                       'env': {'FT_RECORD': str(self.record), 'FT_GPU': str(self.gpu), 'EXTRA': '1'},
                       'workdir': str(tmp / 'work'), 'launcher': 'direct', 'gpusPerNode': 1,

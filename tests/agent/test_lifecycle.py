@@ -196,8 +196,10 @@ def test_aws_imdsv2_finish_powers_off_through_the_shutdown_command(make_node):
 
 
 def test_multinode_runs_torchrun_with_the_rank_of_this_node_among_sorted_peers(make_node, api_stub):
-    api = api_stub('alicloud', [('i-c', '10.0.0.3'), ('i-a', '10.0.0.1'), ('i-b', '10.0.0.2')])
-    node = make_node(api=api, instance_id='i-b')
+    # Ids in Alibaba's format (the agent trusts no other), sorted as a, b, c.
+    a, b, c = (f'i-bp{letter * 18}' for letter in 'abc')
+    api = api_stub('alicloud', [(c, '10.0.0.3'), (a, '10.0.0.1'), (b, '10.0.0.2')])
+    node = make_node(api=api, instance_id=b)
     node.cfg['nodeCount'] = 3
     node.cfg['train'].update(launcher='torchrun', gpusPerNode=2, rendezvousPort=29555)
     node.train(FT_STEPS=5)

@@ -115,7 +115,7 @@ def test_a_restart_after_a_failed_release_does_not_retire_again(make_node, api_s
 
 @pytest.mark.parametrize('cloud', ['alicloud', 'tencentcloud'])
 def test_runtime_retire_is_idempotent_and_touches_only_the_named_pool(cloud):
-    meta, api = Metadata(cloud, 'i-retire'), CloudApi(cloud)
+    meta, api = Metadata(cloud), CloudApi(cloud)
     try:
         mine, other = api.add_pool(POOL), api.add_pool('x-' + POOL)
         rt = runtime(cloud, meta, api.url)
@@ -132,7 +132,7 @@ def test_runtime_retire_is_idempotent_and_touches_only_the_named_pool(cloud):
 
 
 def test_aws_runtime_says_it_has_no_pool_to_retire():
-    meta = Metadata('aws', 'i-aws')
+    meta = Metadata('aws')
     try:
         assert 'not applicable' in runtime('aws', meta).retire_pool()
     finally:

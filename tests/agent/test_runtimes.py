@@ -5,7 +5,6 @@ agent's own HTTP helper.
 """
 import importlib.util
 import sys
-import uuid
 from datetime import datetime, timezone
 
 import boto3
@@ -13,7 +12,7 @@ import pytest
 from botocore.credentials import RefreshableCredentials
 
 from conftest import ROOT
-from stubs import CloudApi, Metadata
+from stubs import CloudApi, Metadata, new_instance_id
 
 sys.path.insert(0, str(ROOT / 'scripts'))
 from node_agent.s3 import Metadata as Reader, http  # noqa: E402  (the agent's own metadata reader)
@@ -25,7 +24,7 @@ def runtime(cloud, meta, api=None, region='cn-hangzhou'):
     spec.loader.exec_module(mod)
     cfg = {'region': region, 'endpoints': {'metadata': meta.url, 'cloudApi': api},
            'identity': {'roleName': meta.role}, 'cluster': {'tagKey': 'gpu-training:stack', 'tagValue': 'st'}}
-    return mod.Runtime(cfg, lambda token_header=None: Reader(meta.url, token_header))
+    return mod.Runtime(cfg, lambda token_header=None, formats=None: Reader(meta.url, token_header, formats))
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def meta():
     made = []
 
     def make(cloud):
-        m = Metadata(cloud, f'i-{uuid.uuid4().hex[:8]}')
+        m = Metadata(cloud)
         made.append(m)
         return m
     yield make
@@ -88,9 +87,10 @@ def test_role_credentials_feed_botocore_refreshable_credentials(meta, cloud):
 @pytest.mark.parametrize('cloud', ['alicloud', 'tencentcloud'])
 def test_peers_come_from_the_cloud_api_filtered_by_the_stack_tag(meta, cloud):
     m = meta(cloud)
-    api = CloudApi(cloud, [('i-2', '10.0.0.2'), ('i-1', '10.0.0.1')])
+    one, two = sorted(new_instance_id(cloud) for _ in range(2))
+    api = CloudApi(cloud, [(two, '10.0.0.2'), (one, '10.0.0.1')])
     try:
-        assert sorted(runtime(cloud, m, api.url).peers()) == [('i-1', '10.0.0.1'), ('i-2', '10.0.0.2')]
+        assert sorted(runtime(cloud, m, api.url).peers()) == [(one, '10.0.0.1'), (two, '10.0.0.2')]
         (req,) = api.calls('DescribeInstances')
         text = str(req['params'])
         assert 'gpu-training:stack' in text and "'st'" in text, req['params']

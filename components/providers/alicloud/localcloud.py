@@ -22,13 +22,18 @@ class Metadata(MetadataStub):
     denied_status = 403
     spot_path = "instance/spot/termination-time"
 
+    @staticmethod
+    def new_instance_id():
+        return "i-bp" + uuid.uuid4().hex[:18]  # i- and 20 characters, like the documented examples
+
     def spot_body(self, notice):
         return notice.astimezone(timezone.utc).strftime(UTC_ISO).encode()
 
     def values(self):
         credentials = {"AccessKeyId": self.key_id, "AccessKeySecret": self.secret, "SecurityToken": self.token,
                        "Expiration": self.expiry().strftime(UTC_ISO), "Code": "Success"}
-        return {"instance-id": self.instance_id, "private-ipv4": self.ip,
+        return {"instance-id": self.instance_id, "private-ipv4": self.ip, "region-id": self.region,
+                "zone-id": self.zone,
                 f"ram/security-credentials/{self.role}": json.dumps(credentials)}
 
 

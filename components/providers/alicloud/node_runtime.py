@@ -10,15 +10,33 @@ from datetime import datetime, timezone
 from urllib.parse import urlsplit
 
 
+_META = 'https://www.alibabacloud.com/help/en/ecs/user-guide/instance-metadata-items'
+# The format of each identity value the node acts on (metadata path or API field: regex, source): the
+# metadata reader takes any other answer (an HTML error page, an empty body) for no answer. The id
+# lengths are not documented: the examples have 20 characters after the prefix, older ids fewer.
+FORMATS = {
+    'instance-id': (r'i-[0-9a-z]{8,32}', _META + ' (i-bp13znx0m0me8cquu****)'),
+    'region-id': (r'[a-z]{2,}(-[a-z0-9]+){1,4}', _META + ' (cn-hangzhou)'),
+    'zone-id': (r'[a-z]{2,}(-[a-z0-9]+){1,5}', _META + ' (cn-hangzhou-i)'),
+    'private-ipv4': (r'([0-9]{1,3}\.){3}[0-9]{1,3}', _META),
+    'pool-id': (r'apg-[0-9a-z]{8,32}', 'https://www.alibabacloud.com/help/en/ecs/developer-reference/'
+                                       'api-ecs-2014-05-26-describeautoprovisioninggroups (apg-sn54avj8htgvtyh8****)'),
+}
+
+
 class Runtime:
     """One ECS instance seen from inside, through the hardened (token) metadata service."""
 
     def __init__(self, cfg, metadata):
-        # metadata(token_header) -> read(path): the agent's reader (node_agent/s3.py Metadata); hardened mode: 403 without the token.
-        self.cfg, self.meta = cfg, metadata('X-aliyun-ecs-metadata-token')
+        # metadata(token_header, formats) -> read(path): the agent's reader (node_agent/s3.py Metadata); hardened mode: 403 without the token.
+        self.cfg, self.meta = cfg, metadata('X-aliyun-ecs-metadata-token', FORMATS)
 
     def instance_id(self):
         return self.meta('instance-id')
+
+    def placement(self):
+        """(region, zone) of this instance."""
+        return self.meta('region-id'), self.meta('zone-id')
 
     def private_ip(self):
         return self.meta('private-ipv4')
@@ -65,8 +83,8 @@ class Runtime:
         got = api.describe_auto_provisioning_groups(Describe(
             region_id=region, auto_provisioning_group_name=name, page_size=100)).body.to_map()
         # Exact name match: the name filter's matching rule is not documented.
-        live = [g['AutoProvisioningGroupId'] for g in got.get('AutoProvisioningGroups', {}).get('AutoProvisioningGroup', [])
-                if g.get('AutoProvisioningGroupName') == name and g.get('Status') not in ('deleted', 'deleted-running')]
+        live = [self.meta.check('pool-id', g['AutoProvisioningGroupId'])
+                for g in got.get('AutoProvisioningGroups', {}).get('AutoProvisioningGroup', []) if g.get('AutoProvisioningGroupName') == name and g.get('Status') not in ('deleted', 'deleted-running')]
         for pool in live:
             api.delete_auto_provisioning_group(Delete(region_id=region, auto_provisioning_group_id=pool,
                                                       terminate_instances=False))
@@ -81,7 +99,9 @@ class Runtime:
                 region_id=self.cfg['region'], status='Running', page_size=100, page_number=page,
                 tag=[T(key=k['tagKey'], value=k['tagValue'])])).body.to_map()
             got = b.get('Instances', {}).get('Instance', [])
-            out += [(i['InstanceId'], i['VpcAttributes']['PrivateIpAddress']['IpAddress'][0]) for i in got]
+            out += [(self.meta.check('instance-id', i['InstanceId']),
+                     self.meta.check('private-ipv4', i['VpcAttributes']['PrivateIpAddress']['IpAddress'][0]))
+                    for i in got]
             if len(got) < 100:
                 return out
             page += 1

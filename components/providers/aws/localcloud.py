@@ -7,6 +7,7 @@ Facts: REFERENCE.md "Instance metadata" (AWS row).
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timezone
 
 from components.localcloud import MetadataStub
@@ -18,6 +19,11 @@ class Metadata(MetadataStub):
     token_header = "x-aws-ec2-metadata-token"  # IMDSv2: 401 without a session token
     denied_status = 401
     spot_path = "spot/instance-action"
+    region, zone = "us-east-1", "us-east-1a"
+
+    @staticmethod
+    def new_instance_id():
+        return "i-" + uuid.uuid4().hex[:17]
 
     def spot_body(self, notice):
         when = notice.astimezone(timezone.utc).strftime(UTC_ISO)
@@ -26,5 +32,6 @@ class Metadata(MetadataStub):
     def values(self):
         credentials = {"AccessKeyId": self.key_id, "SecretAccessKey": self.secret, "Token": self.token,
                        "Expiration": self.expiry().strftime(UTC_ISO), "Code": "Success"}
-        return {"instance-id": self.instance_id, "local-ipv4": self.ip,
+        return {"instance-id": self.instance_id, "local-ipv4": self.ip, "placement/region": self.region,
+                "placement/availability-zone": self.zone,
                 f"iam/security-credentials/{self.role}": json.dumps(credentials)}

@@ -11,15 +11,31 @@ import subprocess
 from datetime import datetime, timezone
 
 
+_META = 'https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-categories.html'
+# The format of each identity value the node acts on (metadata path or API field: regex, source): the
+# metadata reader takes any other answer (an HTML error page, an empty body) for no answer.
+FORMATS = {
+    'instance-id': (r'i-[0-9a-f]{8}([0-9a-f]{9})?',
+                    'https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html (8 or 17 characters)'),
+    'placement/region': (r'[a-z]{2}(-[a-z]+)+-[0-9]', _META + ' (us-east-1)'),
+    'placement/availability-zone': (r'[a-z]{2}(-[a-z]+)+-[0-9]([a-z]|-[a-z0-9-]+)', _META + ' (us-east-1a)'),
+    'local-ipv4': (r'([0-9]{1,3}\.){3}[0-9]{1,3}', _META),
+}
+
+
 class Runtime:
     """One EC2 instance seen from inside, through IMDSv2 (session token required)."""
 
     def __init__(self, cfg, metadata):
-        # metadata(token_header) -> read(path): the agent's reader (node_agent/s3.py Metadata); IMDSv2: 401 without the token.
-        self.cfg, self.meta = cfg, metadata('X-aws-ec2-metadata-token')
+        # metadata(token_header, formats) -> read(path): the agent's reader (node_agent/s3.py Metadata); IMDSv2: 401 without the token.
+        self.cfg, self.meta = cfg, metadata('X-aws-ec2-metadata-token', FORMATS)
 
     def instance_id(self):
         return self.meta('instance-id')
+
+    def placement(self):
+        """(region, zone) of this instance."""
+        return self.meta('placement/region'), self.meta('placement/availability-zone')
 
     def private_ip(self):
         return self.meta('local-ipv4')
@@ -59,5 +75,5 @@ class Runtime:
         pages = ec2.get_paginator('describe_instances').paginate(Filters=[
             {'Name': 'tag:' + k['tagKey'], 'Values': [k['tagValue']]},
             {'Name': 'instance-state-name', 'Values': ['running']}])
-        return [(i['InstanceId'], i['PrivateIpAddress'])
+        return [(self.meta.check('instance-id', i['InstanceId']), self.meta.check('local-ipv4', i['PrivateIpAddress']))
                 for p in pages for r in p['Reservations'] for i in r['Instances']]

@@ -20,6 +20,11 @@ CHINA = timezone(timedelta(hours=8))
 
 class Metadata(MetadataStub):
     spot_path = "spot/termination-time"  # no session token on Tencent
+    region, zone = "ap-guangzhou", "ap-guangzhou-3"
+
+    @staticmethod
+    def new_instance_id():
+        return "ins-" + uuid.uuid4().hex[:8]
 
     def spot_body(self, notice):
         return notice.astimezone(CHINA).strftime("%Y-%m-%d %H:%M:%S").encode()
@@ -28,6 +33,7 @@ class Metadata(MetadataStub):
         credentials = {"TmpSecretId": self.key_id, "TmpSecretKey": self.secret, "Token": self.token,
                        "ExpiredTime": int(self.expiry().timestamp()), "Code": "Success"}
         return {"instance-id": self.instance_id, "local-ipv4": self.ip, "private-ipv4": self.ip,
+                "placement/region": self.region, "placement/zone": self.zone,
                 f"cam/security-credentials/{self.role}": json.dumps(credentials)}
 
 

@@ -13,15 +13,31 @@ from urllib.parse import urlsplit
 CST = timezone(timedelta(hours=8))
 
 
+_META = 'https://www.tencentcloud.com/document/product/213/4934'
+# The format of each identity value the node acts on (metadata path or API field: regex, source): the
+# metadata reader takes any other answer (an HTML error page, an empty body) for no answer.
+FORMATS = {
+    'instance-id': (r'ins-[0-9a-z]{8}', 'https://www.tencentcloud.com/document/product/213/33258 (ins-xxxxxxxx)'),
+    'placement/region': (r'[a-z]{2,}(-[a-z0-9]+){1,4}', _META + ' (ap-guangzhou)'),
+    'placement/zone': (r'[a-z]{2,}(-[a-z0-9]+){1,5}', _META + ' (ap-guangzhou-3)'),
+    'local-ipv4': (r'([0-9]{1,3}\.){3}[0-9]{1,3}', _META),
+    'pool-id': (r'asg-[0-9a-z]{8}', 'https://www.tencentcloud.com/document/api/377/20438 (asg-nkdwoui0)'),
+}
+
+
 class Runtime:
     """One CVM instance seen from inside (the metadata service has no session token)."""
 
     def __init__(self, cfg, metadata):
-        # metadata(token_header) -> read(path): the agent's reader (node_agent/s3.py Metadata); Tencent's metadata service has no session token.
-        self.cfg, self.meta = cfg, metadata(None)
+        # metadata(token_header, formats) -> read(path): the agent's reader (node_agent/s3.py Metadata); Tencent's metadata service has no session token.
+        self.cfg, self.meta = cfg, metadata(None, FORMATS)
 
     def instance_id(self):
         return self.meta('instance-id')
+
+    def placement(self):
+        """(region, zone) of this instance."""
+        return self.meta('placement/region'), self.meta('placement/zone')
 
     def private_ip(self):
         return self.meta('local-ipv4')
@@ -70,7 +86,7 @@ class Runtime:
         name = self.cfg['cluster']['poolName']
         got = self.call('DescribeAutoScalingGroups', {'Filters': [{'Name': 'auto-scaling-group-name', 'Values': [name]}],
                                                       'Limit': 100}, 'as', '2018-04-19')
-        live = [g['AutoScalingGroupId'] for g in got.get('AutoScalingGroupSet') or []
+        live = [self.meta.check('pool-id', g['AutoScalingGroupId']) for g in got.get('AutoScalingGroupSet') or []
                 if g.get('AutoScalingGroupName') == name and g.get('EnabledStatus') != 'DISABLED']
         for group in live:
             self.call('DisableAutoScalingGroup', {'AutoScalingGroupId': group}, 'as', '2018-04-19')
@@ -84,6 +100,7 @@ class Runtime:
                 {'Name': 'tag:' + k['tagKey'], 'Values': [k['tagValue']]},
                 {'Name': 'instance-state', 'Values': ['RUNNING']}]})
             got = r.get('InstanceSet') or []
-            out += [(i['InstanceId'], i['PrivateIpAddresses'][0]) for i in got]
+            out += [(self.meta.check('instance-id', i['InstanceId']),
+                     self.meta.check('local-ipv4', i['PrivateIpAddresses'][0])) for i in got]
             if len(got) < 100:
                 return out
