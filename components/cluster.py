@@ -80,6 +80,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 "endpoint": spec.checkpoint.endpoint, "region": spec.checkpoint.region,
                 "addressingStyle": spec.checkpoint.addressing_style,
                 "signatureVersion": spec.checkpoint.signature_version,
+                "verify": spec.checkpoint.verification.node_config(),
             },
             "sshCommand": self._ssh_command(spec, compute.public_ips),
             # What bills after the nodes release themselves (maxHours ends nodes only): run.py shows it.

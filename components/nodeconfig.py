@@ -67,6 +67,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "region": spec.checkpoint.region,
             "addressingStyle": spec.checkpoint.addressing_style,
             "signatureVersion": spec.checkpoint.signature_version,
+            "verify": spec.checkpoint.verification.node_config(),
         },
         "train": {
             "command": spec.train.command,

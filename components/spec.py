@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 
 from components import providers, schema
 from components.catalog import Catalog, InstanceType, load_catalog
-from components.providers.base import DataDisk, ObjectStore, ProviderProfile
+from components.providers.base import DataDisk, ObjectStore, ProviderProfile, StoreVerification
 from components.tiers import Gpu, Tier, gpus, tiers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +64,7 @@ class CheckpointSpec:
     signature_version: str
     create: bool
     node_endpoint: Optional[str] = None  # what nodes use (the in-VPC endpoint); None: `endpoint`
+    verification: StoreVerification = StoreVerification("read-back", ())
 
     @property
     def endpoint_for_nodes(self) -> str:
@@ -429,7 +430,7 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
     # Nodes use the in-VPC endpoint unless the user named one (then everyone uses theirs).
     node_endpoint = None if raw.get("endpoint") else store.node_endpoint
     return CheckpointSpec(bucket, prefix, endpoint, region, store.addressing_style, store.signature_version,
-                          bool(raw.get("create", False)), node_endpoint)
+                          bool(raw.get("create", False)), node_endpoint, store.verification)
 
 
 def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Problems) -> TrainSpec:

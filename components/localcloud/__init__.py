@@ -4,7 +4,9 @@
 - MetadataStub / ApiStub: what every cloud's instance metadata service and API stand-in share
   (request log, injected faults, a switchable spot notice, temporary role credentials); the cloud
   specifics live in components/providers/<cloud>/localcloud.py (`Metadata`, `CloudApi`).
-- S3Proxy: sits in front of the S3 server and answers 503 for the next N requests, or for good.
+- S3Proxy: sits in front of the S3 server and answers 503 for the next N requests, or for good; flips
+  one byte of the payload in transit (same size, headers untouched); and, as a store that vouches
+  for content with a CRC-64 header (OSS, COS), answers that header for the object it holds.
 - LocalS3: the moto S3 server.
 - BIN: fake accelerator tools (nvidia-smi, npu-smi) to put first on PATH.
 """
@@ -186,6 +188,15 @@ def Metadata(cloud: str, instance_id: str | None = None, ip: str = "10.0.0.5",
     return _module(cloud).Metadata(instance_id, ip, role)
 
 
+def ObjectStorage(cloud: str, target: str) -> S3Proxy:
+    """The object storage of `cloud` in front of the S3 server at `target`: it vouches for content the way
+    the cloud's profile declares (the CRC-64 header of OSS or COS), and injects faults like S3Proxy."""
+    from importlib import import_module
+
+    verification = import_module(f"components.providers.{cloud}.profile").PROFILE.object_store("local").verification
+    return S3Proxy(target, crc64_header=verification.header if verification.method == "crc64ecma" else None)
+
+
 def new_instance_id(cloud: str) -> str:
     """An instance id in `cloud`'s format, for peers and stand-ins."""
     return _module(cloud).Metadata.new_instance_id()
@@ -196,12 +207,36 @@ def CloudApi(cloud: str, instances=()) -> ApiStub:
     return _module(cloud).CloudApi(instances)
 
 
-class S3Proxy(Stub):
-    """Forwards to `target`; the next `fail` requests (or all while `down`) get 503 where `match` is in the path."""
+def flip(data: bytes) -> bytes:
+    """The same bytes with one bit of the middle byte flipped: same size, different content."""
+    if not data:
+        return data
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:]
 
-    def __init__(self, target):
+
+class S3Proxy(Stub):
+    """Forwards to `target`. Where `match` is in the path: the next `fail` requests (or all while `down`)
+    get 503; the next `corrupt` requests of a method in `corrupt_methods` (or all while `corrupting`) get
+    one byte flipped, in the request body of a PUT (on its way to the store) or the response body of a
+    GET (on its way back). `crc64_header` (e.g. "x-oss-hash-crc64ecma"): answer HEAD and GET of an
+    object with the CRC-64/XZ of the bytes the store holds, as OSS and COS do."""
+
+    def __init__(self, target, crc64_header: str | None = None):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
+        self.corrupt, self.corrupting, self.corrupted, self.corrupt_methods = 0, False, 0, ("PUT",)
+        self.crc64_header = crc64_header
         super().__init__()
+
+    def forward(self, method, path, headers, body):
+        target = urlsplit(self.target)
+        connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+        connection.request(method, path, body=body,
+                           headers={k: v for k, v in headers.items() if k.lower() != "expect"})
+        response = connection.getresponse()
+        data = response.read()
+        connection.close()
+        return response, data
 
     def answer(self, method, path, headers, body):
         with self.lock:
@@ -209,19 +244,30 @@ class S3Proxy(Stub):
             if hit:
                 self.fail -= not self.down
                 self.failed += 1
+            damage = (self.match in path and method in self.corrupt_methods and not hit
+                      and (self.corrupting or self.corrupt > 0) and (method != "PUT" or body))
+            if damage:
+                self.corrupt -= not self.corrupting
+                self.corrupted += 1
         if hit:
             return 503, (b'<?xml version="1.0"?><Error><Code>SlowDown</Code><Message>injected</Message>'
                          b"</Error>"), {"Content-Type": "application/xml"}
-        target = urlsplit(self.target)
-        connection = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
-        connection.request(method, path, body=body,
-                           headers={k: v for k, v in headers.items() if k.lower() != "expect"})
-        response = connection.getresponse()
-        data = response.read()
+        if damage and method == "PUT":
+            body = flip(body)
+        response, data = self.forward(method, path, headers, body)
         drop = ("transfer-encoding", "connection") + (() if method == "HEAD" else ("content-length",))
         keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
                 if k.lower() not in drop}
-        connection.close()
+        is_object = "?" not in path and path.count("/") >= 2 and not path.endswith("/")
+        if self.crc64_header and method in ("HEAD", "GET") and response.status == 200 and is_object:
+            from fastcrc import crc64
+
+            ranged = any(k.lower() == "range" for k in headers)
+            whole = {k: v for k, v in headers.items() if k.lower() != "range"}
+            held = data if method == "GET" and not ranged else self.forward("GET", path, whole, b"")[1]
+            keep[self.crc64_header] = str(crc64.xz(held))
+        if damage and method == "GET":
+            data = flip(data)
         return response.status, data, keep
 
 

@@ -17,12 +17,35 @@ class DataDisk:
 
 
 @dataclass(frozen=True)
+class StoreVerification:
+    """How a store confirms the content it received: what "verified" means for the node agent's
+    uploads (node_agent/integrity.py, docs/agent.md "Verified uploads"). Carried by the node config
+    as `checkpoint.verify`."""
+    method: str  # crc64ecma (the store's CRC-64 in `header`) | etag-md5 (S3's ETag) | read-back
+    sources: tuple[str, ...]  # where each claim below comes from
+    header: Optional[str] = None  # the response header with the store's CRC-64 (crc64ecma)
+    content_md5: bool = False  # send Content-MD5 so the store refuses damaged bytes on arrival
+    flexible_checksums: bool = False  # the store accepts botocore's default x-amz-checksum-* headers
+
+    def node_config(self) -> dict:
+        return {"method": self.method, "header": self.header or "", "contentMd5": self.content_md5,
+                "flexibleChecksums": self.flexible_checksums, "sources": list(self.sources)}
+
+
+# botocore >= 1.36 sends CRC32 x-amz-checksum-* headers by default (boto/boto3#4392); OSS and COS do not
+# support them (milvus-io/milvus-storage#454, which also lists OBS and GCS's S3 API).
+NO_FLEXIBLE_CHECKSUMS = ("https://github.com/boto/boto3/issues/4392",
+                         "https://github.com/milvus-io/milvus-storage/pull/454")
+
+
+@dataclass(frozen=True)
 class ObjectStore:
-    """How boto3 reaches this cloud's S3-compatible object storage."""
+    """How boto3 reaches this cloud's S3-compatible object storage, and how the store vouches for content."""
     endpoint: str  # from anywhere (scripts/run.py on the user's machine)
     addressing_style: str  # virtual | path
     signature_version: str  # s3 | s3v4
     node_endpoint: Optional[str] = None  # from a node in the region (an in-VPC endpoint); None: `endpoint`
+    verification: StoreVerification = StoreVerification("read-back", ())
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,26 @@ from .agent import Agent
 from .config import load
 
 
+class LogFile(logging.FileHandler):
+    """agent.log: a full disk costs the file its lines, not the journal a traceback for every line."""
+
+    failed = False
+
+    def handleError(self, record):
+        if not self.failed:
+            self.failed = True
+            print(f'agent.log: cannot write ({sys.exc_info()[1]}); the journal keeps the log', file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(prog='node_agent', description='gpu-training node agent')
     ap.add_argument('--config', default='/etc/gpu-training/node.json', help='node config (docs/node-config.md)')
     cfg = load(ap.parse_args().config)
     os.makedirs(cfg['paths']['logs'], exist_ok=True)
     fmt = logging.Formatter('%(asctime)s %(name)s %(levelname)s %(message)s')
-    for h in (logging.StreamHandler(sys.stdout), logging.FileHandler(os.path.join(cfg['paths']['logs'], 'agent.log'))):
-        h.setFormatter(fmt)
-        logging.getLogger().addHandler(h)
+    for handler in (logging.StreamHandler(sys.stdout), LogFile(os.path.join(cfg['paths']['logs'], 'agent.log'))):
+        handler.setFormatter(fmt)
+        logging.getLogger().addHandler(handler)
     # Our own loggers talk; botocore and friends only when something is wrong.
     logging.getLogger().setLevel(logging.WARNING)
     for n in ('agent', 'trainer'):

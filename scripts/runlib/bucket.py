@@ -7,6 +7,7 @@ owns the bucket: OSS, COS, OBS and BOS all accept their own keys through the S3 
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Optional
 
@@ -38,8 +39,9 @@ class StackBucket:
         self.bucket = checkpoint["bucket"]
         self.root = f"{(checkpoint.get('prefix') or '').strip('/')}/{stack}/".lstrip("/")
         extra = {}
-        if checkpoint.get("endpoint"):
-            # Non-AWS stores reject the CRC32 checksums botocore >= 1.36 sends by default (REFERENCE.md).
+        if not (checkpoint.get("verify") or {}).get("flexibleChecksums"):
+            # Declared by the store (profile, checkpoint.verify): OSS and COS reject the CRC32 checksums
+            # botocore >= 1.36 sends by default.
             extra = {"request_checksum_calculation": "when_required",
                      "response_checksum_validation": "when_required"}
         config = Config(signature_version=checkpoint.get("signatureVersion") or "s3v4",
@@ -93,6 +95,25 @@ class StackBucket:
                 raise self._translate("reading", exc) from None
             result.append(parse_marker(key, obj.get("ETag", etag), obj["Body"].read()))
         return result
+
+    def quarantined(self) -> list[dict]:
+        """The snapshots a node found damaged and set aside (checkpoints/quarantine/<id>.json, written by
+        the agent): {snapshot, reason, node, at} each, oldest first; nodes skip them when they restore."""
+        notes = []
+        for obj in sorted(self._list(self.root + "checkpoints/quarantine/"), key=lambda o: o["Key"]):
+            snapshot = obj["Key"].rsplit("/", 1)[-1].removesuffix(".json")
+            try:
+                body = json.loads(self.s3.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"].read())
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "NoSuchKey":
+                    continue  # deleted between listing and reading (a user released it)
+                raise self._translate("reading", exc) from None
+            except ValueError:
+                body = {}
+            body = body if isinstance(body, dict) else {}
+            notes.append({"snapshot": snapshot, "reason": str(body.get("reason") or "unreadable note"),
+                          "node": body.get("node"), "at": body.get("at")})
+        return notes
 
     def download_report(self, nodes: list[str], dest: Path) -> list[Path]:
         """Copy report/<node>/* of the given nodes into dest/<node>/; the files written."""

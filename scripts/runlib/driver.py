@@ -196,12 +196,13 @@ class Driver:
             nodes = sorted({m.node for m in result.markers})
             report_dir = opts.out_dir / "report"
             files = bucket.download_report(nodes, report_dir) if nodes else []
+            quarantined = bucket.quarantined()
         except BucketError as exc:
             self.say(f"error: {exc}", "bold red")
             self.continue_hints()
             return exitcodes.ERROR
 
-        self._summary(result, files, report_dir, cost, stack_started)
+        self._summary(result, files, report_dir, cost, stack_started, quarantined)
         decision = decide(result.verdict or assess([], node_count), result.timed_out, opts.keep, opts.force,
                           self.cmd)
         return self._act(stack, decision)
@@ -238,7 +239,7 @@ class Driver:
         return None, since, since.timestamp() if since else None
 
     def _summary(self, result: WatchResult, files: list[Path], report_dir: Path, cost: CostRate,
-                 stack_started: Optional[float]) -> None:
+                 stack_started: Optional[float], quarantined: list[dict]) -> None:
         verdict: Optional[Verdict] = result.verdict
         table = Table(title=f"stack {self.opts.stack}: nodes", title_justify="left")
         for column in ("node", "state", "reason", "duration", "GPU-hours", "cost", "GPU util"):
@@ -261,6 +262,10 @@ class Driver:
             self.say(f"report: {len(files)} file(s) in {report_dir}")
         elif result.markers:
             self.say("report: none in the bucket yet (the agent uploads it when a node ends)")
+        for note in quarantined:
+            # A node found this snapshot damaged and restored an older one; every later node skips it.
+            self.say(f"quarantined snapshot {note['snapshot']}: {note['reason']} (found by {note['node']} at "
+                     f"{note['at']}; nodes restore older snapshots instead)", "bold yellow")
 
     def _act(self, stack, decision: Decision) -> int:
         style = "bold green" if decision.destroy or decision.exit_code == exitcodes.DONE else "bold yellow"

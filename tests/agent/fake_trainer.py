@@ -5,7 +5,8 @@ checkpoint atomically (temp file + rename) as ckpt-<step>.bin = one JSON header 
 {"step", "sha256" of the payload} + payload, keeps the newest two, and on SIGTERM saves and exits.
 Knobs (environment): FT_STEPS (20), FT_STEP_S (0.05), FT_EVERY (5 steps per checkpoint), FT_BLOB
 (payload bytes, 65536), FT_IGNORE_TERM=1, FT_HANG_AT (step at which it hangs with the GPU idle),
-FT_UTIL (the GPU utilisation it reports, 90), FT_EXIT (exit code at the end), FT_RECORD (JSON lines: one per start, one per SIGTERM), FT_GPU
+FT_UTIL (the GPU utilisation it reports, 90), FT_EXIT (exit code at the end), FT_HOLD (a file to wait for
+before that exit), FT_RECORD (JSON lines: one per start, one per SIGTERM, one at the end), FT_GPU
 (file the fake nvidia-smi reads the utilisation from).
 """
 import glob
@@ -87,4 +88,6 @@ while step < steps:
 save(step)
 note(end=step)
 print('finished', flush=True)
+while E.get('FT_HOLD') and not os.path.exists(E['FT_HOLD']):
+    time.sleep(0.05)
 sys.exit(int(E.get('FT_EXIT', 0)))

@@ -5,4 +5,5 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from components.localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy, Stub, new_instance_id  # noqa: E402,F401
+from components.localcloud import (BIN, CloudApi, LocalS3, Metadata, ObjectStorage, S3Proxy, Stub,  # noqa: E402,F401
+                                   new_instance_id)

@@ -228,7 +228,11 @@ def test_trainer_killed_with_the_agent_is_relaunched_from_its_checkpoint_not_fai
     assert node.run() == 0, node.output()
     starts = [r['start'] for r in node.records() if 'start' in r]
     assert len(starts) == 2 and starts[1] > 0, f'relaunched once, from a checkpoint: {starts}'
-    assert node.marker()['state'] == 'DONE' and len(api.calls('DeleteInstance')) == 1
+    m = node.marker()
+    assert m['state'] == 'DONE' and len(api.calls('DeleteInstance')) == 1
+    # The relaunch is said in the marker, with the reason: it must never pass for the first run.
+    (relaunch,) = m['relaunches']
+    assert 'without an exit status' in relaunch['reason'] and 'wrapper was killed' in relaunch['reason'], relaunch
 
 
 def test_report_on_ascend_without_matplotlib_names_the_bottleneck_and_skips_the_png(make_node, api_stub, s3):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (DataDisk, EndpointRule, Lingering, ObjectStore, ProviderProfile, Route,
-                                       has_public_address, inbound_note)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, ObjectStore,
+                                       ProviderProfile, Route, StoreVerification, has_public_address, inbound_note)
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
 # "Request syntax", help.aliyun.com/zh/cpfs/request-syntax: the service endpoints nas.<region>.aliyuncs.com).
@@ -42,13 +42,21 @@ def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDis
     return DataDisk("cloud_essd", level, size_gb, note)
 
 
+# OSS computes the CRC-64/XZ (ECMA-182) of every uploaded object, single-part or multipart, stores it
+# and returns it as x-oss-hash-crc64ecma on PutObject, HeadObject and GetObject.
+OSS_VERIFICATION = StoreVerification(
+    "crc64ecma", header="x-oss-hash-crc64ecma",
+    sources=("https://www.alibabacloud.com/help/en/oss/user-guide/check-data-transmission-integrity-by-using-crc-64",
+             *NO_FLEXIBLE_CHECKSUMS))
+
+
 def object_store(region: str) -> ObjectStore:
     # OSS rejects the chunked payload signing that SigV4 uploads use: sign with "s3" (V2). Nodes use
     # the region's internal S3 endpoint (OSS doc "Access OSS using an AWS SDK": public
     # https://s3.oss-{region}.aliyuncs.com, internal (VPC) https://s3.oss-{region}-internal.aliyuncs.com);
     # scripts/run.py, on the user's machine, the public one.
     return ObjectStore(f"https://s3.oss-{region}.aliyuncs.com", "virtual", "s3",
-                       node_endpoint=f"https://s3.oss-{region}-internal.aliyuncs.com")
+                       node_endpoint=f"https://s3.oss-{region}-internal.aliyuncs.com", verification=OSS_VERIFICATION)
 
 
 # ---------------------------------------------------------------- egress (components/egress.py)
@@ -192,7 +200,7 @@ PROFILE = ProviderProfile(
     metadata_endpoint="http://100.100.100.200",
     apt_mirror="http://mirrors.cloud.aliyuncs.com",
     pip_index="http://mirrors.cloud.aliyuncs.com/pypi/simple/",
-    node_requirements=("boto3", "tenacity", "alibabacloud_ecs20140526", "alibabacloud_tea_openapi"),
+    node_requirements=("boto3", "tenacity", "fastcrc", "alibabacloud_ecs20140526", "alibabacloud_tea_openapi"),
     spot_discount=0.3,
     spot_discount_source=("cloud GPU selection guide (DESIGN.md): spot costs 10-30% of pay-as-you-go;"
                           " the upper bound is used as the estimate"),

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (DataDisk, EndpointRule, Lingering, ObjectStore, ProviderProfile, Route,
-                                       has_public_address, inbound_note)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, ObjectStore,
+                                       ProviderProfile, Route, StoreVerification, has_public_address, inbound_note)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -59,10 +59,18 @@ def extra_throughput(disk: DataDisk) -> Optional[int]:
     return int(disk.performance_level) if disk.performance_level else None
 
 
+# COS computes the CRC-64 (ECMA-182) of every uploaded object, single-part or multipart (when every part
+# has one), and returns it as x-cos-hash-crc64ecma on PUT Object, HEAD Object and GET Object.
+COS_VERIFICATION = StoreVerification(
+    "crc64ecma", header="x-cos-hash-crc64ecma",
+    sources=("https://www.tencentcloud.com/document/product/436/43317",
+             "https://www.tencentcloud.com/document/product/436/45260", *NO_FLEXIBLE_CHECKSUMS))
+
+
 def object_store(region: str) -> ObjectStore:
     # COS speaks the S3 API with SigV4 and virtual-hosted buckets; in-region CVMs reach the default
     # domain over the internal network.
-    return ObjectStore(f"https://cos.{region}.myqcloud.com", "virtual", "s3v4")
+    return ObjectStore(f"https://cos.{region}.myqcloud.com", "virtual", "s3v4", verification=COS_VERIFICATION)
 
 
 # ---------------------------------------------------------------- egress (components/egress.py)
@@ -240,7 +248,7 @@ PROFILE = ProviderProfile(
     metadata_endpoint="http://metadata.tencentyun.com",
     apt_mirror="http://mirrors.tencentyun.com",
     pip_index="http://mirrors.tencentyun.com/pypi/simple",
-    node_requirements=("boto3", "tenacity", "tencentcloud-sdk-python-common", "tencentcloud-sdk-python-cvm"),
+    node_requirements=("boto3", "tenacity", "fastcrc", "tencentcloud-sdk-python-common", "tencentcloud-sdk-python-cvm"),
     spot_discount=0.2,
     spot_discount_source=("Tencent CVM doc 213/15373 (2024): spot is typically 3% to 20% of the pay-as-you-go"
                           " price; the upper bound is used as the estimate"),
