@@ -128,7 +128,7 @@ class MetadataStub(Stub):
         key = path[len(self.PREFIX):]
         with self.lock:
             if self.garbage.get(key):
-                return self.garbage[key].pop(0)
+                return (*self.garbage[key].pop(0), {})
         if key == self.spot_path:
             if self.fail_spot:
                 return 500, b"injected spot fault", {}
