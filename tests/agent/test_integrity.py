@@ -187,3 +187,13 @@ def test_bytes_damaged_on_the_way_back_stop_the_node_instead_of_quarantining(mak
     b.train(FT_STEPS=15)
     assert b.run() == 0, b.output()
     assert b.records()[0]['start'] == 10 and proxy.corrupted > 1
+
+
+@pytest.mark.parametrize('stack, header', [('entry-t4', 'x-oss-hash-crc64ecma'), ('tc-entry-t4', 'x-cos-hash-crc64ecma')])
+def test_each_clouds_node_config_carries_its_stores_declared_verification(stack, header):
+    """The node agent reads how to verify from the node config; the profile declares it, with sources."""
+    from components.nodeconfig import node_config_for_stack
+    verify = node_config_for_stack(stack)['checkpoint']['verify']
+    assert (verify['method'], verify['header'], verify['flexibleChecksums']) == ('crc64ecma', header, False), verify
+    assert verify['sources'] and all(s.startswith('https://') for s in verify['sources'])
+    assert 'fastcrc' in node_config_for_stack(stack)['bootstrap']['nodeRequirements'], 'the CRC-64 is computed on the node'
