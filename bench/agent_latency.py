@@ -6,9 +6,12 @@ Prints medians of several runs of the real agent process against local servers o
      (includes the final verified sync, the report with its PNG, and the marker);
   2. spot notice -> trainer signal: the stub starts serving the notice, the trainer's SIGTERM
      handler runs (bounded by agent.spotPollSeconds; run with the default 2 s and with 0.5 s);
-  3. checkpoint upload throughput: the agent's snapshot (hash, upload, verify, manifest) against
-     a plain boto3 upload_file loop over the same files, both to the same local moto server.
-Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K]
+  3. checkpoint upload throughput: the agent's snapshot (hash, upload, the store's confirmation,
+     manifest) against a plain boto3 upload_file loop over the same files, per verification method
+     (docs/agent.md, "Verified uploads"): etag-md5 with Content-MD5 and read-back against moto
+     directly, crc64ecma through the local OSS stand-in, which reads each object back to answer its
+     CRC-64 header (so that figure includes a cost the real store does not have).
+Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K] [--upload-only]
 """
 import argparse
 import json
@@ -38,7 +41,8 @@ def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
         'accelerator': {'kind': 'nvidia', 'count': 1},
         'paths': {'checkpoints': f'{tmp}/ckpt', 'state': f'{tmp}/state', 'logs': f'{tmp}/logs', 'trainEnv': f'{tmp}/none'},
         'checkpoint': {'bucket': bucket, 'prefix': 'bench', 'endpoint': s3_url, 'region': 'us-east-1',
-                       'addressingStyle': 'path', 'signatureVersion': 's3v4'},
+                       'addressingStyle': 'path', 'signatureVersion': 's3v4',
+                       'verify': {'method': 'etag-md5', 'contentMd5': True}},  # moto keeps S3's word on content
         'train': {'command': f'{sys.executable} {ROOT}/tests/agent/fake_trainer.py', 'workdir': f'{tmp}/work',
                   'env': {'FT_STEPS': str(steps), 'FT_STEP_S': '0.01', 'FT_RECORD': f'{tmp}/rec', 'FT_GPU': f'{tmp}/gpu'}},
         'agent': {'syncIntervalSeconds': 300, 'spotPollSeconds': 2, 'utilSampleSeconds': 1, 'idleMinutes': 0,
@@ -100,9 +104,15 @@ def notice_to_signal(s3_url, bucket, runs, poll):
     return out
 
 
-def upload_throughput(s3_url, bucket, runs, files, mb):
+METHODS = {'etag-md5': {'method': 'etag-md5', 'contentMd5': True}, 'read-back': {'method': 'read-back'},
+           'crc64ecma (OSS stand-in)': {'method': 'crc64ecma', 'header': 'x-oss-hash-crc64ecma'}}
+
+
+def upload_throughput(s3_url, bucket, runs, files, mb, verify):
     from node_agent.store import Store
+    from stubs import ObjectStorage
     s3 = boto3.client('s3', endpoint_url=s3_url)
+    proxy = ObjectStorage('alicloud', s3_url) if verify['method'] == 'crc64ecma' else None
     total = files * mb * 2**20
     agent, plain = [], []
     for r in range(runs):
@@ -118,13 +128,16 @@ def upload_throughput(s3_url, bucket, runs, files, mb):
                 s3.upload_file(f'{tmp}/shard-{i}.bin', bucket, f'plain/{r}/shard-{i}.bin')
             plain.append(total / (time.perf_counter() - t) / 2**20)
             cfg = {'stack': f'bench-{r}', 'provider': 'alicloud', 'region': 'us-east-1',
-                   'checkpoint': {'bucket': bucket, 'prefix': 'up', 'endpoint': s3_url, 'region': 'us-east-1',
-                                  'addressingStyle': 'path', 'signatureVersion': 's3v4'},
+                   'checkpoint': {'bucket': bucket, 'prefix': 'up', 'endpoint': proxy.url if proxy else s3_url,
+                                  'region': 'us-east-1', 'addressingStyle': 'path', 'signatureVersion': 's3v4',
+                                  'verify': verify},
                    'agent': {'uploadAttempts': 3, 'retryBaseSeconds': 1}}
             store = Store(cfg, 'bench', None)
             t = time.perf_counter()
             store.snapshot(tmp)
             agent.append(total / (time.perf_counter() - t) / 2**20)
+    if proxy:
+        proxy.stop()
     return agent, plain
 
 
@@ -133,6 +146,7 @@ def main():
     ap.add_argument('--runs', type=int, default=5)
     ap.add_argument('--files', type=int, default=4)
     ap.add_argument('--mb-per-file', type=int, default=48)
+    ap.add_argument('--upload-only', action='store_true', help='only the upload throughput figures')
     a = ap.parse_args()
     logging.getLogger('werkzeug').setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
@@ -142,16 +156,19 @@ def main():
     boto3.client('s3', endpoint_url=s3_url).create_bucket(Bucket=bucket)
     med = statistics.median
 
-    x = exit_to_release(s3_url, bucket, a.runs)
-    print(f'job exit -> release request: median {med(x):.2f} s over {len(x)} runs (min {min(x):.2f}, max {max(x):.2f})')
-    for poll in (2, 0.5):
-        x = notice_to_signal(s3_url, bucket, a.runs, poll)
-        print(f'spot notice -> trainer SIGTERM, spotPollSeconds={poll}: median {med(x):.2f} s over {len(x)} runs '
-              f'(min {min(x):.2f}, max {max(x):.2f})')
-    ag, pl = upload_throughput(s3_url, bucket, max(3, a.runs // 2), a.files, a.mb_per_file)
-    print(f'checkpoint upload, {a.files} x {a.mb_per_file} MiB to local moto: agent snapshot (sha256 + upload + '
-          f'verify + manifest) median {med(ag):.0f} MiB/s, plain boto3 upload_file median {med(pl):.0f} MiB/s, '
-          f'ratio {med(ag) / med(pl):.2f}')
+    if not a.upload_only:
+        x = exit_to_release(s3_url, bucket, a.runs)
+        print(f'job exit -> release request: median {med(x):.2f} s over {len(x)} runs (min {min(x):.2f}, '
+              f'max {max(x):.2f})')
+        for poll in (2, 0.5):
+            x = notice_to_signal(s3_url, bucket, a.runs, poll)
+            print(f'spot notice -> trainer SIGTERM, spotPollSeconds={poll}: median {med(x):.2f} s over {len(x)} runs '
+                  f'(min {min(x):.2f}, max {max(x):.2f})')
+    for name, verify in METHODS.items():
+        ag, pl = upload_throughput(s3_url, bucket, max(3, a.runs // 2), a.files, a.mb_per_file, verify)
+        print(f'checkpoint upload, {a.files} x {a.mb_per_file} MiB to local moto, verify {name}: agent snapshot '
+              f'(digests + upload + the store\'s confirmation + manifest) median {med(ag):.0f} MiB/s, plain boto3 '
+              f'upload_file median {med(pl):.0f} MiB/s, ratio {med(ag) / med(pl):.2f}')
     server.stop()
 
 
