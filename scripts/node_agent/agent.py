@@ -55,7 +55,8 @@ class Agent:
         for d in (paths['state'], paths['logs'], paths['checkpoints']):
             os.makedirs(d, exist_ok=True)
         self.state_file, self.exit_file, self.csv, self.reserve = (
-            os.path.join(paths['state'], name) for name in ('agent-state.json', 'trainer.exit', 'utilisation.csv', 'reserve'))
+            os.path.join(paths['state'], name)
+            for name in ('agent-state.json', 'trainer.exit', 'utilisation.csv', 'reserve'))
         # One agent per node: a second one (a human's manual run) must not start a second trainer.
         self.lock = open(os.path.join(paths['state'], 'agent.lock'), 'w')
         try:
@@ -74,7 +75,8 @@ class Agent:
         self.node = self.retry(self.runtime.instance_id)()
         self.region, self.zone = self.retry(self.runtime.placement)()
         if self.region != cfg['region']:
-            log.warning('the metadata service places this node in %s, the node config says %s', self.region, cfg['region'])
+            log.warning('the metadata service places this node in %s, the node config says %s',
+                        self.region, cfg['region'])
         self.store = Store(cfg, self.node, cfg['identity']['roleName'] and self.retry(self.runtime.credentials))
         self.monitor = Monitor(cfg, self.csv)
         # systemd stop / shutdown: stop the trainer gracefully, save, do not release (see watch).
@@ -214,7 +216,8 @@ class Agent:
             log.info('re-attaching to the running trainer, pid %d', pid)
         tail, halt, self.idle_since = proc.Tail(self.trainer_log_path, not self.spawned), threading.Event(), None
         # Sampling and uploads run beside the loop, so a slow nvidia-smi or upload never delays the spot poll.
-        for seconds, job in ((settings['syncIntervalSeconds'], self.sync), (settings['utilSampleSeconds'], self.sample)):
+        jobs = (settings['syncIntervalSeconds'], self.sync), (settings['utilSampleSeconds'], self.sample)
+        for seconds, job in jobs:
             threading.Thread(target=self.every, args=(seconds, job, halt), daemon=True).start()
         # Import the plotting library now, not between the job's end and the release (about 0.6 s).
         threading.Thread(target=self.monitor.warm, daemon=True).start()
@@ -248,7 +251,8 @@ class Agent:
             if not (stop or why) and self.idle_since and idle and now - self.idle_since >= idle * 60:
                 why = 'FAILED', f"idle: utilisation under {settings['idleUtilPercent']}% for {idle} min", grace
             if not (stop or why) and ttl and now >= ttl:
-                why = 'FAILED', f"ttl: maxHours {settings['maxHours']} less {settings['ttlMarginMinutes']} min reached", grace
+                why = ('FAILED', f"ttl: maxHours {settings['maxHours']} less {settings['ttlMarginMinutes']} min reached",
+                       grace)
             if why:
                 log.warning('%s: %s to the trainer, grace %.1f s', why[1], self.cfg['train']['stopSignal'], why[2])
                 proc.signal_group(pid, getattr(signal, self.cfg['train']['stopSignal']))

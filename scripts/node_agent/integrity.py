@@ -13,11 +13,12 @@ damaged bytes at once (InvalidDigest / BadDigest) instead of storing them.
 A store that gives no answer for one object (the header missing) is checked by read-back for it:
 an upload never counts as verified on our own say-so.
 """
+from __future__ import annotations
+
 import base64
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 METHODS = ('read-back', 'etag-md5', 'crc64ecma')
 BLOCK = 1 << 20
@@ -45,9 +46,9 @@ class Digests:
     """One file's size and digests, computed in a single read."""
     size: int
     sha256: str
-    md5: Optional[bytes] = None          # whole file: a single-part upload's ETag and Content-MD5
-    part_md5s: Optional[list] = None     # each part of a multipart upload
-    crc64: Optional[int] = None
+    md5: bytes | None = None          # whole file: a single-part upload's ETag and Content-MD5
+    part_md5s: list | None = None     # each part of a multipart upload
+    crc64: int | None = None
 
     def content_md5(self, part=None):
         """The Content-MD5 header of the whole file (part None) or of one part (numbered from 1)."""

@@ -166,7 +166,8 @@ class Store:
             manifest = {'id': sid, 'node': self.node, 'verify': self.integrity.method, 'files': files}
             self.put_data(f'checkpoints/manifests/{sid}.json', json.dumps(manifest).encode())
             self.last = sid, files
-            log.info('snapshot %s complete: %d files, %d bytes', sid, len(files), sum(v['size'] for v in files.values()))
+            log.info('snapshot %s complete: %d files, %d bytes', sid, len(files),
+                     sum(v['size'] for v in files.values()))
             return sid
 
     def markers(self):

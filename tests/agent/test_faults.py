@@ -93,14 +93,16 @@ def run_config(tmp_path, cfg):
 def test_bad_config_exits_2_naming_every_key_without_a_traceback(tmp_path):
     r = run_config(tmp_path, {'stack': 's', 'provider': 'alicloud', 'region': 'r',
                               'paths': {'checkpoints': '/c', 'state': '/s', 'logs': '/l'},
-                              'checkpoint': {'bucket': 'b', 'prefix': 'p', 'addressingStyle': 'sideways'},
+                              'checkpoint': {'bucket': 'b', 'prefix': 'p', 'addressingStyle': 'sideways',
+                                             'verify': {'method': 'md5sum'}},
                               'train': {'command': 'x', 'launcher': 'mpirun', 'stopSignal': 'SIGFOO'},
                               'agent': {'idleMinutes': -1, 'syncIntervalSeconds': 'often', 'keep': 'yes'},
                               'endpoints': 'http://x', 'nodeCount': 2})
     assert r.returncode == 2 and 'Traceback' not in r.stderr, r.stderr
     for text in ("checkpoint.addressingStyle: 'sideways' is not allowed: one of virtual path",
                  "train.launcher: 'mpirun'", 'train.stopSignal', "agent.idleMinutes: -1", 'agent.syncIntervalSeconds',
-                 "agent.keep: 'yes' is not allowed: a bool", 'endpoints:', 'endpoints.metadata', 'cluster.tagKey'):
+                 "agent.keep: 'yes' is not allowed: a bool",
+                 "checkpoint.verify.method: 'md5sum' is not allowed: one of read-back etag-md5 crc64ecma", 'endpoints:', 'endpoints.metadata', 'cluster.tagKey'):
         assert text in r.stderr, (text, r.stderr)
 
 

@@ -10,16 +10,15 @@ import json
 import sys
 
 import pytest
-from fastcrc import crc64
-
 from conftest import ROOT, checkpoint_ok, verify_snapshot
+from fastcrc import crc64
 from stubs import ObjectStorage, S3Proxy
 
 from components.providers.alicloud.profile import OSS_VERIFICATION
 from components.providers.tencentcloud.profile import COS_VERIFICATION
 
 sys.path.insert(0, str(ROOT / 'scripts'))
-from runlib.bucket import StackBucket  # noqa: E402  (what run.py reads the bucket with)
+from runlib.bucket import StackBucket
 
 OBJECTS = '/checkpoints/objects/'
 
