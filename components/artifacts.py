@@ -24,6 +24,17 @@ class Artifact:
     sha256: str
 
     @property
+    def source(self) -> str:
+        """The path the provider uploads from, relative to the project directory (where `pulumi` runs the
+        program and its provider plugins) when the file is inside it: an absolute path would make a
+        `pulumi up` from another checkout show every object as changed. A code folder outside the
+        project keeps the absolute path the user gave."""
+        try:
+            return self.path.resolve().relative_to(REPO_ROOT).as_posix()
+        except ValueError:
+            return str(self.path)
+
+    @property
     def md5_base64(self) -> str:
         """Content-MD5 header value: stores check the upload, and a changed file is a changed input."""
         return base64.b64encode(hashlib.md5(self.path.read_bytes()).digest()).decode()
@@ -43,7 +54,8 @@ def stack_prefix(prefix: str, stack: str) -> str:
     return f"{prefix}/{stack}" if prefix else stack
 
 
-def agent_artifacts(prefix: str, stack: str, source: Path = AGENT_SRC) -> list[Artifact]:
+def agent_artifacts(prefix: str, stack: str, source: Optional[Path] = None) -> list[Artifact]:
+    source = source or AGENT_SRC  # read at call time: the day-2 test plans a changed copy of the agent
     base = f"{stack_prefix(prefix, stack)}/agent/"
     result = []
     for path in _files(source):

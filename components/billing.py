@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from components import clock
 from components.providers.base import Lingering
 
 COMPONENT_PREFIX = "gpu-training:"  # our own component resources: no cloud resource, no bill
+# Provider-neutral resources that live in the Pulumi state only (no cloud account involved).
+STATE_ONLY = {clock.TIME_STATIC: "pulumiverse-time: a time kept in the Pulumi state, no cloud resource"}
 
 
 def checkpoint_data(spec) -> Lingering:
@@ -36,5 +39,5 @@ def as_output(spec) -> list[dict]:
 
 def unclassified(spec, resources: Sequence[Any]) -> list[str]:
     """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone."""
-    known = {item.type for item in keeps_billing(spec)} | set(spec.profile.bills_nothing_alone)
+    known = {item.type for item in keeps_billing(spec)} | set(spec.profile.bills_nothing_alone) | set(STATE_ONLY)
     return sorted({r.type for r in resources if not r.type.startswith(COMPONENT_PREFIX)} - known)

@@ -5,36 +5,39 @@ scripts/run.py rely on. Nothing here knows a cloud: the registry hands over the 
 """
 from __future__ import annotations
 
-import os
-from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 import pulumi
+import pulumiverse_time
 
-from components import billing, cost, providers
+from components import billing, clock, cost, providers
 from components.bootstrap import render_user_data
 from components.nodeconfig import build_node_config
 from components.providers.base import PartContext
 from components.spec import Spec
 
-CLOCK_ENV = "GPU_TRAINING_NOW"  # ISO time; pins "now" so previews and tests are reproducible
+
+def expires_at(spec: Spec, created: pulumi.Input[str]) -> pulumi.Output[str]:
+    """The nodes' release time: the recorded creation time + maxHours (components/clock.py)."""
+    return pulumi.Output.from_input(created).apply(lambda moment: clock.expiry(moment, spec.max_hours))
 
 
-def now() -> datetime:
-    pinned = os.environ.get(CLOCK_ENV)
-    if pinned:
-        return datetime.fromisoformat(pinned.replace("Z", "+00:00")).astimezone(timezone.utc)
-    return datetime.now(timezone.utc)
+def record_creation_time(spec: Spec, name: str, parent: pulumi.Resource) -> pulumi.Output[str]:
+    """The moment the nodes were created, kept in state (time:Static): stable across `pulumi up`s
+    until a setting that replaces the nodes changes (clock.generation_triggers)."""
+    created = pulumiverse_time.Static(f"{name}-created", triggers=clock.generation_triggers(spec),
+                                      opts=pulumi.ResourceOptions(parent=parent))
+    return created.rfc3339
 
 
-def expires_at(spec: Spec, start: Optional[datetime] = None) -> str:
-    """now + maxHours, on a whole minute (clouds take minute precision), as yyyy-MM-ddTHH:mm:00Z."""
-    moment = (start or now()) + timedelta(hours=spec.max_hours)
-    moment = moment.replace(second=0, microsecond=0) + timedelta(minutes=1)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _warn_if_expired(expiry: str) -> str:
+    note = clock.expired_note(expiry)
+    if note:
+        pulumi.log.warn(note)
+    return expiry
 
 
-def standard_tags(spec: Spec, expiry: str) -> dict[str, str]:
+def standard_tags(spec: Spec, expiry: pulumi.Input[str]) -> dict[str, pulumi.Input[str]]:
     return {
         **spec.tags,
         "gpu-training:project": spec.project,
@@ -48,7 +51,7 @@ class TrainingCluster(pulumi.ComponentResource):
     def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpu-training:index:TrainingCluster", name, None, opts)
         package = providers.parts(spec.provider)
-        self.expires_at = expires_at(spec)
+        self.expires_at = expires_at(spec, record_creation_time(spec, name, self)).apply(_warn_if_expired)
         ctx = PartContext(parent=self, name=name, tags=standard_tags(spec, self.expires_at))
 
         network = package.network.create(spec, ctx)

@@ -4,6 +4,12 @@ No CLI, no credentials, no network: the mock monitor receives every resource reg
 name, parent, the inputs the engine would send to the provider) and answers the few data-source
 calls the program makes (zones, images, prices) with placeholders that say where the real value
 comes from. Used by scripts/preview.py and by the tests.
+
+A plan is reproducible: resources are listed in the order the program constructs them (the engine
+receives registrations on several threads, in an order that varies between runs), with the
+resource options that decide what a later `pulumi up` does to them (`options`). Given the plan of
+an earlier run (`prior`), outputs the provider computes once at creation keep their earlier value,
+as the state would keep them: that is how the day-2 test plans a second `pulumi up`.
 """
 from __future__ import annotations
 
@@ -16,18 +22,23 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import pulumi
+from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.rpc_manager import RPCManager
 from pulumi.runtime.sync_await import _sync_await
 
-from components import providers
+from components import clock, providers
 from components.stackfiles import engine_form
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = REPO_ROOT / "__main__.py"
 CREDENTIAL_PREFIXES = ("ALICLOUD_", "ALIBABA_CLOUD_", "TENCENTCLOUD_", "AWS_")
 CREDENTIAL_WORDS = ("KEY", "SECRET", "TOKEN")
+
+# The resource options that decide what a later `pulumi up` does to a resource, as the engine gets them.
+OPTION_NAMES = ("ignoreChanges", "replaceOnChanges", "replacementTrigger", "retainOnDelete", "protect")
+
 
 @dataclass
 class PlannedResource:
@@ -36,10 +47,16 @@ class PlannedResource:
     parent: Optional[str]
     inputs: dict
     custom: bool
-    retain_on_delete: bool = False
+    options: dict = field(default_factory=dict)  # OPTION_NAMES, each as the engine received it
+    outputs: dict = field(default_factory=dict)  # the state the mock engine answered (inputs + computed)
+
+    @property
+    def retain_on_delete(self) -> bool:
+        return bool(self.options.get("retainOnDelete"))
 
     def as_dict(self) -> dict:
-        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
+        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs,
+                "options": self.options}
 
 
 @dataclass
@@ -53,21 +70,49 @@ class Plan:
     def of_type(self, type_token: str) -> list[PlannedResource]:
         return [r for r in self.resources if r.type == type_token]
 
+    def find(self, type_token: str, name: str) -> Optional[PlannedResource]:
+        return next((r for r in self.resources if r.type == type_token and r.name == name), None)
+
+
+def _static_time(inputs: dict, earlier: Optional[PlannedResource]) -> dict:
+    """pulumiverse-time's Static: the clock at creation, kept until its triggers change (then replaced)."""
+    if earlier is not None and earlier.inputs.get("triggers") == inputs.get("triggers") \
+            and earlier.inputs.get("rfc3339") == inputs.get("rfc3339"):
+        return {k: v for k, v in earlier.outputs.items() if k not in inputs}
+    moment = clock.parse(inputs["rfc3339"]) if inputs.get("rfc3339") else clock.now()
+    return {"rfc3339": clock.rfc3339(moment), "unix": int(moment.timestamp()), "year": moment.year,
+            "month": moment.month, "day": moment.day, "hour": moment.hour, "minute": moment.minute,
+            "second": moment.second}
+
+
+# Outputs of provider-neutral resources, computed as their provider would: {type: (inputs, earlier) -> outputs}.
+NEUTRAL_OUTPUTS = {clock.TIME_STATIC: _static_time}
+
 
 class _Recorder(pulumi_mocks.Mocks):
-    def __init__(self, plan: Plan, call_answers: Mapping[str, Any], computed: Mapping[str, Mapping[str, str]]):
+    def __init__(self, plan: Plan, call_answers: Mapping[str, Any], computed: Mapping[str, Mapping[str, str]],
+                 prior: Optional[Plan] = None):
         self.plan = plan
         self.call_answers = call_answers
         self.computed = computed
-        self.counter = 0
+        self.prior = prior
+        self.order: dict[tuple[str, str], int] = {}  # (type, name) -> construction order
+
+    def constructed(self, args: pulumi.ResourceTransformationArgs) -> None:
+        """A stack transformation: runs in the program's own thread, in construction order."""
+        self.order.setdefault((args.type_, args.name), len(self.order))
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
-        self.counter += 1
         state = dict(args.inputs)
+        # The construction order, not the arrival order, numbers computed values: the same each run.
+        index = self.order.get((args.typ, args.name), 0)
         for key, template in self.computed.get(args.typ, {}).items():
-            state.setdefault(key, template.format(index=self.counter % 250 + 2, name=args.name))
+            state.setdefault(key, template.format(index=index % 250 + 2, name=args.name))
+        if args.typ in NEUTRAL_OUTPUTS:
+            earlier = self.prior.find(args.typ, args.name) if self.prior else None
+            state.update(NEUTRAL_OUTPUTS[args.typ](dict(args.inputs), earlier))
         self.plan.resources.append(PlannedResource(args.typ, args.name, None, dict(args.inputs),
-                                                   bool(args.custom)))
+                                                   bool(args.custom), outputs=state))
         return f"{args.name}-id", state
 
     def call(self, args: pulumi_mocks.MockCallArgs):
@@ -86,16 +131,26 @@ class _ParentTrackingMonitor(pulumi_mocks.MockMonitor):
         super().__init__(mocks)
         self.names_by_urn: dict[str, str] = {}
         self.parents: dict[tuple[str, str], Optional[str]] = {}
-        self.retained: set[tuple[str, str]] = set()
+        self.options: dict[tuple[str, str], dict] = {}
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type != "pulumi:pulumi:Stack":
             self.names_by_urn[urn] = request.name
             self.parents[(request.type, request.name)] = self.names_by_urn.get(request.parent)
-            if getattr(request, "retainOnDelete", False):
-                self.retained.add((request.type, request.name))
+            self.options[(request.type, request.name)] = _options(request)
         return super().RegisterResource(request)
+
+
+def _options(request) -> dict:
+    """OPTION_NAMES from a RegisterResourceRequest; unset ones as their defaults (empty, false, null)."""
+    trigger = None
+    if request.HasField("replacement_trigger"):
+        trigger = json_format.MessageToDict(request.replacement_trigger)
+    return {"ignoreChanges": sorted(request.ignoreChanges), "replaceOnChanges": sorted(request.replaceOnChanges),
+            "replacementTrigger": trigger,
+            "retainOnDelete": request.retainOnDelete if request.HasField("retainOnDelete") else False,
+            "protect": request.protect if request.HasField("protect") else False}
 
 
 def provider_answers() -> tuple[dict, dict]:
@@ -123,15 +178,17 @@ def _resolve(value: Any) -> Any:
 
 
 def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-training",
-                call_answers: Optional[Mapping[str, Any]] = None, preview: bool = True) -> Plan:
+                call_answers: Optional[Mapping[str, Any]] = None, preview: bool = True,
+                prior: Optional[Plan] = None) -> Plan:
     """Evaluate __main__.py for `stack` with `config` (flat map, as in a stack file) and return the plan.
 
     preview=False runs the program as `pulumi up` would (deploy-time lookups happen, against whatever
     endpoints the environment names): for tests with local stand-ins; credentials are then left alone.
+    prior: the plan of an earlier run of this stack, whose state the run sees (a second `pulumi up`).
     """
     plan = Plan(stack=stack)
     calls, computed = provider_answers()
-    recorder = _Recorder(plan, {**calls, **(call_answers or {})}, computed)
+    recorder = _Recorder(plan, {**calls, **(call_answers or {})}, computed, prior)
     pulumi_settings.ROOT.set(None)
     # The RPC manager and the pending outputs outlive set_mocks, and with them a failed run's exception.
     pulumi_settings.SETTINGS.rpc_manager = RPCManager()
@@ -143,6 +200,7 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
     exports: dict[str, Any] = {}
 
     def program() -> None:
+        pulumi.runtime.register_stack_transformation(lambda args: recorder.constructed(args))
         try:
             with contextlib.redirect_stderr(stderr):
                 runpy.run_path(str(PROGRAM), run_name="__main__")
@@ -162,7 +220,8 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
         plan.outputs = {name: _resolve(value) for name, value in exports.items()}
         for record in plan.resources:
             record.parent = monitor.parents.get((record.type, record.name))
-            record.retain_on_delete = (record.type, record.name) in monitor.retained
+            record.options = monitor.options.get((record.type, record.name), {})
+        plan.resources.sort(key=lambda r: recorder.order.get((r.type, r.name), len(recorder.order)))
     finally:
         os.chdir(cwd)
         os.environ.update(hidden)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,14 +80,31 @@ def test_preview_cli_bad_arguments_exit_2(args, fragment):
     assert "Traceback" not in result.stderr
 
 
+def readme_preview_schema() -> dict:
+    """The README's "Preview JSON" block, its // comments dropped (strings, URLs included, kept)."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("## Preview JSON", 1)[1].split("```jsonc", 1)[1].split("```", 1)[0]
+    tokens = re.finditer(r'"(?:\\.|[^"\\])*"|//[^\n]*', block)
+    text, last = [], 0
+    for token in tokens:
+        if token.group().startswith("//"):
+            text.append(block[last:token.start()])
+            last = token.end()
+    return json.loads("".join(text) + block[last:])
+
+
 def test_preview_cli_json_document():
     result = run_preview("medium-a100", "--json")
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert set(document) >= {"stack", "provider", "resources", "outputs", "cost", "findings"}
     assert set(document["cost"]) >= {"currency", "onDemandPerHour", "spotPerHour", "effectivePerHour"}
+    schema = readme_preview_schema()
+    assert set(document) == set(schema), "README's preview JSON schema and the document differ"
+    (example,) = schema["resources"]
     for resource in document["resources"]:
-        assert set(resource) == {"type", "name", "parent", "inputs"}
+        assert set(resource) == set(example)
+        assert set(resource["options"]) == set(example["options"])
     names = {r["name"] for r in document["resources"]}
     assert all(r["parent"] in names for r in document["resources"] if r["parent"] is not None)
     assert 0 < document["userData"]["encodedSize"] < 16384

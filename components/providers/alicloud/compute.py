@@ -3,6 +3,8 @@ of type maintain over a launch template) that replaces reclaimed nodes. Every no
 metadata (tokens required), encrypted ESSD disks, the node role, the cloud-side release time."""
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Optional
 
 import pulumi
@@ -56,6 +58,28 @@ def _price_or_fail(found, instance_type: str) -> str:
                           " set gpu-training:spotMaxPricePerHour")
 
 
+def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """A node's user data is read by cloud-init at first boot only, and a change of it makes the provider
+    stop and start the running instance (provider facts, instance_user_data_change_stops_instance): a
+    new agent or train.command reaches nodes created after it, never a running one. The image lookup
+    finds the newest public image, and a changed image_id replaces the instance (its CustomizeDiff):
+    a running node keeps the image it booted (docs/day2.md)."""
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=["userData", "imageId"])
+
+
+def pool_options(parent: pulumi.Resource, spec: Spec) -> pulumi.ResourceOptions:
+    """The provider reads a pool's launch template configs back as one (provider facts,
+    apg_reads_back_one_launch_template_config), and they are ForceNew: compared as read, a pool of two
+    types would be replaced, its nodes terminated, on every `pulumi up`. So they are not compared;
+    what they are meant to be (types, zones, the user's price cap; not the price looked up at deploy
+    time) is the replacement trigger, and a real change of it still replaces the pool."""
+    meant = {"types": [row.name for row in spec.pool_types], "zones": [spec.zone, *spec.spot_zones],
+             "cap": spec.spot_max_price}
+    digest = hashlib.sha256(json.dumps(meant, sort_keys=True).encode()).hexdigest()[:16]
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=["launchTemplateConfigs"],
+                                  replacement_trigger=f"launch template configs {digest}")
+
+
 def _data_disk(spec: Spec):
     disk = spec.data_disk
     return dict(size=disk.size_gb, category=disk.category, performance_level=disk.performance_level,
@@ -65,7 +89,7 @@ def _data_disk(spec: Spec):
 
 class Nodes(pulumi.ComponentResource):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
-                 user_data: pulumi.Output, expires_at: str):
+                 user_data: pulumi.Output, expires_at: pulumi.Output[str]):
         super().__init__("gpu-training:alicloud:Nodes", f"{ctx.name}-nodes", None, ctx.opts())
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(ctx.tags)
@@ -98,9 +122,8 @@ class Nodes(pulumi.ComponentResource):
                     data_disks=[alicloud.ecs.InstanceDataDiskArgs(**_data_disk(spec))],
                     user_data=user_data, http_tokens="required", http_endpoint="enabled",
                     auto_release_time=expires_at, deployment_set_id=deployment_set_id, key_name=key_name,
-                    internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, volume_tags=tags, opts=child)
-                alicloud.ecs.RamRoleAttachment(f"{ctx.name}-node-{index}-role", instance_id=instance.id,
-                                               ram_role_name=identity.role_name, opts=child)
+                    internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, volume_tags=tags,
+                    role_name=identity.role_name, opts=node_options(self))
                 self.instance_ids.append(instance.id)
                 self.private_ips.append(instance.private_ip)
                 self.public_ips.append(instance.public_ip)
@@ -118,7 +141,8 @@ class Nodes(pulumi.ComponentResource):
                     category="cloud_essd", size=SYSTEM_DISK_GB, encrypted=True, delete_with_instance=True),
                 data_disks=[alicloud.ecs.EcsLaunchTemplateDataDiskArgs(**_data_disk(spec))],
                 user_data=user_data, http_tokens="required", http_endpoint="enabled", auto_release_time=expires_at,
-                internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, template_tags=tags, opts=child)
+                internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, template_tags=tags,
+                update_default_version_number=True, opts=child)
             configs = []
             for zone_index, subnet in network.subnet_ids.items():
                 for type_index, row in enumerate(spec.pool_types):
@@ -133,7 +157,8 @@ class Nodes(pulumi.ComponentResource):
                 default_target_capacity_type="Spot", spot_allocation_strategy="lowest-price",
                 spot_instance_interruption_behavior="terminate", excess_capacity_termination_policy="termination",
                 valid_until=expires_at, terminate_instances_with_expiration=True, terminate_instances=True,
-                description=f"gpu-training {spec.stack}: spot nodes, replaced when reclaimed", opts=child)
+                description=f"gpu-training {spec.stack}: spot nodes, replaced when reclaimed",
+                opts=pool_options(self, spec))
             self.pool_id = pool.id
             # Created after the pool so the role may delete exactly this pool (the agent retires it).
             grant_pool_retire(spec, ctx, identity.role_name, pool.id)
@@ -141,7 +166,7 @@ class Nodes(pulumi.ComponentResource):
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
-           user_data: pulumi.Output, expires_at: str) -> ComputeParts:
+           user_data: pulumi.Output, expires_at: pulumi.Output[str]) -> ComputeParts:
     nodes = Nodes(spec, ctx, network, identity, user_data, expires_at)
     return ComputeParts(instance_ids=nodes.instance_ids, private_ips=nodes.private_ips,
                         public_ips=nodes.public_ips, pool_id=nodes.pool_id)

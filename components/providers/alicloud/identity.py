@@ -8,8 +8,11 @@ grants on all resources only, and ecs:DeleteAutoProvisioningGroup, which RAM sco
 ARN `acs:ecs:<region>:<account>:autoprovisioninggroup/<id>` (ECS API reference, "RAM authorization"
 of both actions; no condition key). The id exists only once the pool does, and the pool's launch
 template needs the role first, so that grant is a second policy made after the pool:
-`grant_pool_retire(spec, ctx, role, pool.id)`, for compute.py's spot branch to call once the pool
-exists (not wired yet: until it is, the agent's retire is refused and logged, see docs/agent.md).
+`grant_pool_retire(spec, ctx, role, pool.id)`, which compute.py's spot branch calls once the pool exists.
+
+Policy versions: every change of a policy document adds a version, and RAM keeps five; the provider
+sends RotateStrategy only when it is set (provider facts, ram_policy_change_adds_a_version), so each
+policy here sets it and the sixth change does not fail.
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from components.providers.base import IdentityParts, PartContext
 from components.spec import Spec
 
 STACK_TAG = "gpu-training:stack"
+# alicloud_ram_policy rotate_strategy: delete the oldest non-default version when a sixth is made.
+ROTATE_STRATEGY = "DeleteOldestNonDefaultVersionWhenLimitExceeded"
 
 
 def policy_document(spec: Spec) -> dict:
@@ -65,7 +70,7 @@ def grant_pool_retire(spec: Spec, ctx: PartContext, role: pulumi.Input[str], poo
                                  policy_document=pulumi.Output.from_input(pool_id).apply(
                                      lambda pool: json.dumps(pool_policy_document(spec, pool), sort_keys=True)),
                                  description=f"gpu-training {spec.stack} nodes: retire the spot pool",
-                                 tags=dict(ctx.tags), opts=child)
+                                 rotate_strategy=ROTATE_STRATEGY, tags=dict(ctx.tags), opts=child)
     alicloud.ram.RolePolicyAttachment(f"{ctx.name}-node-pool-policy-attachment", policy_name=policy.policy_name,
                                       policy_type="Custom", role_name=role, opts=child)
 
@@ -84,7 +89,7 @@ class NodeIdentity(pulumi.ComponentResource):
         self.policy = alicloud.ram.Policy(f"{ctx.name}-node-policy", policy_name=name,
                                           policy_document=json.dumps(policy_document(spec), sort_keys=True),
                                           description=f"least privilege for gpu-training {spec.stack} nodes",
-                                          tags=dict(ctx.tags), opts=child)
+                                          rotate_strategy=ROTATE_STRATEGY, tags=dict(ctx.tags), opts=child)
         alicloud.ram.RolePolicyAttachment(f"{ctx.name}-node-policy-attachment", policy_name=self.policy.policy_name,
                                           policy_type="Custom", role_name=self.role.role_name, opts=child)
         self.register_outputs({"roleName": self.role.role_name})

@@ -34,7 +34,7 @@ class Storage(pulumi.ComponentResource):
             # content_md5 makes a changed file a changed input, so `pulumi up` re-uploads it.
             alicloud.oss.BucketObject(
                 f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                source=str(artifact.path), content_md5=artifact.md5_base64, server_side_encryption="AES256",
+                source=artifact.source, content_md5=artifact.md5_base64, server_side_encryption="AES256",
                 opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
 
         self.address = None

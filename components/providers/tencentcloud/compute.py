@@ -74,9 +74,18 @@ def key_pair_name(spec: Spec) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", f"gt_{spec.stack}")[:25]
 
 
+def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """User data is read by cloud-init at first boot only: a changed one (a new agent, train.command)
+    is for nodes created after it; the running node's is left alone (the provider would rewrite it with
+    ModifyInstancesAttribute, and replace the node if user_data_replace_on_change were set). A newer
+    public image would reinstall a running node (ResetInstance; provider facts,
+    instance_image_change_reinstalls_instance): it keeps the image it booted (docs/day2.md)."""
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=["userData", "imageId"])
+
+
 class Nodes(pulumi.ComponentResource):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
-                 user_data: pulumi.Output, expires_at: str):
+                 user_data: pulumi.Output, expires_at: pulumi.Output[str]):
         super().__init__("gpu-training:tencentcloud:Nodes", f"{ctx.name}-nodes", None, ctx.opts())
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(ctx.tags)
@@ -115,7 +124,7 @@ class Nodes(pulumi.ComponentResource):
                     user_data=user_data, cam_role_name=identity.role_name, placement_group_id=group_id,
                     key_ids=key_ids, allocate_public_ip=bool(public_bandwidth), internet_charge_type=internet_charge,
                     internet_max_bandwidth_out=public_bandwidth, disable_api_termination=False,
-                    tags=tags, opts=child)
+                    tags=tags, opts=node_options(self))
                 # The last resort if the agent never releases the node: the cloud terminates it.
                 cvm.ActionTimer(f"{ctx.name}-node-{index}-ttl", instance_id=node.id,
                                 action_timer=cvm.ActionTimerActionTimerArgs(timer_action="TerminateInstances",
@@ -156,14 +165,14 @@ class Nodes(pulumi.ComponentResource):
             # The pool's TTL: at expires_at auto scaling brings the group to zero nodes.
             as_.Schedule(f"{ctx.name}-spot-pool-ttl", scaling_group_id=group.id,
                          schedule_action_name=f"gpu-training-{spec.stack}-ttl"[:60],
-                         start_time=beijing_time(expires_at), min_size=0, max_size=0, desired_capacity=0,
+                         start_time=pulumi.Output.from_input(expires_at).apply(beijing_time), min_size=0, max_size=0, desired_capacity=0,
                          opts=child)
             self.pool_id = group.id
         self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
-           user_data: pulumi.Output, expires_at: str) -> ComputeParts:
+           user_data: pulumi.Output, expires_at: pulumi.Output[str]) -> ComputeParts:
     nodes = Nodes(spec, ctx, network, identity, user_data, expires_at)
     return ComputeParts(instance_ids=nodes.instance_ids, private_ips=nodes.private_ips,
                         public_ips=nodes.public_ips, pool_id=nodes.pool_id)

@@ -43,7 +43,7 @@ class Storage(pulumi.ComponentResource):
             # The MD5 as etag makes a changed file a changed input, so `pulumi up` re-uploads it.
             cos.BucketObject(
                 f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                source=str(artifact.path), etag=_md5_hex(artifact.path), tags=tags,
+                source=artifact.source, etag=_md5_hex(artifact.path), tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
 
         self.address = None
