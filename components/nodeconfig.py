@@ -16,12 +16,13 @@ ROLE_SUFFIX = "-node"
 
 def pool_name(spec: Spec) -> str:
     """The spot pool's name (auto provisioning / scaling group): the agent finds its pool by it."""
-    return f"gpu-training-{spec.stack}"[:60]
+    return f"gpu-training-{spec.stack}"  # within the clouds' limits: checked at validation (name_limits)
 
 
 def role_name(spec: Spec) -> str:
-    # RAM/CAM role names allow 64 characters.
-    return f"gpu-training-{spec.stack}"[: 64 - len(ROLE_SUFFIX)] + ROLE_SUFFIX
+    # Not cut to fit: a cut name could be another stack's role. The clouds' limits are checked at
+    # validation (the provider profile's name_limits).
+    return f"gpu-training-{spec.stack}{ROLE_SUFFIX}"
 
 
 def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None) -> dict[str, Any]:

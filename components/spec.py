@@ -341,14 +341,50 @@ def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catal
 
 
 def _pool_types(instance: InstanceType, gpu: Gpu, tier: Tier, catalog: Catalog,
-                dataset_gb: Optional[float]) -> tuple[InstanceType, ...]:
+                dataset_gb: Optional[float], problems: _Problems) -> tuple[InstanceType, ...]:
+    """The chosen type, then alternatives a spot pool may draw: each passes the tier's rules
+    (_pool_type_breaches), and the ones that do not are named in the findings with the reason. The
+    pool picks the lowest price, so an under-spec alternative would be the one usually launched."""
     need_memory = _memory_needed(tier, dataset_gb)
     models = (gpu.name,) + gpu.substitutes
-    others = [row for row in catalog.matching(models, instance.gpu_count)
-              if row.name != instance.name and row.memory_gb >= need_memory
-              and (instance.nvlink is not True or row.nvlink is True)]
+    others = []
+    for row in catalog.matching(models, instance.gpu_count):
+        if row.name == instance.name:
+            continue
+        breaches = _pool_type_breaches(row, instance, tier, need_memory)
+        if breaches:
+            problems.info("billing", f"the spot pool does not draw {row.name}: {'; '.join(breaches)}")
+        else:
+            others.append(row)
     others.sort(key=lambda r: _rank(r, tier, need_memory))
     return (instance, *others[:_MAX_POOL_TYPES - 1])
+
+
+def _pool_type_breaches(row: InstanceType, chosen: InstanceType, tier: Tier, need_memory: float) -> list[str]:
+    """Why a spot pool may not draw `row` instead of `chosen`: the tier's GPU model and count, the guide's
+    8-16 vCPU per GPU (above 16 only as far as the chosen type goes), the tier's vCPU and RAM minimums
+    and the RAM the data needs (more RAM than the range is allowed: it never slows training, and the
+    pool's price cap bounds what it costs), and NVLink when the chosen type has it."""
+    breaches = []
+    if not tier.accepts(row.gpu):
+        breaches.append(f"its {row.gpu} is not a GPU of the {tier.name} tier")
+    if row.gpu_count not in tier.gpu_counts or row.gpu_count != chosen.gpu_count:
+        breaches.append(f"{row.gpu_count} GPUs, not {chosen.gpu_count}")
+    per_gpu, most = row.vcpus_per_gpu, max(16.0, chosen.vcpus_per_gpu)
+    if per_gpu < 8:
+        breaches.append(f"{per_gpu:g} vCPU per GPU, below the guide's 8 (starves the data loaders)")
+    elif per_gpu > most:
+        breaches.append(f"{per_gpu:g} vCPU per GPU, above the guide's 16"
+                        + (f" and the chosen type's {chosen.vcpus_per_gpu:g}" if most > 16 else ""))
+    if row.vcpus < tier.vcpus[0]:
+        breaches.append(f"{row.vcpus} vCPU, below the {tier.name} tier's {tier.vcpus[0]}")
+    floor = max(tier.memory_gb[0], need_memory)
+    if row.memory_gb < floor:
+        breaches.append(f"{row.memory_gb:.0f} GB RAM, below the {floor:g} GB the {tier.name} tier"
+                        + (" and the data set need" if need_memory > tier.memory_gb[0] else " needs"))
+    if chosen.nvlink is True and row.nvlink is not True:
+        breaches.append("no confirmed NVLink, which the chosen type has")
+    return breaches
 
 
 # ---------------------------------------------------------------- the rules
@@ -607,6 +643,20 @@ def _check_resolved(spec: Spec, problems: _Problems) -> None:
     for key, message in spec.profile.warnings(spec):
         problems.warning(key, message)
     _check_egress(spec, problems)
+    _check_names(spec, problems)
+
+
+def _check_names(spec: Spec, problems: _Problems) -> None:
+    """Every name the program gives fits the cloud's limit (provider profile `name_limits`); the stack
+    name is in each, so a long stack name is the usual cause and the message says how long it may be."""
+    for limit in spec.profile.name_limits:
+        name = limit.render(spec.stack, index=max(spec.nodes - 1, 0))
+        if limit.min <= len(name) <= limit.max:
+            continue
+        room = limit.max - (len(name) - len(spec.stack))
+        problems.error("stack", f"the stack name {spec.stack!r} makes the {limit.type.split(':')[-1]} {limit.input}"
+                       f" {name!r} {len(name)} characters; {spec.profile.display_name} allows {limit.min}-{limit.max}"
+                       f" ({limit.source}): use a stack name of at most {max(room, 0)} characters")
 
 
 # ---------------------------------------------------------------- entry point
@@ -653,7 +703,8 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
             problems.error("gpu", "could not resolve an instance type")
         raise SpecError(problems.items)
 
-    pool = _pool_types(instance, gpu, tier, catalog, values.get("datasetGb")) if billing == "spot" else (instance,)
+    pool = _pool_types(instance, gpu, tier, catalog, values.get("datasetGb"), problems) if billing == "spot" \
+        else (instance,)
     if billing == "spot" and len(pool) == 1 and not spot_zones:
         problems.info("spotZones", f"the spot pool has one instance type ({instance.name}) in one zone;"
                       " list spotZones to give it more capacity to draw from")

@@ -20,10 +20,7 @@ from stackcases import case_id, plan_or_refusal, provider_of, variations
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LONG_PREFIX = "research-team-resnet50-imagenet-"  # a long, ordinary stack name: 32 + the stack's own
 # Rules that fail on main because of a defect another change is fixing: (test, provider) -> reason.
-KNOWN_DEFECTS = {
-    ("long_name", "tencentcloud"): "issue 10 item 7: scaling group (55), CBS disk and snapshot (60) name"
-                                   " limits are not checked at validation nor respected by the names",
-}
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {}  # none now: issue 10 item 7 refuses long names at validation
 CASES = [(stack, overrides) for stack in stack_names() for overrides in variations(stack)]
 
 

@@ -119,6 +119,23 @@ def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class NameLimit:
+    """A name the program gives a resource, and the cloud's limit on it (checked at validation).
+
+    `template` is the name as the parts build it ({stack}, {index} for per-node names); `source` says
+    where the limit is written (repo@commit file:line, or the API doc)."""
+    type: str  # the Pulumi type token
+    input: str  # the input that carries the name (camelCase, a.b for a nested field)
+    template: str
+    max: int
+    min: int = 1
+    source: str = ""
+
+    def render(self, stack: str, index: int = 0) -> str:
+        return self.template.format(stack=stack, index=index)
+
+
+@dataclass(frozen=True)
 class ProviderProfile:
     name: str
     display_name: str
@@ -158,6 +175,8 @@ class ProviderProfile:
     # resource type the program creates with why it bills nothing by itself (or only with the nodes).
     keeps_billing: Callable[[Any], tuple[Lingering, ...]] = nothing_lingers
     bills_nothing_alone: Mapping[str, str] = field(default_factory=dict)
+    # Names (components/spec.py checks them at validation; tests check the plan uses these templates).
+    name_limits: tuple[NameLimit, ...] = ()
 
 
 @dataclass(frozen=True)

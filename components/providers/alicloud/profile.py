@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, ObjectStore,
-                                       ProviderProfile, Route, StoreVerification, has_public_address, inbound_note)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
+                                       ObjectStore, ProviderProfile, Route, StoreVerification, has_public_address,
+                                       inbound_note)
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
 # "Request syntax", help.aliyun.com/zh/cpfs/request-syntax: the service endpoints nas.<region>.aliyuncs.com).
@@ -178,9 +179,35 @@ BILLS_NOTHING_ALONE = {
 }
 
 
+
+# Names the program gives (components/spec.py refuses a stack whose names break a limit, naming the
+# stack name, the usual cause). Sources: the provider at the commit of provider_facts.json, or the API doc.
+_TF = "aliyun/terraform-provider-alicloud@81c43b67"
+NAME_LIMITS = (
+    NameLimit("alicloud:ecs/instance:Instance", "instanceName", "gpu-training-{stack}-{index}", 128, 2,
+              f"{_TF} alicloud/resource_alicloud_instance.go:76 (validators.go:537, 2-128)"),
+    NameLimit("alicloud:ecs/ecsKeyPair:EcsKeyPair", "keyPairName", "gpu-training-{stack}", 128, 2,
+              f"{_TF} alicloud/resource_alicloud_ecs_key_pair.go:40 (validators.go:537, 2-128)"),
+    NameLimit("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet", "deploymentSetName", "gpu-training-{stack}", 128, 2,
+              f"{_TF} alicloud/resource_alicloud_ecs_deployment_set.go:31 (validators.go:558, {{2,128}})"),
+    NameLimit("alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate", "instanceName", "gpu-training-{stack}", 128, 2,
+              f"{_TF} alicloud/resource_alicloud_ecs_launch_template.go:127 (validators.go:558, 1+{{1,127}})"),
+    NameLimit("alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup", "autoProvisioningGroupName",
+              "gpu-training-{stack}", 128, 2,
+              f"{_TF} website/docs/r/auto_provisioning_group.html.markdown:88 (2 to 128 characters)"),
+    NameLimit("alicloud:ram/role:Role", "roleName", "gpu-training-{stack}-node", 64, 1,
+              "RAM API reference, CreateRole: RoleName 1 to 64 characters"
+              " (https://www.alibabacloud.com/help/doc-detail/28710.htm)"),
+    NameLimit("alicloud:ram/policy:Policy", "policyName", "gpu-training-{stack}-node", 128, 1,
+              f"{_TF} website/docs/r/ram_policy.html.markdown:73 (1 to 128 characters)"),
+    NameLimit("alicloud:ram/policy:Policy", "policyName", "gpu-training-{stack}-node-pool", 128, 1,
+              f"{_TF} website/docs/r/ram_policy.html.markdown:73 (1 to 128 characters)"),
+)
+
 PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
+    name_limits=NAME_LIMITS,
     region_key="alicloud:region",
     currency="CNY",
     shared_storage={

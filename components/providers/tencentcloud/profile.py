@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, ObjectStore,
-                                       ProviderProfile, Route, StoreVerification, has_public_address, inbound_note)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
+                                       ObjectStore, ProviderProfile, Route, StoreVerification, has_public_address,
+                                       inbound_note)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -227,9 +228,42 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
                f" {BASELINE_MAX_MBPS} MB/s, not +{EXTRA_THROUGHPUT_MBPS} MB/s; use billing: on-demand for it")
 
 
+
+# Names the program gives (components/spec.py refuses a stack whose names break a limit, naming the
+# stack name, the usual cause). Source: the provider at the commit of provider_facts.json; every limit
+# below is ValidateStringLengthInRange (tencentcloud/common/validators.go:104), counted in characters.
+_TF = "tencentcloudstack/terraform-provider-tencentcloud@f6970a90"
+NAME_LIMITS = (
+    NameLimit("tencentcloud:As/scalingGroup:ScalingGroup", "scalingGroupName", "gpu-training-{stack}", 55, 1,
+              f"{_TF} tencentcloud/services/as/resource_tc_as_scaling_group.go:31"),
+    NameLimit("tencentcloud:As/scalingConfig:ScalingConfig", "configurationName", "gpu-training-{stack}", 60, 1,
+              f"{_TF} tencentcloud/services/as/resource_tc_as_scaling_config.go:31"),
+    NameLimit("tencentcloud:As/schedule:Schedule", "scheduleActionName", "gpu-training-{stack}-ttl", 60, 1,
+              f"{_TF} tencentcloud/services/as/resource_tc_as_schedule.go:31"),
+    NameLimit("tencentcloud:Cbs/storage:Storage", "storageName", "gpu-training-{stack}-seed", 60, 2,
+              f"{_TF} tencentcloud/services/cbs/resource_tc_cbs_storage.go:80"),
+    NameLimit("tencentcloud:Cbs/snapshot:Snapshot", "snapshotName", "gpu-training-{stack}-encrypted-seed", 60, 2,
+              f"{_TF} tencentcloud/services/cbs/resource_tc_cbs_snapshot.go:34"),
+    NameLimit("tencentcloud:Placement/group:Group", "name", "gpu-training-{stack}", 60, 1,
+              f"{_TF} tencentcloud/services/cvm/resource_tc_placement_group.go:27"),
+    NameLimit("tencentcloud:Instance/instance:Instance", "instanceName", "gpu-training-{stack}-{index}", 128, 2,
+              f"{_TF} tencentcloud/services/cvm/resource_tc_instance.go:66"),
+    NameLimit("tencentcloud:Ccn/instance:Instance", "name", "gpu-training-{stack}", 60, 1,
+              f"{_TF} tencentcloud/services/ccn/resource_tc_ccn.go:31"),
+    NameLimit("tencentcloud:Cfs/accessGroup:AccessGroup", "name", "gpu-training-{stack}", 64, 1,
+              f"{_TF} tencentcloud/services/cfs/resource_tc_cfs_access_group.go:28"),
+    NameLimit("tencentcloud:Vpc/instance:Instance", "name", "gpu-training-{stack}", 60, 1,
+              f"{_TF} tencentcloud/services/vpc/resource_tc_vpc.go:32"),
+    NameLimit("tencentcloud:Subnet/instance:Instance", "name", "gpu-training-{stack}-{index}", 60, 1,
+              f"{_TF} tencentcloud/services/vpc/resource_tc_subnet.go:41"),
+    NameLimit("tencentcloud:Security/group:Group", "name", "gpu-training-{stack}", 60, 1,
+              f"{_TF} tencentcloud/services/vpc/resource_tc_security_group.go:30"),
+)
+
 PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
+    name_limits=NAME_LIMITS,
     region_key="tencentcloud:region",
     currency="CNY",
     shared_storage={

@@ -1,0 +1,63 @@
+"""Names and their limits (issue 10 item 7): every name the program gives fits the cloud's limit, or
+validation refuses the stack naming the key and the stack name (the usual cause), before anything is
+created. The limits are data in each provider profile (`name_limits`, with their source); here they
+are checked against the provider facts, against the names the plan really carries, and at the edge."""
+from __future__ import annotations
+
+import pytest
+
+from components import providers
+from components.mockrun import ProgramExit, run_program
+from components.providers import facts
+from components.stackfiles import apply_overrides, load_stack_config
+from stackcases import SPOT_CAPPED, plan_or_refusal, stacks_of, variations
+
+PROVIDERS = [p for p in providers.names() if providers.profile(p).name_limits]
+CASES = [(stack, overrides) for provider in PROVIDERS for stack in stacks_of(provider)
+         for overrides in variations(stack)]
+
+
+def test_every_provider_with_facts_declares_name_limits():
+    assert set(facts.clouds()) <= set(PROVIDERS)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_limits_agree_with_the_provider_facts(provider):
+    """Where the provider's schema has a length rule for the input, the profile states the same one."""
+    loaded = facts.load(provider)
+    for limit in providers.profile(provider).name_limits:
+        assert limit.source, limit
+        field = loaded.inputs(limit.type)[limit.input]
+        rules = [field.get("validate", {})] + field.get("validate", {}).get("of", [])
+        lengths = [r for r in rules if r.get("kind") == "length"]
+        for rule in lengths:
+            assert (rule["min"], rule["max"]) == (limit.min, limit.max), (limit.type, limit.input)
+
+
+@pytest.mark.parametrize("stack,overrides", CASES, ids=[f"{s}+{'+'.join(o)[:30]}" for s, o in CASES])
+def test_the_plan_gives_exactly_the_names_the_limits_check(stack, overrides, plan_for):
+    plan = plan_or_refusal(plan_for, stack, overrides)
+    profile = providers.profile(load_stack_config(stack).get("gpu-training:provider", "alicloud"))
+    allowed: dict[tuple[str, str], set[str]] = {}
+    for limit in profile.name_limits:
+        allowed.setdefault((limit.type, limit.input), set()).update(limit.render(stack, i) for i in range(8))
+    for (type_, input_), names in allowed.items():
+        for resource in plan.of_type(type_):
+            assert resource.inputs.get(input_) in names, (type_, input_, resource.inputs.get(input_))
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_name_one_character_too_long_is_refused_naming_the_stack(provider):
+    """The tightest limit decides: at it the stack plans, one character over validation refuses it."""
+    stack = stacks_of(provider)[0]
+    config = apply_overrides(load_stack_config(stack), SPOT_CAPPED)
+    profile = providers.profile(provider)
+    tightest = min(profile.name_limits, key=lambda l: l.max - len(l.render("")))
+    longest = tightest.max - len(tightest.render(""))
+    fits = "s" * longest
+    run_program(config, fits)  # plans: every name fits
+    with pytest.raises(ProgramExit) as stop:
+        run_program(config, fits + "x")
+    assert stop.value.code == 2 and "Traceback" not in stop.value.stderr
+    assert "stack:" in stop.value.stderr and f"at most {longest} characters" in stop.value.stderr
+    assert tightest.source in stop.value.stderr

@@ -1,0 +1,49 @@
+"""Every instance type a spot pool may draw obeys the tier (issue 10 item 5): the pool launches the
+lowest-priced type it may, so an under-spec alternative is the one usually launched. Checked on the
+plan the real program makes (the types the pool resources receive), for every stack made spot."""
+from __future__ import annotations
+
+import pytest
+
+from components.stackfiles import stack_names, stack_spec
+from stackcases import SPOT_CAPPED, plan_or_refusal
+
+# Where each cloud's pool resource lists the types it may draw: (type, input, field of each item or None).
+POOL_TYPE_INPUTS = {
+    "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup": ("launchTemplateConfigs", "instanceType"),
+    "tencentcloud:As/scalingConfig:ScalingConfig": ("instanceTypes", None),
+}
+
+
+def drawn_types(plan) -> set[str]:
+    found = set()
+    for type_, (name, field) in POOL_TYPE_INPUTS.items():
+        for resource in plan.of_type(type_):
+            items = resource.inputs.get(name) or []
+            found |= {item[field] if field else item for item in items}
+    return found
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_type_the_pool_may_draw_passes_the_tiers_rules(stack, plan_for):
+    plan = plan_or_refusal(plan_for, stack, SPOT_CAPPED)
+    _, spec = stack_spec(stack, SPOT_CAPPED)
+    rows = {row.name: row for row in spec.pool_types}
+    drawn = drawn_types(plan)
+    assert drawn and drawn <= set(rows), (drawn, set(rows))
+    tier = spec.tier
+    for name in drawn:
+        row = rows[name]
+        assert tier.accepts(row.gpu) and row.gpu_count == spec.instance.gpu_count, name
+        assert 8 <= row.vcpus_per_gpu <= max(16, spec.instance.vcpus_per_gpu), (name, row.vcpus_per_gpu)
+        assert row.vcpus >= tier.vcpus[0], (name, row.vcpus)
+        assert row.memory_gb >= tier.memory_gb[0], (name, row.memory_gb)
+
+
+def test_the_entry_pool_refuses_the_4_vcpu_type_and_says_why(plan_for):
+    """The audit's case: entry-t4 spot drew ecs.gn6i-c4g1.xlarge (4 vCPU, 15 GiB)."""
+    plan = plan_for("entry-t4", *SPOT_CAPPED)
+    assert "ecs.gn6i-c4g1.xlarge" not in drawn_types(plan)
+    _, spec = stack_spec("entry-t4", SPOT_CAPPED)
+    (refusal,) = [f for f in spec.findings if "ecs.gn6i-c4g1.xlarge" in f.message]
+    assert refusal.key == "billing" and "vCPU per GPU" in refusal.message and "RAM" in refusal.message
