@@ -1,7 +1,16 @@
-"""Reading stack files (stacks/Pulumi.<stack>.yaml) and applying `--set KEY=VALUE` what-if overrides."""
+"""Reading stack files (stacks/Pulumi.<stack>.yaml) and applying `--set KEY=VALUE` what-if overrides.
+
+A stack file is read the way the Pulumi CLI reads it, and refused (StackFileError, exit 2 in the
+CLIs) where Pulumi would refuse it or where its values could not reach the program as config: not
+UTF-8, not YAML, a key given twice (Pulumi's YAML reader refuses duplicates), YAML-only types (dates,
+binary, sets) that the engine's JSON cannot carry, and alias chains that expand beyond any real
+stack file (a "billion laughs" document).
+"""
 from __future__ import annotations
 
+import datetime
 import json
+import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -28,18 +37,106 @@ def stack_path(stack: str) -> Path:
     return STACKS_DIR / f"Pulumi.{stack}.yaml"
 
 
+# Far above any real stack file (the largest here has ~30 values), far below what exhausts memory.
+MAX_YAML_NODES = 100_000
+
+
+class _StackLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing what Pulumi's YAML reader refuses: a mapping key given twice."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                continue  # PyYAML reports unhashable keys itself
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice (first {seen[key]}); Pulumi refuses duplicate keys",
+                    key_node.start_mark)
+            seen[key] = f"at line {key_node.start_mark.line + 1}"
+        return super().construct_mapping(node, deep)
+
+
+def _expanded_size(node, memo: dict) -> int:
+    """Nodes in the document once every alias is expanded (aliases share node objects)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1  # a recursive alias counts once
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1
+    memo[id(node)] = min(size, MAX_YAML_NODES + 1)
+    return memo[id(node)]
+
+
+def parse_stack_text(data: bytes, where: str) -> dict[str, Any]:
+    """The `config:` map of a stack file's bytes; StackFileError names `where` and what is wrong."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise StackFileError(f"{where}: not UTF-8 text: byte 0x{data[error.start]:02x} at line {line} (offset"
+                             f" {error.start}); save the file as UTF-8, as Pulumi reads it") from None
+    try:
+        loader = _StackLoader(text)
+        try:
+            root = loader.get_single_node()
+            if root is not None and _expanded_size(root, {}) > MAX_YAML_NODES:
+                raise StackFileError(f"{where}: its aliases expand to more than {MAX_YAML_NODES:,} values;"
+                                     " a stack file lists its config values")
+            document = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as error:
+        raise StackFileError(f"{where}: not valid YAML: {error}") from None
+    except RecursionError:  # PyYAML composes recursively: thousands of nested brackets end here
+        raise StackFileError(f"{where}: its values nest too deeply to be config (thousands of levels)") from None
+    config = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(config, dict):
+        raise StackFileError(f"{where}: no `config:` map (a stack file is `config:` followed by `key: value` lines)")
+    for key, value in config.items():
+        if not isinstance(key, str):
+            raise StackFileError(f"{where}: config key {key!r} is not a string; keys look like gpu-training:tier"
+                                 " or alicloud:region")
+        _check_engine_value(value, key, where)
+    return dict(config)
+
+
+_YAML_ONLY = {datetime.date: "a YAML date", datetime.datetime: "a YAML timestamp", bytes: "YAML binary",
+              set: "a YAML set"}
+
+
+def _check_engine_value(value: Any, key: str, where: str) -> None:
+    """Refuse what the engine's JSON config cannot carry, naming the dotted key and how to write it."""
+    kind = next((word for cls, word in _YAML_ONLY.items() if isinstance(value, cls)), None)
+    if kind is not None:
+        raise StackFileError(f"{where}: {key}: {str(value)[:60]!r} is {kind}, which Pulumi config cannot hold;"
+                             " quote it to make it a string")
+    if isinstance(value, dict):
+        for name, child in value.items():
+            if not isinstance(name, str):
+                raise StackFileError(f"{where}: {key}.{name}: keys of an object must be strings")
+            _check_engine_value(child, f"{key}.{name}", where)
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            _check_engine_value(child, f"{key}[{index}]", where)
+
+
 def load_stack_config(stack: str) -> dict[str, Any]:
     path = stack_path(stack)
     if not path.is_file():
         raise StackFileError(f"no stack {stack!r}: {path} does not exist; stacks: {', '.join(stack_names())}")
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as error:
-        raise StackFileError(f"{path}: not valid YAML: {error}") from None
-    config = document.get("config") if isinstance(document, dict) else None
-    if not isinstance(config, dict):
-        raise StackFileError(f"{path}: no `config:` map")
-    return dict(config)
+        data = path.read_bytes()
+    except OSError as error:
+        raise StackFileError(f"{path}: cannot be read: {error.strerror}") from None
+    return parse_stack_text(data, str(path))
 
 
 def apply_overrides(config: Mapping[str, Any], assignments: Iterable[str]) -> dict[str, Any]:
@@ -53,15 +150,32 @@ def apply_overrides(config: Mapping[str, Any], assignments: Iterable[str]) -> di
         full = key if ":" in key.split(".")[0] else f"{schema.NAMESPACE}:{key}"
         head, _, field = full.partition(".")
         if field:
-            current = result.get(head, {})
-            if isinstance(current, str):
-                current = json.loads(current or "{}")
-            current = dict(current or {})
+            current = _as_object(result.get(head, {}), head, assignment)
             current[field] = _parse_scalar(value)
             result[head] = current
         else:
             result[head] = value
     return result
+
+
+def _as_object(current: Any, head: str, assignment: str) -> dict:
+    """The object a `--set head.field=value` changes; StackFileError when `head` holds no object."""
+    if isinstance(current, str):
+        try:
+            current = json.loads(current) if current.strip() else {}
+        except json.JSONDecodeError:
+            pass
+    if current is None:
+        return {}
+    if not isinstance(current, dict):
+        raise StackFileError(f"--set {assignment[:80]!r}: {head} is {_describe(current)}, not an object, so it has"
+                             f" no fields; set the whole value with --set {head}=VALUE")
+    return dict(current)
+
+
+def _describe(value: Any) -> str:
+    shown = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _parse_scalar(value: str) -> Any:
@@ -72,15 +186,21 @@ def _parse_scalar(value: str) -> Any:
 
 
 def engine_form(config: Mapping[str, Any]) -> dict[str, str]:
-    """Config as the Pulumi engine hands it to a program: strings, with lists and objects as JSON."""
+    """Config as the Pulumi engine hands it to a program: strings, with lists and objects as JSON.
+
+    A YAML infinity or NaN becomes the text the engine would pass ("Infinity", "NaN"), which the
+    spec refuses by name; nothing here raises on a value `parse_stack_text` accepted.
+    """
     form = {}
     for key, value in config.items():
         if isinstance(value, str):
             form[key] = value
         elif isinstance(value, bool):
             form[key] = "true" if value else "false"
+        elif isinstance(value, float) and not math.isfinite(value):
+            form[key] = repr(value).replace("inf", "Infinity").replace("nan", "NaN")
         else:
-            form[key] = json.dumps(value)
+            form[key] = json.dumps(value, default=str)
     return form
 
 
