@@ -9,15 +9,20 @@ Warnings and notes ride along in `Spec.findings`.
 from __future__ import annotations
 
 import difflib
+import gzip
+import hashlib
 import ipaddress
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from components import providers, schema
+from components.bootstrap import config as bootstrap_rules
 from components.catalog import Catalog, InstanceType, load_catalog
+from components.providers import regions as region_tables
 from components.providers.base import DataDisk, ObjectStore, ProviderProfile, StoreVerification
 from components.tiers import Gpu, Tier, gpus, tiers
 
@@ -26,7 +31,20 @@ MAX_NODES = 512
 MAX_HOURS = 24 * 30
 WORLD = ("0.0.0.0/0", "::/0")
 TAG_PREFIX = "gpu-training:"
+_REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,49}")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_SEGMENT = r"(?!\.\.?(?:/|$))[A-Za-z0-9._-]+"
+_PREFIX_RE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
+_ENDPOINT_RE = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# OpenSSH public key line: type, base64 body, optional comment (sshd(8) AUTHORIZED_KEYS FILE FORMAT).
+_SSH_KEY_RE = re.compile(r"(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)"
+                         r"@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\x00-\x1f\x7f]*)?")
+# Image ids: Alibaba's m-... and public image names (ubuntu_22_04_x64_20G_alibase_20240710.vhd), Tencent's img-...
+_IMAGE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# Text that a process receives as an argument or environment value can hold no NUL; the other
+# control characters (but tab and newline) are typing accidents that break the agent's log lines.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _MAX_POOL_TYPES = 4
 
 
@@ -155,12 +173,62 @@ def _suggest(word: str, choices, n: int = 3) -> str:
     return f"; did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
 
 
-def _show(value: Any) -> str:
-    return json.dumps(value) if not isinstance(value, str) else repr(value)
+def _show(value: Any, width: int = 80) -> str:
+    """A value as the user wrote it, cut short: messages quote the bad value, not 30 KB of it."""
+    try:
+        text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= width else f"{text[:width - 20]}... ({len(text):,} characters)"
 
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
                "array": "a list", "object": "an object", "map": "a map of strings"}
+# Beyond any count, size, duration or price a stack can mean, and small enough that every later
+# comparison, product and message stays exact and finite (a float holds integers to 2**53 exactly).
+MAX_MAGNITUDE = 2 ** 53
+
+
+def _parse_number(value: Any) -> Any:
+    """An int or float from an engine value (native, or text as Pulumi passes it); None if not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        return int(text)  # exact for integer literals (float() would round 2**60 + 1)
+    except ValueError:
+        pass
+    try:
+        return float(text)  # also "1e400" -> inf, "nan", "Infinity": refused by the caller, by name
+    except ValueError:
+        return None
+
+
+def _coerce_number(kind: str, value: Any, key: str, problems: _Problems) -> Any:
+    number = _parse_number(value)
+    if number is None:
+        return problems.error(key, f"{_show(value)} is not {_TYPE_WORDS[kind]}")
+    if isinstance(number, float) and not math.isfinite(number):
+        return problems.error(key, f"{_show(value)} is not a finite number; give {_TYPE_WORDS[kind]}")
+    if abs(number) > MAX_MAGNITUDE:
+        return problems.error(key, f"{_show(value)} is out of range; no {key} is larger than {MAX_MAGNITUDE:,}")
+    if kind == "integer":
+        if isinstance(number, float) and not number.is_integer():
+            return problems.error(key, f"{_show(value)} is not an integer")
+        return int(number)
+    return float(number)
+
+
+def _parse_json(text: str) -> Any:
+    """JSON as the engine passes lists and objects; ValueError for text that is not JSON (or nests absurdly)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _coerce(kind: str, value: Any, key: str, problems: _Problems) -> Any:
@@ -179,27 +247,15 @@ def _coerce(kind: str, value: Any, key: str, problems: _Problems) -> Any:
             return value.strip().lower() == "true"
         return bad()
     if kind in ("integer", "number"):
-        if isinstance(value, bool):
-            return bad()
-        try:
-            number = float(value) if isinstance(value, str) else value
-            if not isinstance(number, (int, float)) or number != number:
-                return bad()
-        except ValueError:
-            return bad()
-        if kind == "integer":
-            if float(number) != int(number):
-                return bad()
-            return int(number)
-        return float(number)
+        return _coerce_number(kind, value, key, problems)
     if kind in ("array", "object", "map"):
         if isinstance(value, str):
             text = value.strip()
             if kind == "array" and text and not text.startswith("["):
                 return [part.strip() for part in text.split(",") if part.strip()]
             try:
-                value = json.loads(text) if text else ([] if kind == "array" else {})
-            except json.JSONDecodeError:
+                value = _parse_json(text) if text else ([] if kind == "array" else {})
+            except ValueError:
                 return bad()
         if kind == "array" and not isinstance(value, list):
             return bad()
@@ -217,7 +273,13 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
     values: dict[str, Any] = {}
     prefix = schema.NAMESPACE + ":"
     for full_key, raw in config.items():
-        namespace, _, name = full_key.partition(":")
+        if not isinstance(full_key, str):
+            problems.error(str(full_key), "config keys are strings such as 'gpu-training:tier'")
+            continue
+        namespace, sep, name = full_key.partition(":")
+        if namespace == schema.NAMESPACE and not name:
+            problems.error(full_key, f"no key name after {prefix!r}; known keys: {', '.join(sorted(schema.BY_NAME))}")
+            continue
         if not name:
             continue
         if namespace != schema.NAMESPACE:
@@ -439,9 +501,27 @@ def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
                 continue
             problems.warning(key, f"{cidr!r}: SSH is open to the whole internet (allowWorldSsh: true)")
         good.append(str(network))
+    _check_ssh_union(good, allow_world, problems)
     if cidrs and not values.get("sshPublicKey"):
         problems.warning("sshPublicKey", "SSH ingress is open but no sshPublicKey is set: nobody can log in")
     return tuple(good)
+
+
+def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: _Problems) -> None:
+    """CIDRs that together cover a whole address family are world-open too (0.0.0.0/1 + 128.0.0.0/1)."""
+    for family, world in ((4, "0.0.0.0/0"), (6, "::/0")):
+        networks = [ipaddress.ip_network(c) for c in cidrs if ipaddress.ip_network(c).version == family]
+        if any(n.prefixlen == 0 for n in networks):
+            continue  # said above, entry by entry
+        if any(n.prefixlen == 0 for n in ipaddress.collapse_addresses(networks)):
+            pieces = ", ".join(str(n) for n in networks)
+            if allow_world:
+                problems.warning("sshAllowCidrs", f"{pieces}: together these open SSH to the whole internet"
+                                 f" ({world}; allowWorldSsh: true)")
+            else:
+                problems.error("sshAllowCidrs", f"{pieces}: together these cover {world}, which opens SSH to the"
+                               " whole internet; set allowWorldSsh: true to accept it, or list your own addresses"
+                               " (e.g. 203.0.113.7/32)")
 
 
 def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billing: str,
@@ -459,10 +539,15 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
                        " and reports travel through this bucket; give a bucket you own in the stack's region"
                        " (or set checkpoint.create: true to create one that outlives the stack)")
     prefix = str(raw.get("prefix", "")).strip("/")
+    if prefix and not _PREFIX_RE.fullmatch(prefix):
+        problems.error("checkpoint.prefix", f"{_show(prefix)} is not allowed; allowed: path segments of letters,"
+                       " digits, '.', '_' and '-' joined by '/', none of them '.' or '..' (the node role's storage"
+                       " policy is scoped to this prefix, so it may hold no wildcard)")
     store: ObjectStore = profile.object_store(region)
     endpoint = raw.get("endpoint") or store.endpoint
-    if not re.match(r"^https?://[^\s/]+", endpoint):
-        problems.error("checkpoint.endpoint", f"{endpoint!r} is not an http(s) URL")
+    if not _ENDPOINT_RE.fullmatch(endpoint):
+        problems.error("checkpoint.endpoint", f"{_show(endpoint)} is not an http(s) URL (e.g."
+                       f" {store.endpoint}; no spaces or control characters)")
     # Nodes use the in-VPC endpoint unless the user named one (then everyone uses theirs).
     node_endpoint = None if raw.get("endpoint") else store.node_endpoint
     return CheckpointSpec(bucket, prefix, endpoint, region, store.addressing_style, store.signature_version,
@@ -475,33 +560,57 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
     if not command:
         problems.error("train.command", "is empty; give the command that starts training"
                        f" (default: {schema.DEFAULT_TRAIN_COMMAND!r})")
-    code_dir = None
-    if raw.get("codeDir"):
-        code_dir = (REPO_ROOT / raw["codeDir"]).resolve()
-        if not code_dir.is_dir():
-            problems.error("train.codeDir", f"{raw['codeDir']!r} is not a folder (relative to {REPO_ROOT})")
-            code_dir = None
+    elif _CONTROL_RE.search(command):
+        problems.error("train.command", f"{_show(command)} holds a control character; allowed: printable text,"
+                       " tabs and newlines")
+    code_dir = _code_dir(raw.get("codeDir"), problems)
     launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
     if launcher not in ("direct", "torchrun"):
         problems.error("train.launcher", f"{launcher!r} is not allowed; allowed: direct, torchrun")
     env = raw.get("env") or {}
-    for name in env:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-            problems.error(f"train.env.{name}", "is not a valid environment variable name")
+    for name, value in env.items():
+        if not _ENV_NAME_RE.fullmatch(name):
+            problems.error(f"train.env.{name}", "is not a valid environment variable name (letters, digits and"
+                           " '_', not starting with a digit)")
+        if _CONTROL_RE.search(value):
+            problems.error(f"train.env.{name}", f"{_show(value)} holds a control character; allowed: printable"
+                           " text, tabs and newlines")
         if re.search(r"(SECRET|PASSWORD|ACCESS_KEY|TOKEN)", name.upper()):
             problems.error(f"train.env.{name}", "looks like a credential: user-data is readable on the node and"
                            " in the cloud console; give the node role access instead")
     return TrainSpec(command, dict(env), code_dir, launcher)
 
 
+def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
+    """train.codeDir as a folder (relative to the repository), or None with the problem recorded."""
+    if not value:
+        return None
+    try:
+        code_dir = (REPO_ROOT / value).resolve()
+        if code_dir.is_dir():
+            return code_dir
+        why = "is not a folder"
+    except (OSError, ValueError) as error:  # a NUL byte, a name longer than the file system allows
+        why = f"cannot be a folder ({getattr(error, 'strerror', None) or error})"
+    problems.error("train.codeDir", f"{_show(value)} {why} (relative to {REPO_ROOT})")
+    return None
+
+
 def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> dict:
+    """The node software keys: checked with the bootstrap's own rules (components/bootstrap/config.py),
+    so a value the bootstrap would refuse at `pulumi up` is refused here, by its key."""
     merged = {**schema.BOOTSTRAP_DEFAULTS, **values.get("bootstrap", {})}
-    if merged["framework"] not in ("pytorch", "paddle"):
-        problems.error("bootstrap.framework", f"{merged['framework']!r} is not allowed; allowed: pytorch, paddle")
-    if not re.match(r"^\d{3}$", merged["driverBranch"]):
-        problems.error("bootstrap.driverBranch", f"{merged['driverBranch']!r} is not a driver branch like '550'")
-    if not re.match(r"^\d+-\d+$", merged["cudaToolkit"]):
-        problems.error("bootstrap.cudaToolkit", f"{merged['cudaToolkit']!r} is not like '12-4'")
+    if merged["framework"] not in bootstrap_rules.FRAMEWORKS:
+        problems.error("bootstrap.framework", f"{_show(merged['framework'])} is not allowed; allowed:"
+                       f" {', '.join(bootstrap_rules.FRAMEWORKS)}")
+    for name, rule in (("driverBranch", bootstrap_rules.DRIVER_BRANCH), ("cudaToolkit", bootstrap_rules.CUDA_TOOLKIT),
+                       ("frameworkVersion", bootstrap_rules.FRAMEWORK_VERSION)):
+        if not rule.accepts(merged[name]):
+            problems.error(f"bootstrap.{name}", f"{_show(merged[name])} is not allowed; expected {rule.allowed}")
+    url = merged["ascendPackagesUrl"]
+    if url and not bootstrap_rules.ASCEND_PACKAGES_URL.accepts(url):
+        problems.error("bootstrap.ascendPackagesUrl", f"{_show(url)} is not allowed; expected"
+                       f" {bootstrap_rules.ASCEND_PACKAGES_URL.allowed}")
     if gpu is not None and gpu.kind == "ascend" and not merged["ascendPackagesUrl"]:
         problems.error("bootstrap.ascendPackagesUrl", "Ascend nodes need the location of the driver, firmware"
                        " and CANN run-packages (an object storage URL or a path on the shared FS)")
@@ -536,7 +645,35 @@ def _resolve_region(config: Mapping[str, Any], profile: ProviderProfile, problem
         problems.error(profile.region_key, f"not set; the region is {profile.display_name}'s own key:"
                        f" `pulumi config set {profile.region_key} <region>` or add it to the stack file")
         return ""
-    return str(region)
+    region = str(region)
+    if not _REGION_RE.fullmatch(region):
+        problems.error(profile.region_key, f"{_show(region)} is not a region id (lowercase letters, digits and"
+                       " '-', e.g. cn-hangzhou)")
+    return region
+
+
+def _check_placement(region: str, zone: Optional[str], spot_zones: tuple[str, ...], profile: ProviderProfile,
+                     problems: _Problems) -> None:
+    """The region and the zones against the provider's declared ones (components/providers/regions.py)."""
+    table = region_tables.load(profile.name)
+    if table is None or not region or not _REGION_RE.fullmatch(region):
+        return
+    if region not in table.regions:
+        known = sorted(table.regions)
+        problems.error(profile.region_key, f"{_show(region)} is not among {profile.display_name}'s regions"
+                       f"{_suggest(region, known)}; known: {', '.join(known)}. {table.refresh_hint()}")
+        return
+    zones = table.regions[region]
+    for key, value in [("zone", zone), *((f"spotZones[{i}]", z) for i, z in enumerate(spot_zones))]:
+        if value is None:
+            continue
+        if zones is None:
+            if not re.fullmatch(rf"{re.escape(region)}-[a-z0-9]+", value):
+                problems.error(key, f"{_show(value)} is not a zone of {region} (zones of {region} are named"
+                               f" {region}-<letter or number>; the declared list does not name them)")
+        elif value not in zones:
+            problems.error(key, f"{_show(value)} is not a zone of {region}{_suggest(value, zones)}; known:"
+                           f" {', '.join(zones)}. {table.refresh_hint()}")
 
 
 def _check_gpu_fits_tier(gpu: Optional[Gpu], instance: Optional[InstanceType], tier: Tier,
@@ -580,8 +717,8 @@ def _check_spot_price(values: dict, instance: Optional[InstanceType], billing: O
 
 def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problems: _Problems) -> DataDisk:
     size = values.get("dataDiskGb", tier.data_disk_default_gb)
-    if size <= 0 or size > 32768:
-        problems.error("dataDiskGb", f"{size} is out of range; allowed: 20-32768 GiB")
+    if size <= 0:
+        problems.error("dataDiskGb", f"{size} must be a size in GiB greater than 0")
     elif size < tier.data_disk_min_gb:
         problems.warning("dataDiskGb", f"{size} GiB is below the {tier.name} tier's {tier.data_disk_min_gb} GiB")
     category = values.get("dataDiskCategory")
@@ -594,9 +731,30 @@ def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problem
                        f" {', '.join(profile.ssd_disk_categories)}" + _suggest(category, profile.ssd_disk_categories))
         category = None
     data_disk = profile.data_disk(tier.disk_class, max(size, 1), category)
+    if size > 0:
+        _check_disk_size_for_category(size, data_disk.category, profile, problems)
     if data_disk.note:
         problems.info("dataDiskGb", data_disk.note)
     return data_disk
+
+
+def _check_disk_size_for_category(size: int, category: str, profile: ProviderProfile, problems: _Problems) -> None:
+    """The provider's declared size range for the disk's category: outside it the cloud refuses the disk."""
+    limits = profile.data_disk_sizes.get(category)
+    if limits is None:
+        return  # no declared range for this category (the profile says why)
+    low, high = limits
+    if not low <= size <= high:
+        problems.error("dataDiskGb", f"{size} GiB is out of range for a {category} data disk on"
+                       f" {profile.display_name}; allowed: {low}-{high} GiB")
+
+
+def _check_dataset(values: dict, problems: _Problems) -> Optional[float]:
+    dataset = values.get("datasetGb")
+    if dataset is not None and dataset < 0:
+        problems.error("datasetGb", f"{dataset} must be 0 or more (GB of training data)")
+        return None
+    return dataset
 
 
 def _check_shared_storage(values: dict, tier: Tier, profile: ProviderProfile,
@@ -609,7 +767,9 @@ def _check_shared_storage(values: dict, tier: Tier, profile: ProviderProfile,
                        f" {', '.join(allowed_shared)}" + _suggest(shared, allowed_shared))
         shared = "none"
     shared_gb = values.get("sharedStorageGb", profile.shared_storage_default_gb.get(shared, 0))
-    if shared != "none" and shared_gb < profile.shared_storage_min_gb.get(shared, 0):
+    if shared_gb < 0:
+        problems.error("sharedStorageGb", f"{shared_gb} must be 0 or more (GiB)")
+    elif shared != "none" and shared_gb < profile.shared_storage_min_gb.get(shared, 0):
         problems.error("sharedStorageGb", f"{shared_gb} is below the {shared} minimum of"
                        f" {profile.shared_storage_min_gb[shared]} GiB")
     if tier.name == "large" and shared == "none":
@@ -624,9 +784,22 @@ def _check_lifetime(values: dict, problems: _Problems) -> tuple[float, float]:
     if not 0 < max_hours <= MAX_HOURS:
         problems.error("maxHours", f"{max_hours:g} is out of range; allowed: more than 0, at most {MAX_HOURS}")
     idle = values.get("idleMinutes", schema.BY_NAME["idleMinutes"].default)
-    if idle < 0:
-        problems.error("idleMinutes", f"{idle:g} must be 0 (off) or more")
+    if not 0 <= idle <= MAX_HOURS * 60:
+        problems.error("idleMinutes", f"{idle:g} is out of range; allowed: 0 (off) to {MAX_HOURS * 60}"
+                       f" (maxHours' own limit, {MAX_HOURS} h)")
     return max_hours, idle
+
+
+def _check_login_and_image(values: dict, problems: _Problems) -> None:
+    """sshPublicKey and image reach the cloud API as they are: refuse what no cloud would take."""
+    key = values.get("sshPublicKey")
+    if key is not None and not _SSH_KEY_RE.fullmatch(key.strip()):
+        problems.error("sshPublicKey", f"{_show(key, 60)} is not an OpenSSH public key; expected one line such as"
+                       " 'ssh-ed25519 AAAAC3Nza... you@host' (the contents of ~/.ssh/id_ed25519.pub)")
+    image = values.get("image")
+    if image is not None and not _IMAGE_RE.fullmatch(image):
+        problems.error("image", f"{_show(image)} is not an image id; expected letters, digits, '.', '_' and '-'"
+                       " (e.g. m-bp1... or ubuntu_22_04_x64_20G_alibase_20240710.vhd on Alibaba, img-... on Tencent)")
 
 
 def _check_spot_zones(values: dict, billing: Optional[str], problems: _Problems) -> tuple[str, ...]:
@@ -637,13 +810,15 @@ def _check_spot_zones(values: dict, billing: Optional[str], problems: _Problems)
 
 
 def _check_resolved(spec: Spec, problems: _Problems) -> None:
-    """Rules on the whole resolved spec: the provider's own, then egress."""
+    """Rules on the whole resolved spec: the provider's own, egress, then the user-data budget."""
     for key, message in spec.profile.checks(spec):
         problems.error(key, message)
     for key, message in spec.profile.warnings(spec):
         problems.warning(key, message)
     _check_egress(spec, problems)
     _check_names(spec, problems)
+    if not problems.has_errors:
+        _check_user_data_budget(spec, problems)
 
 
 def _check_names(spec: Spec, problems: _Problems) -> None:
@@ -657,6 +832,49 @@ def _check_names(spec: Spec, problems: _Problems) -> None:
         problems.error("stack", f"the stack name {spec.stack!r} makes the {limit.type.split(':')[-1]} {limit.input}"
                        f" {name!r} {len(name)} characters; {spec.profile.display_name} allows {limit.min}-{limit.max}"
                        f" ({limit.source}): use a stack name of at most {max(room, 0)} characters")
+
+
+# The shared FS mount address is known only at deploy time: validation renders user-data with a
+# stand-in longer than the mount targets the clouds hand out (~50 characters) and as incompressible.
+_FS_ADDRESS_STANDIN = hashlib.sha256(b"deploy-time mount target").hexdigest() * 2 + ":/share"
+
+
+def _user_text(spec: Spec) -> list[tuple[str, str]]:
+    """(dotted key, value) of the free text the user wrote that rides in the node config."""
+    items = [("train.command", spec.train.command)]
+    items += [(f"train.env.{name}", f"{name}={value}") for name, value in spec.train.env.items()]
+    items += [("checkpoint.bucket", spec.checkpoint.bucket or ""), ("checkpoint.prefix", spec.checkpoint.prefix),
+              ("checkpoint.endpoint", spec.checkpoint.endpoint)]
+    return items
+
+
+def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
+    """Each node's encoded user-data must stay under the cloud's limit (components/bootstrap/render.py,
+    MAX_ENCODED_BYTES): rendered here the way `pulumi up` renders it, and when it does not fit, the
+    error names the value the user wrote that weighs most, instead of the program failing later."""
+    from components.bootstrap import MAX_ENCODED_BYTES, BootstrapConfigError, render_user_data
+    from components.nodeconfig import build_node_config  # it imports this module
+
+    address = _FS_ADDRESS_STANDIN if spec.shared_storage != "none" else None
+    try:
+        rendered = render_user_data(build_node_config(spec, shared_fs_address=address), max_encoded=None)
+    except BootstrapConfigError as error:  # the rules above should have said it; say it by key all the same
+        for line in error.problems:
+            key, _, message = line.partition(": ")
+            problems.error(key, message)
+        return
+    if rendered.encoded_size < MAX_ENCODED_BYTES:
+        return
+    weights = sorted(((len(gzip.compress(value.encode(), 9)), key, value) for key, value in _user_text(spec)
+                      if value), reverse=True)
+    weight, key, value = weights[0]
+    others = [f"{k} (~{w:,} bytes)" for w, k, _ in weights[1:4] if w > 200]
+    problems.error(key, f"{len(value):,} characters make the node's user-data {rendered.encoded_size:,} bytes"
+                   f" encoded; the cloud's limit is {MAX_ENCODED_BYTES:,} (it also carries the node config and the"
+                   f" agent's boot set). This value weighs ~{weight:,} bytes compressed"
+                   + (f"; next: {', '.join(others)}" if others else "")
+                   + (". Shorten it: a long command belongs in a script in train.codeDir" if key == "train.command"
+                      else ". Shorten it: long data belongs in a file in train.codeDir"))
 
 
 # ---------------------------------------------------------------- entry point
@@ -691,12 +909,15 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     data_disk = _check_data_disk(values, tier, profile, problems)
     shared, shared_gb = _check_shared_storage(values, tier, profile, problems)
     max_hours, idle = _check_lifetime(values, problems)
+    dataset = _check_dataset(values, problems)
+    _check_login_and_image(values, problems)
     ssh = _check_ssh(values, problems)
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
     bootstrap = _check_bootstrap(values, gpu, problems)
     tags = _check_tags(values, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
+    _check_placement(region, values.get("zone"), spot_zones, profile, problems)
 
     if problems.has_errors or instance is None or gpu is None or count is None:
         if not problems.has_errors:  # defensive: never build a half-resolved spec
@@ -714,7 +935,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         gpus_per_node=count, nodes=nodes, instance=instance, pool_types=pool, billing=billing,
         spot_max_price=spot_cap, spot_fallback=bool(values.get("spotFallback", False)),
         zone=values.get("zone"), spot_zones=spot_zones, data_disk=data_disk,
-        dataset_gb=values.get("datasetGb"), shared_storage=shared, shared_storage_gb=shared_gb,
+        dataset_gb=dataset, shared_storage=shared, shared_storage_gb=shared_gb,
         ssh_allow_cidrs=ssh, allow_world_ssh=bool(values.get("allowWorldSsh", False)),
         ssh_public_key=values.get("sshPublicKey"), image=values.get("image"), max_hours=max_hours,
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,

@@ -217,7 +217,12 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED
         print(decode_user_data(user_data[0]), end="")
     elif args.json:
-        print(json.dumps(document(spec, plan), indent=2, sort_keys=False, default=str))
+        try:  # strict JSON: the spec admits no non-finite number, and a regression must not print NaN
+            text = json.dumps(document(spec, plan), indent=2, sort_keys=False, default=str, allow_nan=False)
+        except ValueError as error:
+            print(f"error: the plan holds a number JSON cannot carry: {error}", file=sys.stderr)
+            return EXIT_FAILED
+        print(text)
     else:
         render_human(spec, plan)
     return 0

@@ -205,8 +205,8 @@ def test_no_zone_selling_both_stops_the_program_naming_both_lists():
 
 
 def test_a_chosen_zone_without_cpfs_is_refused():
-    error = failing_program("large-h20", ("zone=cn-beijing-a",), "zone_answers(['cn-beijing-a'], ['cn-beijing-h'])")
-    assert error.startswith("zone cn-beijing-a sells no CPFS"), error
+    error = failing_program("large-h20", ("zone=cn-beijing-c",), "zone_answers(['cn-beijing-c'], ['cn-beijing-h'])")
+    assert error.startswith("zone cn-beijing-c sells no CPFS"), error
 
 
 def turbo_answers(instance_zones, turbo_zones, listed=True):

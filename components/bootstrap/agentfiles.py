@@ -10,6 +10,7 @@ without docstrings; comments do not survive the round trip.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ class EmbeddedFile:
     source: str        # where it came from, for size reports
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of its arguments; the spec renders user-data per validation
 def strip_python(source: str, filename: str = "<agent>") -> str:
     """The same program without docstrings and comments (raises SyntaxError naming the file)."""
     tree = ast.parse(source, filename)

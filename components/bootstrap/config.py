@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +33,26 @@ _MOUNT_OPTS = re.compile(r"^[A-Za-z0-9_=.,:-]+$")
 # A mount target, or the "<...>" placeholder that offline previews use before the FS exists.
 _FS_ADDRESS = re.compile(r"^([A-Za-z0-9.-]+(:/[A-Za-z0-9._/-]*)?|<[A-Za-z0-9_-]+>)$")
 _ASCEND_PKG = re.compile(r"^[A-Za-z0-9._+-]+\.run$")
+
+
+@dataclass(frozen=True)
+class ValueRule:
+    """What a stack key that reaches the bootstrap's bash may hold: one copy of the rule. The spec
+    checks the user's key with it (components/spec.py: exit 2, naming the key); bootstrap_values
+    asserts it again on the node config, the contract every other writer must keep too."""
+    pattern: re.Pattern
+    allowed: str
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str) and self.pattern.fullmatch(value) is not None
+
+
+DRIVER_BRANCH = ValueRule(re.compile(r"[0-9]{3,4}(-server|-open)?"),
+                          "a driver branch such as '550' (optionally '550-server' or '550-open')")
+CUDA_TOOLKIT = ValueRule(re.compile(r"[0-9]{2}-[0-9]{1,2}"), "a CUDA version such as '12-4'")
+FRAMEWORK_VERSION = ValueRule(re.compile(r"[0-9][0-9A-Za-z.+]*"), "a version such as '2.4.1'")
+ASCEND_PACKAGES_URL = ValueRule(re.compile(rf"{_URL.pattern[1:-1]}|{_PATH.pattern[1:-1]}"),
+                                "an http(s) URL or an absolute path on the node (e.g. on the shared FS)")
 
 
 class BootstrapConfigError(ValueError):
@@ -71,7 +92,7 @@ class _Reader:
         value = self.get(key, default)
         if value is _MISSING or (value is None and (null_ok or default is None)):
             return None
-        if not isinstance(value, str) or not regex.match(value):
+        if not isinstance(value, str) or not regex.fullmatch(value):  # fullmatch: '$' would pass "550\n"
             self.bad(key, value, allowed)
             return None
         return value
@@ -152,21 +173,19 @@ def bootstrap_values(cfg: dict) -> dict[str, Any]:
     # pip refuses plain-http indexes unless the host is trusted; in-VPC mirrors are plain http.
     v["pip_trusted_host"] = _host(pip) if pip and pip.startswith("http://") else ""
     reqs = r.get(f"{b}.nodeRequirements", [])
-    if not isinstance(reqs, list) or not all(isinstance(x, str) and _PIP_REQ.match(x) for x in reqs):
+    if not isinstance(reqs, list) or not all(isinstance(x, str) and _PIP_REQ.fullmatch(x) for x in reqs):
         r.bad(f"{b}.nodeRequirements", reqs, "a list of pip requirement strings such as 'boto3' or 'boto3>=1.36'")
         reqs = []
     v["node_requirements"] = list(reqs)
     v["framework"] = r.choice(f"{b}.framework", FRAMEWORKS, "pytorch")
-    v["framework_version"] = r.pattern(f"{b}.frameworkVersion", re.compile(r"^[0-9][0-9A-Za-z.+]*$"),
-                                       "a version such as '2.4.1'")
+    v["framework_version"] = r.pattern(f"{b}.frameworkVersion", FRAMEWORK_VERSION.pattern, FRAMEWORK_VERSION.allowed)
     v["framework_index"] = r.pattern(f"{b}.frameworkIndexUrl", _URL, "null or an http(s) URL", None) or ""
     v["cuda_repo"] = (r.pattern(f"{b}.cudaRepoUrl", _URL, "an http(s) URL", CUDA_REPO_DEFAULT)
                       or CUDA_REPO_DEFAULT).rstrip("/")
 
     if v["kind"] == "nvidia":
-        v["driver_branch"] = r.pattern(f"{b}.driverBranch", re.compile(r"^[0-9]{3,4}(-server|-open)?$"),
-                                       "a driver branch such as '550' (optionally '550-server' or '550-open')")
-        toolkit = r.pattern(f"{b}.cudaToolkit", re.compile(r"^[0-9]{2}-[0-9]{1,2}$"), "a CUDA version such as '12-4'")
+        v["driver_branch"] = r.pattern(f"{b}.driverBranch", DRIVER_BRANCH.pattern, DRIVER_BRANCH.allowed)
+        toolkit = r.pattern(f"{b}.cudaToolkit", CUDA_TOOLKIT.pattern, CUDA_TOOLKIT.allowed)
         v["cuda_toolkit"] = toolkit or "12-4"
         v["cuda_major"] = (toolkit or "12-4").split("-")[0]
         v["cuda_dotted"] = (toolkit or "12-4").replace("-", ".")
@@ -210,9 +229,9 @@ def _ascend(r: _Reader, cfg: dict) -> dict[str, Any]:
         r.problems.append(f"{key}: missing; an Ascend node needs at least {{'packagesUrl': ...}}")
         return {"url": "", "local": False, "packages": {}, "home": ASCEND_HOME_DEFAULT, "torch_npu": "", "pip": []}
     url = a.get("packagesUrl")
-    local = isinstance(url, str) and bool(_PATH.match(url))
-    if not isinstance(url, str) or not (local or _URL.match(url)):
-        r.bad(f"{key}.packagesUrl", url, "an http(s) URL or an absolute path on the node (e.g. on the shared FS)")
+    local = isinstance(url, str) and bool(_PATH.fullmatch(url))
+    if not ASCEND_PACKAGES_URL.accepts(url):
+        r.bad(f"{key}.packagesUrl", url, ASCEND_PACKAGES_URL.allowed)
         url = ""
     packages = a.get("packages") or {}
     names = {}
@@ -223,7 +242,7 @@ def _ascend(r: _Reader, cfg: dict) -> dict[str, Any]:
         name = packages.get(part)
         if name is None:
             continue
-        if not isinstance(name, str) or not _ASCEND_PKG.match(name):
+        if not isinstance(name, str) or not _ASCEND_PKG.fullmatch(name):
             r.bad(f"{key}.packages.{part}", name, "a .run file name")
             continue
         names[part] = name
@@ -234,15 +253,15 @@ def _ascend(r: _Reader, cfg: dict) -> dict[str, Any]:
                 r.problems.append(f"{key}.packages.{part}: missing; needed when packagesUrl is an http(s) URL"
                                   " (on a local path the bootstrap finds the .run files by name pattern)")
     torch_npu = a.get("torchNpuVersion")
-    if torch_npu is not None and not (isinstance(torch_npu, str) and re.match(r"^[0-9][0-9A-Za-z.+]*$", torch_npu)):
+    if torch_npu is not None and not (isinstance(torch_npu, str) and FRAMEWORK_VERSION.accepts(torch_npu)):
         r.bad(f"{key}.torchNpuVersion", torch_npu, "a version such as '2.4.0.post2'")
         torch_npu = None
     pip = a.get("pipPackages", list(ASCEND_PIP_DEFAULT))
-    if not isinstance(pip, list) or not all(isinstance(x, str) and _PIP_REQ.match(x) for x in pip):
+    if not isinstance(pip, list) or not all(isinstance(x, str) and _PIP_REQ.fullmatch(x) for x in pip):
         r.bad(f"{key}.pipPackages", pip, "a list of pip requirement strings")
         pip = []
     home = a.get("home", ASCEND_HOME_DEFAULT)
-    if not isinstance(home, str) or not _PATH.match(home):
+    if not isinstance(home, str) or not _PATH.fullmatch(home):
         r.bad(f"{key}.home", home, "an absolute path")
         home = ASCEND_HOME_DEFAULT
     return {"url": url.rstrip("/"), "local": local, "packages": names, "home": home.rstrip("/"),

@@ -15,6 +15,7 @@ rides in user-data and the rest comes from object storage (docs/node-config.md, 
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import json
 import shlex
@@ -73,7 +74,10 @@ def _sq(value: Any) -> str:
     return shlex.quote(str(value))
 
 
+@functools.lru_cache(maxsize=16)
 def environment(provider: str, providers: Path = PROVIDERS) -> jinja2.Environment:
+    """One environment per provider, kept: Jinja caches compiled templates in it (and reloads a
+    template whose file changed), so validation can render user-data on every spec cheaply."""
     loaders = []
     provider_dir = providers / provider / "templates"
     if provider_dir.is_dir():

@@ -156,6 +156,9 @@ class ProviderProfile:
     spot_discount: float  # typical spot price as a fraction of on-demand
     spot_discount_source: str
     unsupported: Mapping[str, str] = field(default_factory=dict)  # "key=value" or "key" -> reason
+    # Data disk sizes the cloud accepts, per category: (min, max) GiB, checked at validation (a disk
+    # outside them is an error, never a warning). A category not listed has no declared range.
+    data_disk_sizes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # Rules that depend on values or on the resolved spec (bucket naming, size steps, a required spot
     # cap), which `unsupported` cannot express: checks(spec) -> (dotted key, message) errors.
     checks: Callable[[Any], Iterable[tuple[str, str]]] = no_checks

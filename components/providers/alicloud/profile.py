@@ -25,6 +25,10 @@ CPFS_REGIONS = ("cn-hangzhou", "cn-beijing", "cn-shanghai", "cn-shenzhen", "cn-z
 _LEVEL_FOR_CLASS = {"standard": "PL1", "high": "PL2", "extreme": "PL3"}
 _LEVEL_MIN_GIB = {"PL0": 1, "PL1": 20, "PL2": 461, "PL3": 1261}
 _ORDER = ["PL0", "PL1", "PL2", "PL3"]
+# Data disk sizes (GiB) per category: pulumi-alicloud 4.0.0, ecs.InstanceDataDiskArgs.size ("cloud_ssd:
+# [20, 32768]", "cloud_essd: [20, 32768]"; the same ranges on EcsInstanceSet's data disks). cloud_auto
+# (ESSD AutoPL) has no range in those documents: unknown here, so not checked.
+DATA_DISK_SIZES = {"cloud_essd": (20, 32768), "cloud_ssd": (20, 32768)}
 
 
 def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDisk:
@@ -218,6 +222,7 @@ PROFILE = ProviderProfile(
     shared_storage_default_gb={"cpfs": 3600, "nas": 0},
     shared_storage_min_gb={"cpfs": 3600, "nas": 0},
     ssd_disk_categories=("cloud_essd", "cloud_auto", "cloud_ssd"),
+    data_disk_sizes=DATA_DISK_SIZES,
     refused_disk_categories={
         "cloud": "basic disk: HDD-backed",
         "cloud_efficiency": "ultra disk: HDD/SSD hybrid, too slow for training data",

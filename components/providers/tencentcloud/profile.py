@@ -151,9 +151,6 @@ def checks(spec) -> Iterable[tuple[str, str]]:
                " needs a max price and tencentcloud-iac-pulumi has no price lookup; set spotMaxPricePerHour"
                " (CNY per node-hour, at most the on-demand price your console shows; you are billed the"
                " market price, the cap only stops launches above it)")
-    size = spec.data_disk.size_gb
-    if not DISK_MIN_GIB <= size <= DISK_MAX_GIB:
-        yield ("dataDiskGb", f"{size} is out of range for a CBS SSD data disk; allowed: {DISK_MIN_GIB}-{DISK_MAX_GIB} GiB")
     if spec.shared_storage == TURBO and (spec.shared_storage_gb - TURBO_MIN_GIB) % TURBO_STEP_GIB:
         low = spec.shared_storage_gb - (spec.shared_storage_gb - TURBO_MIN_GIB) % TURBO_STEP_GIB
         yield ("sharedStorageGb",
@@ -273,6 +270,7 @@ PROFILE = ProviderProfile(
     shared_storage_default_gb={TURBO: TURBO_MIN_GIB},
     shared_storage_min_gb={TURBO: TURBO_MIN_GIB},
     ssd_disk_categories=("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD"),
+    data_disk_sizes={category: (DISK_MIN_GIB, DISK_MAX_GIB) for category in ("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD")},
     refused_disk_categories={
         "CLOUD_BASIC": "basic cloud disk: HDD",
         "CLOUD_PREMIUM": "premium cloud disk: HDD with an SSD cache, too slow for training data",
