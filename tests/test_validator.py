@@ -1,0 +1,290 @@
+"""Bad stack configs are refused at validation, by key, with exit 2 and no traceback (issue 12).
+
+Each test reproduces one failure found by bench/bad_configs.py against the code before the fix
+(commit 12929f0): a traceback, a value accepted that the bootstrap, the user-data budget or the
+cloud refuses later, or a hole in a rule. Configs go through the real stack files and `--set`
+overrides (what the CLIs do), the real CLIs' main() and, for the Pulumi program, the mock engine.
+"""
+from __future__ import annotations
+
+import json
+import random
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components import stackfiles
+from components.spec import SpecError, build_spec
+from components.stackfiles import StackFileError, stack_spec
+
+REPO = Path(__file__).resolve().parent.parent
+_RNG = random.Random(12)
+NOISE = "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(4000))  # incompressible
+GOOD = ("config:\n  alicloud:region: cn-hangzhou\n  gpu-training:tier: entry\n"
+        "  gpu-training:checkpoint:\n    bucket: my-gpu-training-checkpoints\n")
+
+
+def errors_of(stack: str, *sets: str) -> dict[str, str]:
+    """{key: messages} of the errors a stack with `--set` overrides is refused with."""
+    with pytest.raises(SpecError) as caught:
+        stack_spec(stack, sets)
+    found: dict[str, str] = {}
+    for finding in caught.value.errors:
+        found[finding.key] = (found.get(finding.key, "") + " | " + finding.message).strip(" |")
+    return found
+
+
+def assert_refused(stack: str, sets: tuple[str, ...], key: str, fragment: str = "") -> str:
+    errors = errors_of(stack, *sets)
+    assert key in errors, errors
+    assert fragment in errors[key], errors[key]
+    return errors[key]
+
+
+# ---------------------------------------------------------------- numbers: no tracebacks
+
+NUMBER_KEYS = ("nodes", "gpusPerNode", "dataDiskGb", "datasetGb", "maxHours", "idleMinutes", "sharedStorageGb")
+NON_FINITE = ("inf", "-inf", "nan", "1e400", "Infinity", "1" + "0" * 400)
+
+
+@pytest.mark.parametrize("value", NON_FINITE)
+@pytest.mark.parametrize("key", NUMBER_KEYS)
+def test_non_finite_and_overflowing_numbers_are_refused_by_key(key, value):
+    assert_refused("entry-t4", (f"{key}={value}",), key)
+
+
+@pytest.mark.parametrize("value", ("inf", "nan", "1e400", "Infinity"))
+def test_spot_price_must_be_finite(value):
+    message = assert_refused("medium-a100", (f"spotMaxPricePerHour={value}",), "spotMaxPricePerHour")
+    assert "finite" in message
+
+
+def test_huge_integers_are_out_of_range_not_an_overflow():
+    for key in ("maxHours", "idleMinutes"):
+        assert_refused("entry-t4", (f"{key}=" + "9" * 40,), key, "out of range")
+    assert_refused("entry-t4", ("idleMinutes=100000000",), "idleMinutes", "out of range")
+
+
+# ---------------------------------------------------------------- holes in the rules
+
+@pytest.mark.parametrize("cidrs,world", [
+    (["0.0.0.0/1", "128.0.0.0/1"], "0.0.0.0/0"),
+    (["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/1"], "0.0.0.0/0"),
+    (["::/1", "8000::/1"], "::/0"),
+])
+def test_cidrs_that_together_cover_the_internet_are_world_open(cidrs, world):
+    assert_refused("entry-t4", (f"sshAllowCidrs={json.dumps(cidrs)}",), "sshAllowCidrs", world)
+    _, spec = stack_spec("entry-t4", (f"sshAllowCidrs={json.dumps(cidrs)}", "allowWorldSsh=true"))
+    assert any(f.key == "sshAllowCidrs" and f.level == "warning" for f in spec.findings)
+
+
+def test_cidrs_that_leave_a_gap_are_not_world_open():
+    _, spec = stack_spec("entry-t4", ('sshAllowCidrs=["0.0.0.0/1", "128.0.0.0/2"]',))
+    assert spec.ssh_allow_cidrs == ("0.0.0.0/1", "128.0.0.0/2")
+
+
+def test_negative_dataset_is_refused():
+    assert_refused("entry-t4", ("datasetGb=-3",), "datasetGb", "0 or more")
+
+
+def test_negative_shared_storage_is_refused_even_without_a_shared_fs():
+    assert_refused("entry-t4", ("sharedStorageGb=-1",), "sharedStorageGb", "0 or more")
+
+
+@pytest.mark.parametrize("stack,sets,allowed", [
+    ("entry-t4", ("dataDiskGb=5", "dataDiskCategory=cloud_ssd"), "allowed: 20-32768 GiB"),
+    ("entry-t4", ("dataDiskGb=10",), "allowed: 20-32768 GiB"),
+    ("entry-t4", ("dataDiskGb=40000",), "allowed: 20-32768 GiB"),
+    ("tc-entry-t4", ("dataDiskGb=10",), "allowed: 20-32000 GiB"),
+])
+def test_a_data_disk_outside_the_category_range_is_an_error(stack, sets, allowed):
+    message = assert_refused(stack, sets, "dataDiskGb", allowed)
+    assert "data disk on" in message
+
+
+@pytest.mark.parametrize("stack,sets,key,fragment", [
+    ("entry-t4", ("alicloud:region=cn-nowhere",), "alicloud:region", "cn-hangzhou, cn-heyuan"),
+    ("entry-t4", ("alicloud:region=cn-hangzhuo",), "alicloud:region", "did you mean 'cn-hangzhou'"),
+    ("entry-t4", ("alicloud:region=cn-(hang",), "alicloud:region", "not a region id"),
+    ("entry-t4", ("zone=cn-hangzhou-z",), "zone", "known: cn-hangzhou-b"),
+    ("entry-t4", ("zone=cn-beijing-c",), "zone", "not a zone of cn-hangzhou"),
+    ("medium-a100", ('spotZones=["cn-hangzhou-h", "cn-shanghai-a"]',), "spotZones[1]", "not a zone of cn-hangzhou"),
+    ("tc-entry-t4", ("tencentcloud:region=ap-nowhere",), "tencentcloud:region", "ap-guangzhou"),
+    ("tc-medium-a100", ('spotZones=["ap-guangzhou-99"]',), "spotZones[0]", "known: ap-guangzhou-1"),
+])
+def test_region_and_zones_are_checked_against_the_declared_ones(stack, sets, key, fragment):
+    message = assert_refused(stack, sets, key, fragment)
+    if "known" in fragment:
+        assert "scripts/regions.py refresh --provider" in message
+
+
+def test_declared_zones_are_accepted():
+    _, spec = stack_spec("medium-a100", ('spotZones=["cn-hangzhou-h", "cn-hangzhou-i"]', "zone=cn-hangzhou-j"))
+    assert spec.zone == "cn-hangzhou-j" and spec.spot_zones == ("cn-hangzhou-h", "cn-hangzhou-i")
+
+
+@pytest.mark.parametrize("sets,key", [
+    (("checkpoint.endpoint=\"http://a\\nb\"",), "checkpoint.endpoint"),
+    (("checkpoint.prefix=*",), "checkpoint.prefix"),
+    (("checkpoint.prefix=../other",), "checkpoint.prefix"),
+    (("train.command=\"python\\u0000x\"",), "train.command"),
+    (('train.env={"A": "x\\u0000y"}',), "train.env.A"),
+    (("train.codeDir=" + "d" * 5000,), "train.codeDir"),
+    (("train.codeDir=\"a\\u0000b\"",), "train.codeDir"),
+    (('sshPublicKey=["ssh-ed25519 AAAA"]',), "sshPublicKey"),
+    (('image={"id": "m-1"}',), "image"),
+    (("gpu-training:=1",), "gpu-training:"),
+])
+def test_values_no_cloud_or_node_would_take_are_refused(sets, key):
+    assert_refused("entry-t4", sets, key)
+
+
+def test_a_config_key_that_is_not_a_string_is_named():
+    with pytest.raises(SpecError) as caught:
+        build_spec({1: 2, "alicloud:region": "cn-hangzhou"}, stack="t")
+    assert "1" in {f.key for f in caught.value.errors}
+
+
+# ---------------------------------------------------------------- what the bootstrap would refuse later
+
+@pytest.mark.parametrize("sets,key", [
+    (("bootstrap.frameworkVersion=2.4.1; rm -rf /",), "bootstrap.frameworkVersion"),
+    (("bootstrap.frameworkVersion=$(id)",), "bootstrap.frameworkVersion"),
+    (("bootstrap.cudaToolkit=1-2",), "bootstrap.cudaToolkit"),
+    (("bootstrap.driverBranch=\"550\\n\"",), "bootstrap.driverBranch"),
+    (("bootstrap.driverBranch=\uff15\uff15\uff10",), "bootstrap.driverBranch"),  # full-width digits
+    (("bootstrap.ascendPackagesUrl=http://x/$(id)",), "bootstrap.ascendPackagesUrl"),
+])
+def test_bootstrap_values_are_refused_by_the_spec(sets, key):
+    message = assert_refused("entry-t4", sets, key)
+    assert "expected" in message
+
+
+def test_what_the_bootstrap_accepts_the_spec_accepts():
+    """One rule: a driver branch the bootstrap renders ('550-server') is not refused by the spec."""
+    from components.bootstrap import render_user_data
+    from components.nodeconfig import build_node_config
+
+    _, spec = stack_spec("entry-t4", ("bootstrap.driverBranch=550-server", "bootstrap.cudaToolkit=12-6"))
+    rendered = render_user_data(build_node_config(spec, shared_fs_address=None))
+    assert "550-server" in rendered.cloud_config
+
+
+@pytest.mark.parametrize("sets,key", [
+    (("train.command=python train.py --tag " + NOISE,), "train.command"),
+    ((f'train.env={{"BLOB": "{NOISE}"}}',), "train.env.BLOB"),
+])
+def test_user_data_over_the_limit_is_refused_naming_the_heavy_value(sets, key):
+    message = assert_refused("entry-t4", sets, key, "the cloud's limit is 16,384")
+    assert "characters make the node's user-data" in message
+
+
+# ---------------------------------------------------------------- stack files and --set
+
+@pytest.fixture
+def stacks_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(stackfiles, "STACKS_DIR", tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("content,fragment", [
+    (GOOD.replace("entry", "entr\xe9e").encode("latin-1"), "not UTF-8"),
+    (GOOD.encode("utf-16"), "not UTF-8"),
+    (bytes(range(256)), "not UTF-8"),
+    (b"config:\n  gpu-training:tier: [entry\n", "not valid YAML"),
+    ((GOOD + "  gpu-training:tier: large\n").encode(), "given twice"),
+    ((GOOD + "  gpu-training:image: 2024-01-01\n").encode(), "gpu-training:image"),
+    ((GOOD + "  gpu-training:tags:\n    since: 2024-01-01\n").encode(), "gpu-training:tags.since"),
+    ((GOOD + "  gpu-training:sshPublicKey: !!binary aGVsbG8=\n").encode(), "gpu-training:sshPublicKey"),
+    ((GOOD + "  1: 2\n").encode(), "config key 1"),
+    (b"config:\n  x: " + b"[" * 5000 + b"]" * 5000 + b"\n", "bad"),
+    (("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join(['*' + p] * 10)}]\n" for p, n in zip("abcde", "bcdef"))
+      + "config:\n  gpu-training:tags: {x: *f}\n").encode(), "aliases expand"),
+])
+def test_a_broken_stack_file_is_refused_by_name(stacks_dir, content, fragment):
+    (stacks_dir / "Pulumi.broken.yaml").write_bytes(content)
+    with pytest.raises(StackFileError) as caught:
+        stack_spec("broken")
+    text = caught.value.render()
+    assert "Pulumi.broken.yaml" in text
+    if fragment != "bad":
+        assert fragment in text
+
+
+@pytest.mark.parametrize("sets", [
+    ("alicloud:region.x=1",),
+    ("checkpoint=not json", "checkpoint.bucket=x"),
+    ('sshAllowCidrs=["1.2.3.4/32"]', "sshAllowCidrs.x=1"),
+])
+def test_set_on_a_field_of_a_non_object_is_refused(sets):
+    with pytest.raises(StackFileError) as caught:
+        stack_spec("entry-t4", sets)
+    assert "not an object" in caught.value.render()
+
+
+# ---------------------------------------------------------------- the entry points exit 2
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=REPO, timeout=timeout,
+                          env={"PATH": "/usr/bin:/bin", "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"})
+
+
+def test_preview_exits_2_naming_train_command_when_user_data_would_not_fit():
+    result = run_cli("scripts/preview.py", "entry-t4", "--set", "train.command=python t.py " + NOISE)
+    assert result.returncode == 2, result.stderr[-800:]
+    assert "error: train.command:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_preview_json_never_prints_a_non_standard_token():
+    def strict(text):
+        return json.loads(text, parse_constant=lambda token: pytest.fail(f"non-standard JSON token {token}"))
+
+    refused = run_cli("scripts/preview.py", "medium-a100", "--json", "--set", "spotMaxPricePerHour=inf")
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout[:300]
+    shown = run_cli("scripts/preview.py", "medium-a100", "--json", "--set", "spotMaxPricePerHour=55.5")
+    assert shown.returncode == 0, shown.stderr[-500:]
+    strict(shown.stdout)
+
+
+def test_preview_main_refuses_a_stack_file_that_is_not_utf8(stacks_dir, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    import preview
+
+    (stacks_dir / "Pulumi.latin1.yaml").write_bytes(GOOD.replace("entry", "entr\xe9e").encode("latin-1"))
+    assert preview.main(["latin1"]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_the_pulumi_program_exits_2_at_validation():
+    """Under the engine (__main__.py on the mock engine), a bad value stops the program with 2, by key."""
+    from components.mockrun import ProgramExit, run_program
+
+    config = stackfiles.apply_overrides(stackfiles.load_stack_config("entry-t4"), ["nodes=inf"])
+    with pytest.raises(ProgramExit) as stop:
+        run_program(config, "entry-t4")
+    assert stop.value.code == 2 and "nodes:" in stop.value.stderr
+
+
+def test_recommend_write_stack_exits_2_on_a_bad_set(tmp_path, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    import recommend
+
+    code = recommend.main(["--model", "resnet18", "--images", "50000", "--epochs", "10", "--deadline", "24",
+                           "--region", "alicloud:cn-hangzhou", "--write-stack", "t", "--stacks-dir", str(tmp_path),
+                           "--set", "nodes=inf", "--json"])
+    assert code == 2
+    assert "nodes:" in capsys.readouterr().err
+    assert not (tmp_path / "Pulumi.t.yaml").exists()
+
+
+def test_rehearse_exits_2_on_a_broken_stack_file(stacks_dir, capsys):
+    sys.path.insert(0, str(REPO / "scripts"))
+    import rehearse
+
+    (stacks_dir / "Pulumi.dup.yaml").write_bytes((GOOD + "  gpu-training:tier: large\n").encode())
+    assert rehearse.main(["dup"]) == 2
+    assert "given twice" in capsys.readouterr().err
