@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""The regions and zones each provider declares (what the spec checks `<cloud>:region`, zone and spotZones
+against): show them, or refresh them from the cloud's own API.
+
+  regions.py show [--provider P]
+  regions.py refresh --provider alicloud        # ECS DescribeRegions + DescribeZones
+  regions.py refresh --provider tencentcloud    # CVM DescribeRegions + DescribeZones
+
+refresh rewrites components/providers/<cloud>/regions.yaml with every region your account sees and the
+zones of each, dated today, the API as its source. Credentials are read from the environment only.
+--endpoint points the SDK at another API endpoint (a local stand-in in the tests).
+
+Exit status: 0 shown or written, 1 the API failed (file unchanged), 2 bad arguments or missing credentials.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import yaml  # noqa: E402
+
+from components.providers import regions as region_tables  # noqa: E402
+from components.datafiles import atomic_write  # noqa: E402
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+PROVIDERS_DIR = region_tables.PROVIDERS_DIR
+
+
+def api_providers() -> list[str]:
+    return sorted(p.parent.name for p in PROVIDERS_DIR.glob("*/regions_api.py"))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/regions.py --help)\n")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(prog="regions.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    show = commands.add_parser("show", help="print the declared regions and zones with their date and sources")
+    show.add_argument("--provider", choices=api_providers())
+    refresh = commands.add_parser("refresh", help="ask the cloud's API and rewrite the provider's regions.yaml")
+    refresh.add_argument("--provider", required=True, choices=api_providers())
+    refresh.add_argument("--endpoint", help="API endpoint URL (default: the SDK's own)")
+    refresh.add_argument("--file", type=Path, help=argparse.SUPPRESS)  # tests write a copy
+    return parser.parse_args(argv)
+
+
+def today() -> str:
+    pinned = os.environ.get("GPU_TRAINING_NOW")
+    now = datetime.fromisoformat(pinned.replace("Z", "+00:00")) if pinned else datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%d")
+
+
+def show(args: argparse.Namespace) -> int:
+    for provider in [args.provider] if args.provider else api_providers():
+        table = region_tables.load(provider)
+        if table is None:
+            print(f"{provider}: no regions.yaml")
+            continue
+        print(f"{provider}: {len(table.regions)} regions as of {table.date}")
+        for source in table.sources:
+            print(f"  source: {source}")
+        for region, zones in sorted(table.regions.items()):
+            print(f"  {region}: {', '.join(zones) if zones is not None else '(zones not declared)'}")
+    return EXIT_OK
+
+
+def render(provider: str, regions: dict[str, list[str]], source: str, date: str) -> str:
+    header = (f"# {provider} regions and the zones of each, as the spec checks the region key, zone and spotZones.\n"
+              f"# Written by scripts/regions.py refresh --provider {provider}; run it again to refresh.\n")
+    body = {"provider": provider, "date": date, "sources": [{"title": source, "url": None}],
+            "regions": {region: zones for region, zones in sorted(regions.items())}}
+    return header + yaml.safe_dump(body, sort_keys=False, default_flow_style=None, width=200)
+
+
+def refresh(args: argparse.Namespace) -> int:
+    module = importlib.import_module(f"components.providers.{args.provider}.regions_api")
+    problem = module.missing_credentials(os.environ)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.endpoint and urlsplit(args.endpoint).scheme not in ("http", "https"):
+        print(f"error: --endpoint {args.endpoint!r} is not an http(s) URL", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        regions = module.fetch(endpoint=args.endpoint, env=os.environ)
+    except RuntimeError as error:
+        print(f"error: {error}; {args.provider}'s regions.yaml is unchanged", file=sys.stderr)
+        return EXIT_FAILED
+    if not regions:
+        print("error: the API listed no region; regions.yaml is unchanged", file=sys.stderr)
+        return EXIT_FAILED
+    path = args.file or region_tables.table_path(args.provider)
+    atomic_write(path, render(args.provider, regions, module.source(args.endpoint), today()))
+    region_tables.load.cache_clear()
+    zones = sum(len(z) for z in regions.values())
+    print(f"wrote {path}: {len(regions)} regions, {zones} zones ({module.source(args.endpoint)})")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    return show(args) if args.command == "show" else refresh(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

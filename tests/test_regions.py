@@ -1,0 +1,107 @@
+"""scripts/regions.py refresh against local stand-ins of the clouds' region APIs (HTTP on 127.0.0.1).
+
+The stand-ins answer DescribeRegions and DescribeZones in each cloud's wire format and record every
+request, so the tests check what the official SDKs sent (action, region, the key id but never the
+secret), that the written regions.yaml reads back as the spec's table, and that a failing API leaves
+the file as it was. The stand-in server is test_prices.Stub's.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.providers import regions as region_tables
+from test_prices import CREDENTIALS, KEY_ID, SECRET, Stub, environment
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "scripts" / "regions.py"
+CLOUD = {
+    "alicloud": {"cn-hangzhou": ["cn-hangzhou-h", "cn-hangzhou-i"], "cn-wulanchabu": ["cn-wulanchabu-a"]},
+    "tencentcloud": {"ap-guangzhou": ["ap-guangzhou-3", "ap-guangzhou-8"], "ap-jakarta": ["ap-jakarta-1"]},
+}
+
+
+class RegionStub(Stub):
+    def answer_alicloud(self, path, headers, body):
+        params = self.params(path, body)
+        action = params.get("Action") or headers.get("x-acs-action")
+        if self.deny:
+            return 403, "application/json", json.dumps({"Code": "Forbidden.RAM", "Message": "no", "RequestId": "r"})
+        if action == "DescribeRegions":
+            regions = [{"RegionId": r, "LocalName": r, "RegionEndpoint": f"ecs.{r}.aliyuncs.com", "Status": "available"}
+                       for r in CLOUD["alicloud"]]
+            return 200, "application/json", json.dumps({"RequestId": "r", "Regions": {"Region": regions}})
+        if action == "DescribeZones":
+            zones = [{"ZoneId": z, "LocalName": z} for z in CLOUD["alicloud"][params["RegionId"]]]
+            return 200, "application/json", json.dumps({"RequestId": "r", "Zones": {"Zone": zones}})
+        return 400, "application/json", json.dumps({"Code": "InvalidAction", "Message": "?", "RequestId": "r"})
+
+    def answer_tencentcloud(self, path, headers, body):
+        action, region = headers.get("X-TC-Action"), headers.get("X-TC-Region")
+        if self.deny:
+            return 200, "application/json", json.dumps({"Response": {"Error": {
+                "Code": "AuthFailure.SecretIdNotFound", "Message": "no"}, "RequestId": "r"}})
+        if action == "DescribeRegions":
+            regions = [{"Region": r, "RegionName": r, "RegionState": "AVAILABLE"} for r in CLOUD["tencentcloud"]]
+            regions.append({"Region": "ap-closed", "RegionName": "closed", "RegionState": "UNAVAILABLE"})
+            return 200, "application/json", json.dumps({"Response": {"TotalCount": len(regions),
+                                                                     "RegionSet": regions, "RequestId": "r"}})
+        if action == "DescribeZones":
+            zones = [{"Zone": z, "ZoneName": z, "ZoneId": "1", "ZoneState": "AVAILABLE"}
+                     for z in CLOUD["tencentcloud"][region]]
+            zones.append({"Zone": f"{region}-99", "ZoneName": "x", "ZoneId": "9", "ZoneState": "UNAVAILABLE"})
+            return 200, "application/json", json.dumps({"Response": {"TotalCount": len(zones), "ZoneSet": zones,
+                                                                     "RequestId": "r"}})
+        return 200, "application/json", json.dumps({"Response": {"Error": {"Code": "InvalidAction", "Message": "?"},
+                                                                 "RequestId": "r"}})
+
+
+def regions_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, env=env,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("provider", sorted(CLOUD))
+def test_refresh_writes_what_the_api_lists(provider, tmp_path):
+    target = tmp_path / provider / "regions.yaml"
+    target.parent.mkdir()
+    with RegionStub(provider) as stub:
+        result = regions_cli("refresh", "--provider", provider, "--endpoint", stub.url, "--file", str(target),
+                             env=environment(**CREDENTIALS[provider]))
+    assert result.returncode == 0, result.stderr
+    table = region_tables.load.__wrapped__(provider, tmp_path)
+    assert dict(table.regions) == {r: tuple(sorted(z)) for r, z in CLOUD[provider].items()}
+    assert table.date == "2026-12-02" and "DescribeRegions + DescribeZones" in table.sources[0]
+    sent = json.dumps(stub.requests)
+    assert KEY_ID in sent and SECRET not in sent
+    assert len(stub.requests) == 1 + len(CLOUD[provider])  # one DescribeRegions, one DescribeZones per region
+
+
+@pytest.mark.parametrize("provider", sorted(CLOUD))
+def test_a_refused_call_leaves_the_file_unchanged(provider, tmp_path):
+    target = tmp_path / "regions.yaml"
+    target.write_text("unchanged\n")
+    with RegionStub(provider, deny=True) as stub:
+        result = regions_cli("refresh", "--provider", provider, "--endpoint", stub.url, "--file", str(target),
+                             env=environment(**CREDENTIALS[provider]))
+    assert result.returncode == 1 and "DescribeRegions failed" in result.stderr, result.stderr
+    assert target.read_text() == "unchanged\n"
+
+
+def test_refresh_without_credentials_exits_2():
+    result = regions_cli("refresh", "--provider", "alicloud", env=environment())
+    assert result.returncode == 2 and "ALIBABA_CLOUD_ACCESS_KEY_ID" in result.stderr
+
+
+@pytest.mark.parametrize("provider", sorted(CLOUD))
+def test_declared_tables_carry_sources_and_a_date(provider):
+    data = yaml.safe_load(region_tables.table_path(provider).read_text())
+    assert data["date"] and data["sources"] and all(s.get("url") for s in data["sources"])
+    table = region_tables.load(provider)
+    for region, zones in table.regions.items():
+        assert all(zone.startswith(region + "-") for zone in zones or ()), region
