@@ -5,12 +5,13 @@ PY          := $(VENV)/bin/python
 STACK       ?= medium-a100
 ARGS        ?=
 
-.PHONY: help preview test rehearse recommend bench lint clean
+.PHONY: help preview test test-all rehearse recommend bench lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
 
-$(VENV)/.runtime: requirements.txt
+# requirements.txt ends with `-e .`: the project's packages (pyproject.toml) install in editable mode.
+$(VENV)/.runtime: requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@echo "installing the runtime into $(VENV) (first run only)..."
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
@@ -24,8 +25,14 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 preview: $(VENV)/.runtime ## offline plan, cost and bootstrap of STACK (ARGS="--json", "--set billing=spot", "--user-data")
 	@$(PY) scripts/preview.py $(STACK) $(ARGS)
 
-test: $(VENV)/.dev ## the whole test suite
+test: $(VENV)/.dev ## the fast suite: everything but the tests marked slow (full drills, exactness runs)
+	@$(PY) -m pytest -q -m "not slow" $(ARGS)
+
+test-all: $(VENV)/.dev ## every test, the slow drills included (what CI runs)
 	@$(PY) -m pytest -q $(ARGS)
+
+lint: $(VENV)/.dev ## ruff: pyflakes and bugbear findings (pyproject.toml [tool.ruff])
+	@$(PY) -m ruff check .
 
 rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, preemption drill included
 	@$(PY) scripts/rehearse.py $(STACK) $(ARGS)

@@ -11,16 +11,12 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from components.advisor import optimiser  # noqa: E402
-from components.advisor.optimiser import meets_deadline, rank_key, rank_mode  # noqa: E402
-from components.advisor.request import build_request  # noqa: E402
-from components.advisor import perf as perfmod  # noqa: E402
+from tools.advisor import optimiser
+from tools.advisor import perf as perfmod
+from tools.advisor.optimiser import meets_deadline, rank_key, rank_mode
+from tools.advisor.request import build_request
 
 
 def brute_force(request, offer_list):

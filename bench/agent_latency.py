@@ -1,7 +1,7 @@
 """Measure the node agent on this machine: reaction latencies and checkpoint upload throughput.
 
 Prints medians of several runs of the real agent process against local servers on 127.0.0.1
-(moto S3, the metadata and cloud API stand-ins of components/localcloud, the fake trainer):
+(moto S3, the metadata and cloud API stand-ins of localcloud, the fake trainer):
   1. job exit -> release request: the trainer's last instruction to the DeleteInstance request
      (includes the final verified sync, the report with its PNG, and the marker);
   2. spot notice -> trainer signal: the stub starts serving the notice, the trainer's SIGTERM
@@ -27,12 +27,12 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / 'tests' / 'agent'), str(ROOT / 'scripts')]
 os.environ.update(AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench', AWS_DEFAULT_REGION='us-east-1')
 
-import boto3  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
-from stubs import CloudApi, Metadata  # noqa: E402
+import boto3
+from moto.server import ThreadedMotoServer
+
+from localcloud import CloudApi, Metadata
 
 
 def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
@@ -56,7 +56,7 @@ def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
 def run_agent(cfg, tmp, until=None):
     path = pathlib.Path(tmp) / 'node.json'
     path.write_text(json.dumps(cfg))
-    env = {**os.environ, 'PYTHONPATH': str(ROOT / 'scripts'), 'FAKE_GPU_FILE': f'{tmp}/gpu',
+    env = {**os.environ, 'PYTHONPATH': str(ROOT / 'node'), 'FAKE_GPU_FILE': f'{tmp}/gpu',
            'PATH': f"{ROOT / 'components' / 'localcloud' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     p = subprocess.Popen([sys.executable, '-m', 'node_agent', '--config', str(path)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -91,7 +91,7 @@ def notice_to_signal(s3_url, bucket, runs, poll):
             meta, api = Metadata('alicloud', f'i-{uuid.uuid4().hex[:8]}'), CloudApi('alicloud')
             t = {}
 
-            def notice(p):
+            def notice(p, meta=meta, t=t):  # bound now: the thread runs within this iteration
                 while not records(tmp):
                     time.sleep(0.05)
                 time.sleep(1 + (len(out) % 4) * 0.37)  # spread the notice over the poll cycle
@@ -110,7 +110,7 @@ METHODS = {'etag-md5': {'method': 'etag-md5', 'contentMd5': True}, 'read-back': 
 
 def upload_throughput(s3_url, bucket, runs, files, mb, verify):
     from node_agent.store import Store
-    from stubs import ObjectStorage
+    from localcloud import ObjectStorage
     s3 = boto3.client('s3', endpoint_url=s3_url)
     proxy = ObjectStorage('alicloud', s3_url) if verify['method'] == 'crc64ecma' else None
     total = files * mb * 2**20

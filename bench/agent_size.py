@@ -13,7 +13,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-AGENT = ROOT / 'scripts' / 'node_agent'
+AGENT = ROOT / 'node' / 'node_agent'
 BOOT_SET = ('__init__.py', 's3.py', 'fetch.py')
 BUDGET = 7 * 1024
 

@@ -1,6 +1,6 @@
 """Print the bootstrap's own overhead on the fast path (driver present) for every stack, in the sandbox.
 
-For each stack the rendered bootstrap runs in a fresh sandbox (components/bootstrap/sandbox.py):
+For each stack the rendered bootstrap runs in a fresh sandbox (localcloud/sandbox.py):
 the first run on a GPU image, then the idempotent re-run. Package installs, downloads, mkfs and
 mounts are recording stand-ins, so the figures are the bootstrap's own work (bash, file writes,
 checks) plus the stand-ins' process starts, which are measured separately and printed so they can
@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from components.bootstrap import render_user_data  # noqa: E402
-from components.bootstrap.sandbox import SHIM, Sandbox, Scenario  # noqa: E402
-from components.nodeconfig import node_config_for_stack  # noqa: E402
+from components.bootstrap import render_user_data
+from localcloud.sandbox import SHIM, Sandbox, Scenario
+from tools.stackfiles import node_config_for_stack
 
 # Stack configs carry a placeholder FS address; a node gets a real one (see tests/bootstrap).
 SAMPLE_FS = {"cpfs": "cpfs-0123456789abcdef-000001.cn-hangzhou.cpfs.aliyuncs.com:/share",

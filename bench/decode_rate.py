@@ -1,6 +1,6 @@
 """Measure how many training images one CPU core prepares per second (decode + augment), by resolution.
 
-The advisor (components/advisor) caps a node's throughput at what its vCPUs can feed the GPUs; the
+The advisor (tools/advisor) caps a node's throughput at what its vCPUs can feed the GPUs; the
 per-core rates in components/data/perf.yaml (`cpu:`) come from this script. Each case decodes a
 synthetic JPEG of a typical source size for that kind of data set, applies the usual training
 augmentation (random resized crop to the training resolution, horizontal flip), and converts it to
@@ -16,9 +16,8 @@ import io
 import platform
 import random
 import statistics
-import time
-
 import sys
+import time
 
 import numpy as np
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-AGENT_SRC = REPO_ROOT / "scripts" / "node_agent"
+AGENT_SRC = REPO_ROOT / "node" / "node_agent"
 # Embedded in user-data so a node can fetch the rest (docs/node-config.md, "Agent delivery").
 BOOT_SET = ("__init__.py", "s3.py", "fetch.py")
 SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}

@@ -166,7 +166,7 @@ def findings(spec) -> Iterable[tuple[str, str, str]]:
 def routes_in_plan(routes: Sequence[Route], resources: Sequence[Any]) -> dict[str, Optional[list[str]]]:
     """route name -> names of the plan resources that make it, [] when it needs none, None when missing.
 
-    `resources` carry `.type`, `.name` and `.inputs` (components.mockrun.PlannedResource).
+    `resources` carry `.type`, `.name` and `.inputs` (tools.mockrun.PlannedResource).
     """
     result: dict[str, Optional[list[str]]] = {}
     for route in routes:

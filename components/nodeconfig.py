@@ -115,15 +115,3 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "ascend": ({"packagesUrl": spec.bootstrap["ascendPackagesUrl"]} if spec.gpu.kind == "ascend" else None),
         },
     }
-
-
-PLACEHOLDER_FS_ADDRESS = "<shared-fs-mount-address>"
-
-
-def node_config_for_stack(stack: str, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The node config of a stack file as the program would render it, with a placeholder FS address."""
-    from components.stackfiles import stack_spec
-
-    _, spec = stack_spec(stack, overrides)
-    address = PLACEHOLDER_FS_ADDRESS if spec.shared_storage != "none" else None
-    return build_node_config(spec, shared_fs_address=address)

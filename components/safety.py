@@ -49,7 +49,7 @@ class Resource:
 
 
 def from_plan(planned: Iterable[Any]) -> list[Resource]:
-    """Resources of a components.mockrun Plan: ids are "<name>-id" (the mock engine's answer)."""
+    """Resources of a tools.mockrun Plan: ids are "<name>-id" (the mock engine's answer)."""
     resources = [Resource(r.type, r.name, r.inputs, f"{r.type}::{r.name}") for r in planned if r.custom]
     by_id = {f"{r.name}-id": r for r in resources}
 

@@ -12,14 +12,11 @@ import base64
 import gzip
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from components import billing, cost, egress  # noqa: E402
-from components.mockrun import Plan, ProgramExit, run_program  # noqa: E402
-from components.spec import Spec, SpecError  # noqa: E402
-from components.stackfiles import StackFileError, stack_names, stack_spec  # noqa: E402
+from components import billing, cost, egress
+from components.spec import Spec, SpecError
+from tools.mockrun import Plan, ProgramExit, run_program
+from tools.stackfiles import StackFileError, stack_names, stack_spec
 
 EXIT_INVALID = 2
 EXIT_FAILED = 1

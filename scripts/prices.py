@@ -27,12 +27,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import yaml
 
-import yaml  # noqa: E402
-
-from components import datafiles  # noqa: E402
-from components.advisor import catalog_prices  # noqa: E402
+from components import datafiles
+from tools import catalog_prices
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 PROVIDERS_DIR = Path(__file__).resolve().parent.parent / "components" / "providers"

@@ -37,11 +37,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 
-from components.providers import facts as provider_facts  # noqa: E402
-from tools.goschema import GoSchemaError, SourceTree, resource_schema  # noqa: E402
-from tools.sdknames import args_class, camel, plurals, sdk_fields  # noqa: E402
+from components.providers import facts as provider_facts
+from tools.goschema import GoSchemaError, SourceTree, resource_schema
+from tools.sdknames import args_class, camel, plurals, sdk_fields
 
 EXIT_BAD_ARGS = 2
 EXIT_FAILED = 1
@@ -168,7 +167,7 @@ def generate(cloud: str, source: Path, modules: dict[str, Path], commit: str, pr
         try:
             cls = args_class(bridge["sdk"]["python_module"], token)
         except (ImportError, AttributeError) as error:
-            raise FactsError(f"{token}: no Args class in the installed {bridge['sdk']['package']}: {error}")
+            raise FactsError(f"{token}: no Args class in the installed {bridge['sdk']['package']}: {error}") from error
         inputs, sdk_only = pulumi_block(schema.fields, cls, token)
         entry: dict[str, Any] = {"tf_resource": tf_name, "source": f"{schema.file}:{schema.line}", "inputs": inputs}
         if schema.customize_diff:
@@ -182,7 +181,7 @@ def generate(cloud: str, source: Path, modules: dict[str, Path], commit: str, pr
         resources[token] = entry
         opaque += [f"{token}.{path}: {v['func']} at {v['at']}" for path, v in provider_facts.validators_of(inputs)
                    if v["kind"] == "opaque"]
-        for path, v in provider_facts.validators_of(inputs):
+        for _path, v in provider_facts.validators_of(inputs):
             for pattern in provider_facts.patterns_of(v):
                 provider_facts.compile_go_regex(pattern)  # fails loudly on RE2 syntax we cannot translate
     for line in opaque:

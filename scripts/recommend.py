@@ -18,13 +18,11 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from components.advisor import explain, stackfile  # noqa: E402
-from components.advisor.optimiser import Evaluation, Result, relaxations, search  # noqa: E402
-from components.advisor.request import Request, RequestError, build_request  # noqa: E402
-from components.spec import SpecError  # noqa: E402
-from components.stackfiles import STACKS_DIR, StackFileError  # noqa: E402
+from components.spec import SpecError
+from tools.advisor import explain, stackfile
+from tools.advisor.optimiser import Evaluation, Result, relaxations, search
+from tools.advisor.request import Request, RequestError, build_request
+from tools.stackfiles import STACKS_DIR, StackFileError
 
 EXIT_OK, EXIT_NO_FIT, EXIT_INVALID = 0, 1, 2
 

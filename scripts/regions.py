@@ -22,12 +22,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import yaml
 
-import yaml  # noqa: E402
-
-from components.providers import regions as region_tables  # noqa: E402
-from components.datafiles import atomic_write  # noqa: E402
+from components.providers import regions as region_tables
+from components.datafiles import atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 PROVIDERS_DIR = region_tables.PROVIDERS_DIR

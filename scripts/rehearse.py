@@ -42,7 +42,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 EXAMPLE = "train_cnn.py"
 # Small enough for a CPU and a one-minute CI budget, big enough to checkpoint several times.
@@ -143,7 +142,7 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
 
 class Rehearsal:
     def __init__(self, args, stack: str, spec, base_config: dict, workdir: Path):
-        from components.localcloud import LocalS3
+        from localcloud import LocalS3
 
         self.args, self.stack, self.spec, self.base = args, stack, spec, base_config
         self.workdir = workdir
@@ -186,7 +185,7 @@ class Rehearsal:
                      target / "cloud_runtime.py")
 
     def make_node(self, index: int) -> Node:
-        from components.localcloud import Metadata, new_instance_id
+        from localcloud import Metadata, new_instance_id
 
         instance_id = new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
         root = self.workdir / instance_id
@@ -203,7 +202,7 @@ class Rehearsal:
         return node
 
     def env(self, node: Node) -> dict:
-        from components.localcloud import BIN
+        from localcloud import BIN
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ALICLOUD_", "TENCENTCLOUD_"))}
         env.update({
@@ -257,7 +256,7 @@ class Rehearsal:
         return max(steps, default=0)
 
     def verified(self, manifest: dict) -> bool:
-        for rel, entry in manifest.get("files", {}).items():
+        for entry in manifest.get("files", {}).values():
             body = self.client.get_object(Bucket=self.bucket,
                                           Key=f"{self.prefix}/checkpoints/objects/{entry['sha256']}")["Body"].read()
             if len(body) != entry["size"] or hashlib.sha256(body).hexdigest() != entry["sha256"]:
@@ -302,7 +301,7 @@ class Rehearsal:
 
     # ------------------------------------------------------------------ the drill
     def run(self) -> list[Check]:
-        from components.localcloud import CloudApi
+        from localcloud import CloudApi
 
         self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
         self.say(f"  training command: {self.command}")
@@ -462,7 +461,7 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     from components.nodeconfig import build_node_config
     from components.spec import SpecError
-    from components.stackfiles import StackFileError, stack_spec
+    from tools.stackfiles import StackFileError, stack_spec
 
     try:
         _, spec = stack_spec(args.stack)

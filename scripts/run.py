@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runlib import exitcodes  # noqa: E402
-from runlib.driver import DEFAULT_TIMEOUT_H, Driver, RunOptions  # noqa: E402
+from tools.runlib import exitcodes
+from tools.runlib.driver import DEFAULT_TIMEOUT_H, Driver, RunOptions
 
 STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -92,8 +91,8 @@ def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> 
         print(f"run.py: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     if stack_factory is None:
-        from runlib.automation import PulumiStack
-        from runlib.bucket import has_credentials
+        from tools.runlib.automation import PulumiStack
+        from tools.runlib.bucket import has_credentials
         if not has_credentials():
             # Checked before `up`: a stack nobody can watch would never be destroyed by this run.
             print("run.py: error: no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and "

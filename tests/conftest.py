@@ -1,27 +1,28 @@
-"""Shared fixtures: the repo on sys.path, a pinned clock, and cached mock-engine plans of stacks."""
+"""Shared fixtures: a pinned clock, and cached mock-engine plans of stacks."""
 from __future__ import annotations
 
 import functools
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("GPU_TRAINING_NOW", "2026-12-02T10:00:00Z")
+# Subprocesses (the CLIs, the node agent) import this checkout too, like the tests (pytest.ini pythonpath).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO_ROOT), str(REPO_ROOT / "node")] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 
 
 @functools.lru_cache(maxsize=None)
 def _plan(stack: str, overrides: tuple[str, ...] = ()):
-    from components.mockrun import run_program
-    from components.stackfiles import apply_overrides, load_stack_config
+    from tools.mockrun import run_program
+    from tools.stackfiles import apply_overrides, load_stack_config
 
     return run_program(apply_overrides(load_stack_config(stack), overrides), stack)
 
 
 @pytest.fixture
 def plan_for():
-    """plan_for(stack, *overrides) -> components.mockrun.Plan (the real program on the mock engine)."""
+    """plan_for(stack, *overrides) -> tools.mockrun.Plan (the real program on the mock engine)."""
     return lambda stack, *overrides: _plan(stack, tuple(overrides))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from components import providers
-from components.stackfiles import apply_overrides, load_stack_config, stack_names
+from tools.stackfiles import apply_overrides, load_stack_config, stack_names
 
 SSH = ('sshAllowCidrs=["203.0.113.7/32"]', "sshPublicKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 test")
 SPOT_CAPPED = ("billing=spot", "spotMaxPricePerHour=50")
@@ -51,7 +51,7 @@ def plan_or_refusal(plan_for, stack: str, overrides: tuple[str, ...]):
     """The plan, or a pytest skip when validation refuses the what-if before any resource (exit 2)."""
     import pytest
 
-    from components.mockrun import ProgramExit
+    from tools.mockrun import ProgramExit
 
     try:
         return plan_for(stack, *overrides)

@@ -15,14 +15,22 @@ import pytest
 import yaml
 
 from components import cost, providers
-from components.advisor import perf as perfmod
-from components.advisor.optimiser import (every_configuration, meets_deadline, offers, rank_key, rank_mode,
-                                          relaxations, search, within_budget)
-from components.advisor.request import RequestError, build_request
 from components.catalog import Price, load_catalog
-from components.mockrun import run_program
 from components.spec import build_spec
-from components.stackfiles import engine_form
+from tools.advisor import perf as perfmod
+from tools.advisor.optimiser import (
+    every_configuration,
+    meets_deadline,
+    offers,
+    rank_key,
+    rank_mode,
+    relaxations,
+    search,
+    within_budget,
+)
+from tools.advisor.request import RequestError, build_request
+from tools.mockrun import run_program
+from tools.stackfiles import engine_form
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "recommend.py"
@@ -243,7 +251,7 @@ def test_write_stack_without_a_region_asks_for_one(tmp_path):
 
 def test_every_listed_alicloud_configuration_is_a_valid_stack():
     """The advisor's rules never admit what the spec refuses (RAM rule, tier GPUs and counts, multi-node)."""
-    from components.advisor.stackfile import stack_config
+    from tools.advisor.stackfile import stack_config
     requests = [build_request(**kwargs) for _, kwargs, _, _ in SCENARIOS]
     requests.append(build_request(model="efficientnet-b4", images=300000, dataset_gb=40, epochs=40,
                                   deadline_hours=30, spot=True, provider_names=["alicloud"]))

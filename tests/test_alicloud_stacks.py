@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from components.stackfiles import load_stack_config, stack_names
+from tools.stackfiles import load_stack_config, stack_names
 
 ALICLOUD_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider", "alicloud") == "alicloud"]
 EXPECTED_TYPES = {  # what each stack file's header promises

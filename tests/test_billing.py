@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.stackfiles import stack_names
+from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 VARIANTS = [(stack, ()) for stack in stack_names()] + [
@@ -30,7 +30,7 @@ VARIANTS = [(stack, ()) for stack in stack_names()] + [
 @pytest.mark.parametrize("stack,overrides", VARIANTS, ids=[f"{s}{'+' if o else ''}{'+'.join(o)}" for s, o in VARIANTS])
 def test_every_resource_type_is_classified_and_every_lingering_item_is_in_the_plan(plan_for, stack, overrides):
     from components import billing
-    from components.stackfiles import stack_spec
+    from tools.stackfiles import stack_spec
 
     _, spec = stack_spec(stack, overrides)
     plan = plan_for(stack, *overrides)

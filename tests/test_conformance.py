@@ -112,7 +112,7 @@ def test_the_stack_keeps_the_safety_rule(provider, stack, overrides, rule, plan_
 def test_every_tag_input_carries_the_stack_files_tags(provider, stack, overrides, plan_for):
     """Beyond the stack tag the policy pack checks: the tier tag and the user's own `tags`, on every
     tag input the provider's schema gives a type (the adapter names the inputs, the facts the types)."""
-    from components.stackfiles import load_stack_config
+    from tools.stackfiles import load_stack_config
 
     plan = plan_or_refusal(plan_for, stack, overrides)
     config = load_stack_config(stack)
@@ -136,7 +136,7 @@ def test_every_endpoint_the_nodes_use_has_a_route_the_plan_makes(provider, stack
     """Egress, from the providers' route data (components/egress.py): every endpoint a node's bootstrap
     and agent use is reached by a route this stack has, and the plan holds what makes that route."""
     from components import egress
-    from components.stackfiles import stack_spec
+    from tools.stackfiles import stack_spec
 
     plan = plan_or_refusal(plan_for, stack, overrides)
     _, spec = stack_spec(stack, overrides)
@@ -151,7 +151,7 @@ def test_every_endpoint_the_nodes_use_has_a_route_the_plan_makes(provider, stack
 @pytest.mark.parametrize("provider,stack,overrides", CASES, ids=CASE_IDS)
 def test_the_cost_is_known_or_marked_unknown(provider, stack, overrides, plan_for):
     from components import billing, cost
-    from components.stackfiles import stack_spec
+    from tools.stackfiles import stack_spec
 
     plan = plan_or_refusal(plan_for, stack, overrides)
     _, spec = stack_spec(stack, overrides)

@@ -29,9 +29,9 @@ from typing import Any, Iterator
 import pytest
 
 from components import artifacts, clock
-from components.mockrun import Plan, PlannedResource, provider_answers, run_program
+from tools.mockrun import Plan, PlannedResource, provider_answers, run_program
 from components.providers import facts
-from components.stackfiles import apply_overrides, load_stack_config, stack_names
+from tools.stackfiles import apply_overrides, load_stack_config, stack_names
 
 BASE_CLOCK = "2026-12-02T10:00:00Z"
 LATER = timedelta(hours=3)  # the second `pulumi up`, while the nodes still run
@@ -110,7 +110,7 @@ def _with_newer_images(value: Any) -> Any:
 def newer_image_answers() -> dict:
     """Every provider's image lookups, answering a different (newer) image than at the first up."""
     calls, _ = provider_answers()
-    return {token: (lambda answer: lambda args: _with_newer_images(answer(args)))(answer)
+    return {token: (lambda answer: lambda args, answer=answer: _with_newer_images(answer(args)))(answer)
             for token, answer in calls.items() if "image" in token.lower() and callable(answer)}
 
 

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from components.stackfiles import stack_names
+from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")
@@ -52,7 +52,7 @@ def node_json(cloud_config: str) -> dict:
 @pytest.mark.parametrize("stack,overrides", VARIANTS, ids=[f"{s}{'+' if o else ''}{'+'.join(o)}" for s, o in VARIANTS])
 def test_every_endpoint_a_node_uses_has_a_route_in_the_plan(plan_for, stack, overrides):
     from components import egress
-    from components.stackfiles import stack_spec
+    from tools.stackfiles import stack_spec
 
     _, spec = stack_spec(stack, overrides)
     plan = plan_for(stack, *overrides)
@@ -118,7 +118,7 @@ def test_a_stack_whose_nodes_lose_an_endpoint_is_refused_naming_it():
 
 
 def test_an_image_with_the_driver_makes_the_cuda_repository_a_warning_and_the_rest_stays_in_the_vpc():
-    from components.stackfiles import stack_spec
+    from tools.stackfiles import stack_spec
 
     _, spec = stack_spec("entry-t4", ("publicEgress=false", "image=m-with-driver"))
     warned = [f for f in spec.findings if "CUDA repository" in f.message]
@@ -126,7 +126,7 @@ def test_an_image_with_the_driver_makes_the_cuda_repository_a_warning_and_the_re
 
 
 def test_nodes_use_in_vpc_endpoints_and_run_py_keeps_the_public_one(plan_for):
-    from components.nodeconfig import node_config_for_stack
+    from tools.stackfiles import node_config_for_stack
 
     config = node_config_for_stack("medium-a100")
     assert config["checkpoint"]["endpoint"] == "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"
@@ -163,7 +163,7 @@ def test_public_egress_off_gives_nodes_no_public_address(plan_for, stack, node_t
     overrides = ("publicEgress=false", "image=img-with-driver")
     if stack.startswith("tc-"):  # Tencent's agent needs the public API: refused without an address
         from components.spec import SpecError
-        from components.stackfiles import stack_spec
+        from tools.stackfiles import stack_spec
 
         with pytest.raises(SpecError, match="cloud API"):
             stack_spec(stack, overrides)

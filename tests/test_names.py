@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from components import providers
-from components.mockrun import ProgramExit, run_program
+from tools.mockrun import ProgramExit, run_program
 from components.providers import facts
-from components.stackfiles import apply_overrides, load_stack_config
+from tools.stackfiles import apply_overrides, load_stack_config
 from stackcases import SPOT_CAPPED, plan_or_refusal, stacks_of, variations
 
 PROVIDERS = [p for p in providers.names() if providers.profile(p).name_limits]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.stackfiles import stack_spec
+from tools.stackfiles import stack_spec
 
 
 def warnings_of(stack: str, *overrides: str, key: str) -> list[str]:
@@ -20,7 +20,7 @@ def warnings_of(stack: str, *overrides: str, key: str) -> list[str]:
 
 def test_an_rdma_capable_type_without_rdma_set_up_is_not_claimed_and_the_tcp_fallback_is_said():
     from components.bootstrap.config import bootstrap_values
-    from components.nodeconfig import node_config_for_stack
+    from tools.stackfiles import node_config_for_stack
 
     said = warnings_of("large-h20", key="nodes")
     assert any("supports erdma" in m and "NCCL between nodes uses TCP at 32 Gbit/s" in m for m in said), said

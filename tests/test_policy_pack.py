@@ -16,7 +16,7 @@ import pytest
 
 from components import safety
 from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal
-from components.stackfiles import stack_names
+from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 PACK_DIR = REPO / "policy"
@@ -73,7 +73,7 @@ def run_pack(stack: str, resources) -> list[tuple[str, str, str]]:
             for r in custom:
                 args = ResourceValidationArgs(r.type, unknown_checking_proxy(copy.deepcopy(r.inputs)), urn(stack, r),
                                               r.name, options, None)
-                policy.validate(args, lambda message, at=None, u=urn(stack, r): report(message, u))
+                policy.validate(args, lambda message, at=None, u=args.urn: report(message, u))
         else:
             policy.validate(StackValidationArgs(list(policy_resources.values())), report)
     return reported

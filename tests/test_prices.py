@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from components.advisor import catalog_prices
+from tools import catalog_prices
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "prices.py"

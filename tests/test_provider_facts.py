@@ -4,6 +4,7 @@ the provider's Go source by scripts/provider_facts.py); the facts checked agains
 the checker and the generator tested on their own."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from components.billing import STATE_ONLY
 from components.providers import facts
-from components.stackfiles import apply_overrides, load_stack_config, stack_names
+from tools.stackfiles import apply_overrides, load_stack_config, stack_names
 from stackcases import case_id, plan_or_refusal, provider_of, variations
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ def long_name_cases():
 def test_a_long_stack_name_is_refused_or_fits_every_name_limit(cloud, stack):
     """A 40-odd character stack name (Pulumi allows far longer) on the spot path, which creates the
     most named resources: validation refuses it naming the key, or every name fits the provider."""
-    from components.mockrun import ProgramExit, run_program
+    from tools.mockrun import ProgramExit, run_program
 
     name = LONG_PREFIX + stack
     config = apply_overrides(load_stack_config(stack), ("billing=spot", "spotMaxPricePerHour=50"))
@@ -302,11 +303,9 @@ def test_the_parser_fails_loudly_naming_the_place(tmp_path, change, message):
 
 
 def test_a_stale_hand_written_quote_stops_regeneration(tmp_path):
-    sys.path.insert(0, str(REPO_ROOT / "scripts"))
-    try:
-        import provider_facts as generator
-    finally:
-        sys.path.remove(str(REPO_ROOT / "scripts"))
+    loader = importlib.util.spec_from_file_location("provider_facts", REPO_ROOT / "scripts" / "provider_facts.py")
+    generator = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(generator)
     write_provider(tmp_path)
     entry = {"resource": "t", "inputs": [], "kind": "k", "effect": "e", "at": "p/svc/thing.go:3",
              "quote": 'if d.HasChange("name") { return d.ForceNew("name") }'}

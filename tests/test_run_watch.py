@@ -35,15 +35,14 @@ TINY = ["--batch-size", "16", "--width", "8", "--depth", "1", "--image-size", "1
         "--dataset-size", "256", "--log-every", "50", "--workers", "0"]
 CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
 
-sys.path.insert(0, str(AGENT_TESTS))
-from stubs import BIN, LocalS3, Metadata, S3Proxy  # noqa: E402  (the agent tests' metadata and faulty-S3 stand-ins)
+from localcloud import BIN, LocalS3, Metadata, S3Proxy
 
 _spec = importlib.util.spec_from_file_location("run_cli", REPO / "scripts" / "run.py")
 run_cli = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(run_cli)
-from runlib import decide as decide_mod  # noqa: E402  (importable once run.py put scripts/ on sys.path)
-from runlib import exitcodes  # noqa: E402
-from runlib.markers import assess, current, parse_marker  # noqa: E402
+from tools.runlib import decide as decide_mod
+from tools.runlib import exitcodes
+from tools.runlib.markers import assess, current, parse_marker
 
 
 # --- servers and fakes ----------------------------------------------------------------------------
@@ -161,7 +160,7 @@ class AgentNode:
         config = self.dir / "node.json"
         config.write_text(json.dumps(self.cfg))
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}  # nodes use their role
-        env.update(PYTHONPATH=str(REPO / "scripts"), PATH=os.pathsep.join((str(AGENT_TESTS / 'bin'), str(BIN), env['PATH'])),
+        env.update(PYTHONPATH=str(REPO / "node"), PATH=os.pathsep.join((str(AGENT_TESTS / 'bin'), str(BIN), env['PATH'])),
                    FAKE_GPU_FILE=str(self.dir / "gpu"), GPU_TRAINING_SHUTDOWN_CMD=f"touch {self.dir / 'released'}")
         self.proc = subprocess.Popen([sys.executable, "-m", "node_agent", "--config", str(config)], env=env,
                                      stdout=open(self.dir / "agent.out", "wb"), stderr=subprocess.STDOUT,

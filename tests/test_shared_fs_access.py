@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from components.stackfiles import apply_overrides, load_stack_config, stack_spec
+from tools.stackfiles import apply_overrides, load_stack_config, stack_spec  # noqa: F401  (the child process star-imports them)
 
 REPO = Path(__file__).resolve().parent.parent
 DOMAIN = "cpfs-0a1b2c3d4e5f6a7b-000001.cn-beijing.cpfs.aliyuncs.com"
@@ -78,16 +78,16 @@ def failing_program(stack: str, overrides=(), answers: str = "None", preview: bo
     In-process, a program that fails mid-way leaves the Pulumi runtime's threads busy, and CPython 3.11's
     AST converter (used by the next run's user-data) is not thread-safe (gh-106905): hence the child.
     """
-    code = (f"import sys; sys.path[:0] = {[str(REPO), str(REPO / 'tests')]!r}\n"
-            "from test_shared_fs_access import *\n"
-            "from components.mockrun import run_program\n"
+    code = ("from test_shared_fs_access import *\n"
+            "from tools.mockrun import run_program\n"
             f"config = apply_overrides(load_stack_config({stack!r}), {tuple(overrides)!r})\n"
             "try:\n"
             f"    run_program(config, {stack!r}, call_answers={answers}, preview={preview!r})\n"
             "except Exception as error:\n"
             "    print('FAILED:', str(error).split('has risen:')[-1].strip())\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"})
+                            env={**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z",
+                                 "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ["PYTHONPATH"]])})
     assert "FAILED:" in result.stdout, result.stdout + result.stderr
     return result.stdout.split("FAILED:", 1)[1].strip()
 
@@ -114,7 +114,7 @@ def test_cpfs_gets_a_protocol_service_and_an_nfs_export_not_a_posix_mount_target
 
 
 def test_the_export_domain_read_at_deploy_time_is_what_every_node_mounts(monkeypatch, nas_api):
-    from components.mockrun import run_program
+    from tools.mockrun import run_program
 
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "AK")
     monkeypatch.setenv("ALICLOUD_SECRET_KEY", "SK")
@@ -150,7 +150,7 @@ def test_an_export_the_api_does_not_know_is_a_clear_error():
 
 
 def test_the_offline_preview_never_sees_credentials(monkeypatch):
-    from components.mockrun import run_program
+    from tools.mockrun import run_program
 
     monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "AK")
     monkeypatch.setenv("ALICLOUD_SECRET_KEY", "SK")
@@ -163,7 +163,7 @@ def test_the_offline_preview_never_sees_credentials(monkeypatch):
 
 def test_the_bootstrap_mounts_the_export_with_the_kernel_nfs_v3_client_and_downloads_nothing(tmp_path):
     from components.bootstrap.render import render_user_data
-    from components.bootstrap.sandbox import Sandbox, Scenario
+    from localcloud.sandbox import Sandbox, Scenario
     from components.nodeconfig import build_node_config
 
     _, spec = stack_spec("large-h20")
@@ -189,7 +189,7 @@ def zone_answers(instance_zones, cpfs_zones):
 
 
 def test_the_stack_lands_in_a_zone_that_sells_both_the_gpu_type_and_cpfs():
-    from components.mockrun import run_program
+    from tools.mockrun import run_program
 
     plan = run_program(load_stack_config("large-h20"), "large-h20",
                        call_answers=zone_answers(["cn-beijing-a", "cn-beijing-l"], ["cn-beijing-h", "cn-beijing-l"]))
@@ -225,7 +225,7 @@ def turbo_answers(instance_zones, turbo_zones, listed=True):
 
 
 def test_tencent_turbo_zone_is_intersected_with_the_gpu_type_zones():
-    from components.mockrun import run_program
+    from tools.mockrun import run_program
 
     plan = run_program(load_stack_config("tc-large-a100"), "tc-large-a100",
                        call_answers=turbo_answers(["ap-guangzhou-3", "ap-guangzhou-6"], ["ap-guangzhou-6"]))
@@ -236,7 +236,7 @@ def test_tencent_turbo_zone_is_intersected_with_the_gpu_type_zones():
 
 
 def test_tencent_says_so_when_the_api_lists_no_turbo_class():
-    from components.mockrun import run_program
+    from tools.mockrun import run_program
 
     plan = run_program(load_stack_config("tc-large-a100"), "tc-large-a100",
                        call_answers=turbo_answers(["ap-guangzhou-3"], [], listed=False))

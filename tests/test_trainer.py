@@ -19,9 +19,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "cnn"
 TRAINER = EXAMPLE / "train_cnn.py"
-sys.path.insert(0, str(EXAMPLE))
-
-import cnn_checkpoint  # noqa: E402
+import cnn_checkpoint  # examples/cnn is on the path through pytest.ini (pythonpath)
 
 TINY = ["--batch-size", "16", "--width", "8", "--depth", "1", "--image-size", "16", "--classes", "4",
         "--dataset-size", "256", "--log-every", "1"]
@@ -68,7 +66,7 @@ def assert_same(a, b, where: str = "checkpoint") -> None:
             assert_same(a[key], b[key], f"{where}.{key}")
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), f"{where}: length {len(a)} != {len(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             assert_same(x, y, f"{where}[{i}]")
     else:
         assert a == b, f"{where}: {a!r} != {b!r}"

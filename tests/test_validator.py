@@ -7,6 +7,7 @@ overrides (what the CLIs do), the real CLIs' main() and, for the Pulumi program,
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import string
@@ -16,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from components import stackfiles
+from tools import stackfiles
 from components.spec import SpecError, build_spec
-from components.stackfiles import StackFileError, stack_spec
+from tools.stackfiles import StackFileError, stack_spec
 
 REPO = Path(__file__).resolve().parent.parent
 _RNG = random.Random(12)
@@ -250,9 +251,17 @@ def test_preview_json_never_prints_a_non_standard_token():
     strict(shown.stdout)
 
 
+def script(name: str):
+    """A command line of scripts/ as a module, to call its main() in-process (scripts/ is not a package)."""
+    loader = importlib.util.spec_from_file_location(f"script_{name}", REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(loader)
+    sys.modules[loader.name] = module  # dataclasses look their module up there
+    loader.loader.exec_module(module)
+    return module
+
+
 def test_preview_main_refuses_a_stack_file_that_is_not_utf8(stacks_dir, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    import preview
+    preview = script("preview")
 
     (stacks_dir / "Pulumi.latin1.yaml").write_bytes(GOOD.replace("entry", "entr\xe9e").encode("latin-1"))
     assert preview.main(["latin1"]) == 2
@@ -261,7 +270,7 @@ def test_preview_main_refuses_a_stack_file_that_is_not_utf8(stacks_dir, capsys):
 
 def test_the_pulumi_program_exits_2_at_validation():
     """Under the engine (__main__.py on the mock engine), a bad value stops the program with 2, by key."""
-    from components.mockrun import ProgramExit, run_program
+    from tools.mockrun import ProgramExit, run_program
 
     config = stackfiles.apply_overrides(stackfiles.load_stack_config("entry-t4"), ["nodes=inf"])
     with pytest.raises(ProgramExit) as stop:
@@ -270,8 +279,7 @@ def test_the_pulumi_program_exits_2_at_validation():
 
 
 def test_recommend_write_stack_exits_2_on_a_bad_set(tmp_path, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    import recommend
+    recommend = script("recommend")
 
     code = recommend.main(["--model", "resnet18", "--images", "50000", "--epochs", "10", "--deadline", "24",
                            "--region", "alicloud:cn-hangzhou", "--write-stack", "t", "--stacks-dir", str(tmp_path),
@@ -282,8 +290,7 @@ def test_recommend_write_stack_exits_2_on_a_bad_set(tmp_path, capsys):
 
 
 def test_rehearse_exits_2_on_a_broken_stack_file(stacks_dir, capsys):
-    sys.path.insert(0, str(REPO / "scripts"))
-    import rehearse
+    rehearse = script("rehearse")
 
     (stacks_dir / "Pulumi.dup.yaml").write_bytes((GOOD + "  gpu-training:tier: large\n").encode())
     assert rehearse.main(["dup"]) == 2

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from components import schema
 from components.spec import Spec, SpecError, build_spec
-from components.stackfiles import StackFileError, parse_stack_text
+from tools.stackfiles import StackFileError, parse_stack_text
 
 REPO = Path(__file__).resolve().parent.parent
 settings.register_profile("ci", derandomize=True, print_blob=True)

@@ -725,7 +725,7 @@ def validator(node: Node, scope: Scope) -> dict:
             try:
                 facts = _VALIDATOR_CALLS[final](node, scope)
             except Unresolved as error:
-                raise GoSchemaError(f"{_where(scope, node)}: the arguments of {name} cannot be evaluated: {error}")
+                raise GoSchemaError(f"{_where(scope, node)}: the arguments of {name} cannot be evaluated: {error}") from error
             return _located(facts, scope, node.fn)
         return {"kind": "opaque", "func": name or "call", "at": _where(scope, node)}
     name = dotted(node)
@@ -824,7 +824,7 @@ def field_facts(node: Node, scope: Scope) -> dict:
             try:
                 facts["default"] = evaluate(value, scope)
             except Unresolved as error:
-                raise GoSchemaError(f"{_where(scope, value)}: cannot evaluate the Default: {error}")
+                raise GoSchemaError(f"{_where(scope, value)}: cannot evaluate the Default: {error}") from error
         elif name == "DefaultFunc":
             facts["default_func"] = _named_or_inline(value, scope)
         elif name in ("ValidateFunc", "ValidateDiagFunc"):

@@ -1,7 +1,7 @@
 """The agent's boot set for user-data, without docstrings or comments.
 
 The whole agent does not fit in 16 KB of user-data, so only its boot set rides there
-(docs/node-config.md, "Agent delivery"): components.artifacts.BOOT_SET from scripts/node_agent/
+(docs/node-config.md, "Agent delivery"): components.artifacts.BOOT_SET from node/node_agent/
 plus the provider's components/providers/<cloud>/node_runtime.py as node_agent/cloud_runtime.py.
 The bootstrap then runs `python -m node_agent.fetch`, which downloads the rest as listed in
 node.json's `artifacts.agent`. Files travel as compact code: `ast` parses each one and unparses it

@@ -1,7 +1,7 @@
 """Render a node's cloud-init user-data from the Jinja2 template files and encode it for the cloud API.
 
 Templates are looked up in the provider's folder first (components/providers/<cloud>/templates/),
-then in the neutral scripts/bootstrap/, so a cloud adds or overrides snippets (shared-FS mounts,
+then in the neutral node/bootstrap/, so a cloud adds or overrides snippets (shared-FS mounts,
 NCCL extras) without a provider test in neutral code. StrictUndefined makes a missing variable fail.
 
 Encoding: the whole #cloud-config document is gzip-compressed once and base64-encoded for the API.
@@ -28,7 +28,7 @@ import jinja2
 from components.bootstrap.agentfiles import AGENT_SRC, PROVIDERS, REPO, EmbeddedFile, boot_files
 from components.bootstrap.config import BootstrapConfigError, bootstrap_values
 
-TEMPLATES = REPO / "scripts" / "bootstrap"
+TEMPLATES = REPO / "node" / "bootstrap"
 NODE_JSON = "/etc/gpu-training/node.json"
 BOOTSTRAP_PATH = "/usr/local/sbin/gpu-training-bootstrap"
 AGENT_UNIT = "gpu-training-agent.service"
@@ -126,10 +126,10 @@ def render_user_data(node_config: dict, *, max_encoded: Optional[int] = MAX_ENCO
     files = [
         EmbeddedFile(NODE_JSON, "0644", json.dumps(node_config, indent=1) + "\n", "node config"),
         EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, providers),
-                     "scripts/bootstrap/bootstrap.sh.j2"),
+                     "node/bootstrap/bootstrap.sh.j2"),
         EmbeddedFile(f"/etc/systemd/system/{AGENT_UNIT}", "0644",
                      env.get_template("agent.service.j2").render(v=v, node_json=NODE_JSON),
-                     "scripts/bootstrap/agent.service.j2"),
+                     "node/bootstrap/agent.service.j2"),
         *boot_files(v["provider"], v["paths"]["agent"], agent_src, providers),
     ]
     text = env.get_template("user-data.yaml.j2").render(v=v, files=files, bootstrap_path=BOOTSTRAP_PATH)

@@ -35,7 +35,7 @@ def profile(name: str) -> ProviderProfile:
 
 
 def preview_module(name: str) -> ModuleType:
-    """The provider's answers to the preview's mock engine (pure data; components.mockrun)."""
+    """The provider's answers to the preview's mock engine (pure data; tools.mockrun)."""
     if name not in REGISTRY:
         raise UnknownProvider(name)
     return importlib.import_module(f"{REGISTRY[name]}.preview")

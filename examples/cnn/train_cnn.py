@@ -225,7 +225,6 @@ class Trainer:
     def __init__(self, args, stop: StopFlag):
         import torch
         import torch.distributed as dist
-
         from cnn_checkpoint import checkpoint_name, find_candidates, load_newest, remove_temporaries
         from cnn_data import ResumableDistributedSampler, SyntheticImages
         from cnn_model import ResNet

@@ -18,9 +18,8 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE))
 
-from stubs import BIN, CloudApi, LocalS3, Metadata, S3Proxy, new_instance_id  # noqa: E402
+from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy, new_instance_id
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
 FAKE_AWS = {'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_DEFAULT_REGION': 'us-east-1'}
@@ -68,7 +67,7 @@ class Node:
             'region': 'cn-hangzhou', 'zone': 'cn-hangzhou-i', 'billing': 'spot', 'nodeCount': 1,
             'accelerator': {'kind': 'nvidia', 'model': 'T4', 'count': 1, 'memoryGb': 16},
             'paths': {'data': str(tmp), 'checkpoints': str(tmp / 'ckpt'), 'state': str(tmp / 'state'),
-                      'logs': str(tmp / 'logs'), 'venv': '', 'agent': str(ROOT / 'scripts'),
+                      'logs': str(tmp / 'logs'), 'venv': '', 'agent': str(ROOT / 'node'),
                       'trainEnv': str(tmp / 'train.env')},
             'checkpoint': {'bucket': bucket, 'prefix': 'gpu-training', 'endpoint': s3_endpoint,
                            'region': 'us-east-1', 'addressingStyle': 'path', 'signatureVersion': 's3v4',
@@ -99,7 +98,7 @@ class Node:
         path = self.tmp / 'node.json'
         path.write_text(json.dumps(self.cfg, indent=1))
         e = {k: v for k, v in os.environ.items() if not k.startswith('AWS_')}
-        e.update({'PYTHONPATH': str(ROOT / 'scripts'), 'PATH': os.pathsep.join((str(HERE / 'bin'), str(BIN), e['PATH'])),
+        e.update({'PYTHONPATH': str(ROOT / 'node'), 'PATH': os.pathsep.join((str(HERE / 'bin'), str(BIN), e['PATH'])),
                   'FAKE_GPU_FILE': str(self.gpu), 'GPU_TRAINING_SHUTDOWN_CMD': f"touch {self.tmp / 'shutdown'}",
                   **(env or {})})
         out = open(self.tmp / f'agent-{len(self.procs)}.out', 'wb')
@@ -117,7 +116,7 @@ class Node:
             return p.wait(timeout)
         except subprocess.TimeoutExpired:
             p.kill()
-            raise AssertionError(f'agent still running after {timeout} s:\n{self.output()}')
+            raise AssertionError(f'agent still running after {timeout} s:\n{self.output()}') from None
 
     def output(self):
         return '\n'.join(p.read_text(errors='replace') for p in sorted(self.tmp.glob('agent-*.out')))

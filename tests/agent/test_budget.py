@@ -8,7 +8,6 @@ import ast
 import importlib.util
 
 import pytest
-
 from conftest import ROOT
 
 spec = importlib.util.spec_from_file_location('agent_size', ROOT / 'bench' / 'agent_size.py')
@@ -37,6 +36,6 @@ def test_boot_set_imports_nothing_outside_itself():
 
 
 def test_stripping_keeps_the_code_runnable():
-    out = size.strip((ROOT / 'scripts' / 'node_agent' / 'store.py').read_text())
+    out = size.strip((ROOT / 'node' / 'node_agent' / 'store.py').read_text())
     assert '"""' not in out
     compile(out, 'store.py', 'exec')

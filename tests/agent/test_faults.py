@@ -87,7 +87,7 @@ def run_config(tmp_path, cfg):
     path = tmp_path / 'node.json'
     path.write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
     return subprocess.run([sys.executable, '-m', 'node_agent', '--config', str(path)], capture_output=True,
-                          text=True, env={'PYTHONPATH': str(ROOT / 'scripts'), 'PATH': '/usr/bin:/bin'}, timeout=30)
+                          text=True, env={'PYTHONPATH': str(ROOT / 'node'), 'PATH': '/usr/bin:/bin'}, timeout=30)
 
 
 def test_bad_config_exits_2_naming_every_key_without_a_traceback(tmp_path):

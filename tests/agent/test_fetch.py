@@ -11,7 +11,8 @@ import sys
 import uuid
 
 from conftest import ROOT
-from stubs import Metadata
+
+from localcloud import Metadata
 
 BOOT = ('__init__.py', 's3.py', 'fetch.py')
 
@@ -20,10 +21,10 @@ def setup(tmp_path, s3, bucket, moto_url, tamper=False):
     boot = tmp_path / 'boot' / 'node_agent'
     boot.mkdir(parents=True)
     for n in BOOT:
-        shutil.copy(ROOT / 'scripts' / 'node_agent' / n, boot / n)
+        shutil.copy(ROOT / 'node' / 'node_agent' / n, boot / n)
     shutil.copy(ROOT / 'components' / 'providers' / 'alicloud' / 'node_runtime.py', boot / 'cloud_runtime.py')
     prefix, files = f'gpu-training/st-{uuid.uuid4().hex[:6]}/agent/', {}
-    for src in sorted((ROOT / 'scripts' / 'node_agent').glob('*.py')):
+    for src in sorted((ROOT / 'node' / 'node_agent').glob('*.py')):
         if src.name not in BOOT:
             rel = f'node_agent/{src.name}'
             data = src.read_bytes()
@@ -71,7 +72,7 @@ def test_fetch_refuses_a_tampered_file_and_leaves_no_module_behind(tmp_path, s3,
 def test_fetch_bad_config_exits_2(tmp_path):
     (tmp_path / 'boot' / 'node_agent').mkdir(parents=True)
     for n in BOOT:
-        shutil.copy(ROOT / 'scripts' / 'node_agent' / n, tmp_path / 'boot' / 'node_agent' / n)
+        shutil.copy(ROOT / 'node' / 'node_agent' / n, tmp_path / 'boot' / 'node_agent' / n)
     (tmp_path / 'node.json').write_text(json.dumps({'artifacts': {'agent': {'prefix': 'p/', 'files': {'../x.py': 'ab'}}}}))
     r = fetch(tmp_path)
     assert r.returncode == 2 and 'artifacts.agent' in r.stderr and 'Traceback' not in r.stderr, r.stderr

@@ -7,18 +7,16 @@ one that verifies is restored, while bytes damaged in transit stop the node inst
 """
 import hashlib
 import json
-import sys
 
 import pytest
-from conftest import ROOT, checkpoint_ok, verify_snapshot
+from conftest import checkpoint_ok, verify_snapshot
 from fastcrc import crc64
-from stubs import ObjectStorage, S3Proxy
+from localcloud import ObjectStorage, S3Proxy
 
 from components.providers.alicloud.profile import OSS_VERIFICATION
 from components.providers.tencentcloud.profile import COS_VERIFICATION
 
-sys.path.insert(0, str(ROOT / 'scripts'))
-from runlib.bucket import StackBucket
+from tools.runlib.bucket import StackBucket
 
 OBJECTS = '/checkpoints/objects/'
 
@@ -191,7 +189,7 @@ def test_bytes_damaged_on_the_way_back_stop_the_node_instead_of_quarantining(mak
 @pytest.mark.parametrize('stack, header', [('entry-t4', 'x-oss-hash-crc64ecma'), ('tc-entry-t4', 'x-cos-hash-crc64ecma')])
 def test_each_clouds_node_config_carries_its_stores_declared_verification(stack, header):
     """The node agent reads how to verify from the node config; the profile declares it, with sources."""
-    from components.nodeconfig import node_config_for_stack
+    from tools.stackfiles import node_config_for_stack
     verify = node_config_for_stack(stack)['checkpoint']['verify']
     assert (verify['method'], verify['header'], verify['flexibleChecksums']) == ('crc64ecma', header, False), verify
     assert verify['sources'] and all(s.startswith('https://') for s in verify['sources'])

@@ -9,7 +9,6 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from conftest import ROOT, checkpoint_ok, verify_snapshot
 
 
@@ -243,7 +242,7 @@ def test_report_on_ascend_without_matplotlib_names_the_bottleneck_and_skips_the_
     hide = node.tmp / 'hide'
     (hide / 'matplotlib').mkdir(parents=True)
     (hide / 'matplotlib' / '__init__.py').write_text("raise ImportError('matplotlib is not installed (test shim)')\n")
-    assert node.run(env={'PYTHONPATH': f"{ROOT / 'scripts'}{os.pathsep}{hide}"}) == 0, node.output()
+    assert node.run(env={'PYTHONPATH': f"{ROOT / 'node'}{os.pathsep}{hide}"}) == 0, node.output()
 
     summary = json.loads(s3.get_object(Bucket=node.bucket, Key=node.key(f'report/{node.id}/summary.json'))['Body'].read())
     assert 'matplotlib' in summary['plot']

@@ -9,9 +9,9 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
-from stubs import CloudApi, Metadata
 from test_runtimes import runtime
+
+from localcloud import CloudApi, Metadata
 
 POOL = 'gpu-training-agent-test'
 RETIRE = {'alicloud': ('DescribeAutoProvisioningGroups', 'DeleteAutoProvisioningGroup', 'DeleteInstance'),

@@ -4,7 +4,6 @@ The runtimes are loaded from their files the way the agent loads them on a node,
 agent's own HTTP helper.
 """
 import importlib.util
-import sys
 from datetime import datetime, timezone
 
 import boto3
@@ -12,10 +11,9 @@ import pytest
 from botocore.credentials import RefreshableCredentials
 
 from conftest import ROOT
-from stubs import CloudApi, Metadata, new_instance_id
+from localcloud import CloudApi, Metadata, new_instance_id
 
-sys.path.insert(0, str(ROOT / 'scripts'))
-from node_agent.s3 import Metadata as Reader, http  # noqa: E402  (the agent's own metadata reader)
+from node_agent.s3 import Metadata as Reader, http
 
 
 def runtime(cloud, meta, api=None, region='cn-hangzhou'):

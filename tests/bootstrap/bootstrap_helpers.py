@@ -23,7 +23,7 @@ ALL_CONFIGS = [f"stack:{n}" for n in STACK_NAMES] + [f"fixture:{n}" for n in FIX
 def _load(name: str) -> str:
     kind, _, stack = name.partition(":")
     if kind == "stack":
-        from components.nodeconfig import node_config_for_stack
+        from tools.stackfiles import node_config_for_stack
         return json.dumps(node_config_for_stack(stack))
     return (FIXTURES / f"{stack}.json").read_text()
 

@@ -11,13 +11,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 import pytest
+from bootstrap_helpers import load_config
 from moto.server import ThreadedMotoServer
 
 from components.artifacts import AGENT_SRC, agent_artifacts
 from components.bootstrap import render_user_data
-from components.bootstrap.sandbox import Sandbox, Scenario
-
-from bootstrap_helpers import load_config
+from localcloud.sandbox import Sandbox, Scenario
 
 TOKEN = "sandbox-token"
 

@@ -16,14 +16,12 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
+from bootstrap_helpers import ALL_CONFIGS, REPO, load_config, tool
 
-from components.bootstrap import (BootstrapConfigError, UserDataTooLarge, decode, render_bootstrap,
-                                  render_user_data)
 from components.artifacts import AGENT_SRC, BOOT_SET
+from components.bootstrap import BootstrapConfigError, UserDataTooLarge, decode, render_bootstrap, render_user_data
 from components.bootstrap.agentfiles import PROVIDERS, strip_python
 from components.bootstrap.render import BOOTSTRAP_PATH, NODE_JSON, TEMPLATES, environment
-
-from bootstrap_helpers import ALL_CONFIGS, REPO, load_config, tool
 
 LIMIT = 16384   # Tencent: 16 KB after base64 (tencentcloud-iac-pulumi Instance.user_data docs)
 

@@ -1,4 +1,4 @@
-"""The rendered bootstrap run for real in a sandbox (components/bootstrap/sandbox.py): a temp root and
+"""The rendered bootstrap run for real in a sandbox (localcloud/sandbox.py): a temp root and
 recording stand-ins for apt-get, nvidia-smi, npu-smi, blkid, mkfs.xfs, mount, systemctl, pip, curl...
 
 Expected values come from the node config under test (driver branch, toolkit, counts), never from
@@ -7,11 +7,10 @@ the stand-ins: the stand-ins only record calls and keep the emulated machine's s
 from __future__ import annotations
 
 import pytest
+from bootstrap_helpers import ALL_CONFIGS, SAMPLE_FS_EFFECTS, load_config
 
 from components.bootstrap import render_user_data
-from components.bootstrap.sandbox import Disk, Sandbox, Scenario
-
-from bootstrap_helpers import ALL_CONFIGS, SAMPLE_FS_EFFECTS, load_config
+from localcloud.sandbox import Disk, Sandbox, Scenario
 
 MUTATING = {"apt-get": "install", "dpkg": "-i", "mkfs.xfs": "", "mount": "", "venv-pip": "install",
             "curl": "", "useradd": "", "ascend-run-package": ""}

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from components.spec import SpecError, build_spec
-from components.stackfiles import engine_form, load_stack_config, stack_names
+from tools.stackfiles import engine_form, load_stack_config, stack_names
 
 TC_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "tencentcloud"]
 EXPECTED_TYPES = {"tc-entry-t4": "GN7.2XLARGE32", "tc-medium-a100": "GT4.20XLARGE474",
@@ -303,7 +303,7 @@ def test_bad_tencent_configs_are_refused_naming_the_key(changes, key, fragment):
 
 
 def test_the_program_exits_2_on_a_bad_tencent_stack_before_any_resource():
-    from components.mockrun import ProgramExit, run_program
+    from tools.mockrun import ProgramExit, run_program
     config = {**load_stack_config("tc-medium-a100"), "gpu-training:spotMaxPricePerHour": None}
     del config["gpu-training:spotMaxPricePerHour"]
     with pytest.raises(ProgramExit) as stop:
@@ -314,8 +314,8 @@ def test_the_program_exits_2_on_a_bad_tencent_stack_before_any_resource():
 def test_cfs_turbo_mount_runs_in_the_bootstrap_sandbox(tmp_path):
     """The rendered snippet, run by bash with recording stand-ins: Lustre source and fstab entry."""
     from components.bootstrap import render_user_data
-    from components.bootstrap.sandbox import Sandbox, Scenario
-    from components.nodeconfig import node_config_for_stack
+    from localcloud.sandbox import Sandbox, Scenario
+    from tools.stackfiles import node_config_for_stack
 
     cfg = node_config_for_stack("tc-large-a100")
     cfg["bootstrap"]["sharedFs"]["address"] = "10.43.0.5:/a1b2c3d4"  # the shape cfs.FileSystem gives

@@ -144,7 +144,7 @@ class Nodes(pulumi.ComponentResource):
                 internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, template_tags=tags,
                 update_default_version_number=True, opts=child)
             configs = []
-            for zone_index, subnet in network.subnet_ids.items():
+            for subnet in network.subnet_ids.values():
                 for type_index, row in enumerate(spec.pool_types):
                     configs.append(alicloud.ecs.AutoProvisioningGroupLaunchTemplateConfigArgs(
                         instance_type=row.name, vswitch_id=subnet, max_price=on_demand_price(spec, row.name),

@@ -12,7 +12,7 @@ import uuid
 from datetime import timezone
 from urllib.parse import parse_qsl, urlsplit
 
-from components.localcloud import ApiStub, MetadataStub
+from localcloud import ApiStub, MetadataStub
 
 UTC_ISO = "%Y-%m-%dT%H:%M:%SZ"
 

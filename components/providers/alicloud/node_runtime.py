@@ -92,7 +92,8 @@ class Runtime:
 
     def peers(self):
         """(instance id, private IP) of every running instance carrying this stack's tag."""
-        from alibabacloud_ecs20140526.models import DescribeInstancesRequest as R, DescribeInstancesRequestTag as T
+        from alibabacloud_ecs20140526.models import DescribeInstancesRequest as R
+        from alibabacloud_ecs20140526.models import DescribeInstancesRequestTag as T
         k, out, page = self.cfg['cluster'], [], 1
         while True:
             b = self.client().describe_instances(R(

@@ -10,7 +10,7 @@ import json
 import uuid
 from datetime import timezone
 
-from components.localcloud import MetadataStub
+from localcloud import MetadataStub
 
 UTC_ISO = "%Y-%m-%dT%H:%M:%SZ"
 

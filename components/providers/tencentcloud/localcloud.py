@@ -13,7 +13,7 @@ import json
 import uuid
 from datetime import timedelta, timezone
 
-from components.localcloud import ApiStub, MetadataStub
+from localcloud import ApiStub, MetadataStub
 
 CHINA = timezone(timedelta(hours=8))
 

@@ -29,7 +29,7 @@ from pulumi.runtime.rpc_manager import RPCManager
 from pulumi.runtime.sync_await import _sync_await
 
 from components import clock, providers
-from components.stackfiles import engine_form
+from tools.stackfiles import engine_form
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = REPO_ROOT / "__main__.py"

@@ -195,7 +195,7 @@ def cpu_images_per_second_per_core(perf: PerfModel, resolution: int) -> float:
         return points[0][1]
     if resolution >= points[-1][0]:
         return points[-1][1]
-    for (r0, v0), (r1, v1) in zip(points, points[1:]):
+    for (r0, v0), (r1, v1) in zip(points, points[1:], strict=False):
         if r0 <= resolution <= r1:
             t = (math.log(resolution) - math.log(r0)) / (math.log(r1) - math.log(r0))
             return math.exp(math.log(v0) + t * (math.log(v1) - math.log(v0)))

@@ -1,7 +1,7 @@
 """Plain-language reasons: why a configuration fits, why others were rejected, what the ranking means."""
 from __future__ import annotations
 
-from components.advisor.optimiser import Evaluation, Rejection, Result, tier_summary
+from tools.advisor.optimiser import Evaluation, Rejection, Result, tier_summary
 
 LARGE_BATCH = 8192
 

@@ -16,10 +16,10 @@ import yaml
 
 from components import schema
 from components.datafiles import atomic_write
-from components.advisor.explain import reasons
-from components.advisor.optimiser import Evaluation
 from components.spec import MAX_HOURS, Spec, SpecError, build_spec
-from components.stackfiles import apply_overrides, engine_form
+from tools.advisor.explain import reasons
+from tools.advisor.optimiser import Evaluation
+from tools.stackfiles import apply_overrides, engine_form
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 DEFAULT_BUCKET = "my-gpu-training-checkpoints"

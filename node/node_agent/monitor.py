@@ -68,7 +68,7 @@ class Monitor:
                 log.warning('accelerator utilisation unavailable (%s): no idle check', e)
             self.warned, g = True, []
         c = cpu()
-        d = [b - a for a, b in zip(self.cpu, c)]
+        d = [b - a for a, b in zip(self.cpu, c, strict=True)]
         self.cpu, tot = c, sum(d) or 1
         rest = round(100 * (tot - d[3] - d[4]) / tot, 1), round(100 * d[4] / tot, 1)
         # An agent killed between creating the file and writing to it leaves it empty: header then.
@@ -85,7 +85,7 @@ class Monitor:
         try:
             with open(self.path) as f:
                 # Rows cut short by a killed agent, or a missing header, are skipped, not fatal.
-                rows = [dict(zip(COLS, r)) for r in csv.reader(f) if len(r) == len(COLS) and num(r[0])]
+                rows = [dict(zip(COLS, r, strict=True)) for r in csv.reader(f) if len(r) == len(COLS) and num(r[0])]
         except OSError:
             rows = []
         gpus = sorted({r['gpu'] for r in rows} - {''})

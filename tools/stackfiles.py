@@ -17,9 +17,11 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from components import schema
+from components.nodeconfig import build_node_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STACKS_DIR = REPO_ROOT / "stacks"
+PLACEHOLDER_FS_ADDRESS = "<shared-fs-mount-address>"  # what the cloud computes at deploy time
 
 
 class StackFileError(Exception):
@@ -211,3 +213,10 @@ def stack_spec(stack: str, overrides: Iterable[str] = ()):
 
     config = apply_overrides(load_stack_config(stack), overrides)
     return config, build_spec(engine_form(config), stack=stack)
+
+
+def node_config_for_stack(stack: str, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The node config of a stack file as the program would render it, with a placeholder FS address."""
+    _, spec = stack_spec(stack, overrides)
+    address = PLACEHOLDER_FS_ADDRESS if spec.shared_storage != "none" else None
+    return build_node_config(spec, shared_fs_address=address)

@@ -62,7 +62,7 @@ class Agent:
         try:
             fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise SystemExit(f"node agent: another agent is running on {paths['state']}; not starting a second one")
+            raise SystemExit(f"node agent: another agent is running on {paths['state']}; not starting a second one") from None
         self.trainer_log_path = os.path.join(paths['logs'], 'trainer.log')
         self.state, self.spawned, self.asked = {}, False, None
         if os.path.exists(self.state_file):

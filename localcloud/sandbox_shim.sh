@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sandbox stand-in for the system tools the bootstrap calls (components/bootstrap/sandbox.py links
+# Sandbox stand-in for the system tools the bootstrap calls (localcloud/sandbox.py links
 # it under each tool's name). Every call is appended to $SANDBOX_CALLS (name and arguments joined by
 # the 0x1f unit separator), then emulated just far enough against the state in $SANDBOX_STATE:
 # GPUs/NPUs the driver sees, disks and their file systems, installed packages, mounts, units.

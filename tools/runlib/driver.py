@@ -23,7 +23,7 @@ from .automation import AutomationError
 from .bucket import BucketError, StackBucket
 from .decide import Commands, Decision, decide
 from .markers import Verdict, assess, current
-from .watch import CostRate, WatchResult, Watcher, clock_text
+from .watch import CostRate, Watcher, WatchResult, clock_text
 
 DEFAULT_TIMEOUT_H = 24.0
 

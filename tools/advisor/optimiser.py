@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional, Union
 
 from components import cost, providers
-from components.advisor import perf as perfmod
-from components.advisor.request import Request, catalog_providers, usable_providers
 from components.catalog import InstanceType, load_catalog
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES
 from components.tiers import Tier, tiers
+from tools.advisor import perf as perfmod
+from tools.advisor.request import Request, catalog_providers, usable_providers
 
 DISK_MAX_GB = 32000  # the smallest per-disk ceiling among the clouds' SSD classes
 MIN_BATCH = 8  # below this BatchNorm statistics get noisy: the advisor will not go lower on its own

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
 from components import datafiles, providers
-from components.advisor import perf as perfmod
 from components.spec import MAX_NODES
+from tools.advisor import perf as perfmod
 
 
 class RequestError(Exception):
