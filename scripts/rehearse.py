@@ -45,11 +45,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 EXAMPLE = "train_cnn.py"
 # Small enough for a CPU and a one-minute CI budget, big enough to checkpoint several times.
-# About 50 steps/s on one core of a 2-core machine: a 300-step run lasts some 6 s, long enough to
-# sync a checkpoint and take a spot notice mid-run.
+# The model alone runs 50-150 steps/s on one core; unpaced, a fast machine finished the 300 steps
+# before the spot notice was read, and the drill failed. Paced at PACE_SECONDS a step, the notice
+# (posted once a checkpoint past a quarter of the run is in the bucket) always lands mid-run.
+PACE_SECONDS = 0.04
 REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--batch-size", "16", "--image-size",
                           "32", "--width", "8", "--depth", "1", "--dataset-size", "1024", "--workers", "0",
-                          "--log-every", "10"]
+                          "--log-every", "10", "--min-step-seconds", str(PACE_SECONDS)]
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
@@ -344,7 +346,9 @@ class Rehearsal:
                    f"{time.time() - noticed:.1f} s after the notice")
         # The reclaimed node's agent ends; the other nodes' agents wait for the cluster to re-form.
         self.wait_exit([victim])
-        stopped_at = self.last_step(victim)
+        # Under torchrun only rank 0 logs steps, and rendezvous may make any node rank 0: read them all
+        # (the survivors wait for the replacement, so their logs hold no later step yet).
+        stopped_at = max((step for n in first if (step := self.last_step(n)) is not None), default=None)
         saved = [m for m in self.manifests() if self.verified(m)]
         saved_step = max((self.steps_in(m) for m in saved), default=0)
         self.check("checkpoint saved", bool(saved), f"{len(saved)} complete snapshot(s), newest at step {saved_step}"

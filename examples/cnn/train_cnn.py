@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="DataLoader workers per process (default: GPU_TRAINING_DATALOADER_WORKERS, "
                         "else half the cores per local process)")
     r.add_argument("--log-every", type=int, default=20, help="progress line every N steps (default 20)")
+    r.add_argument("--min-step-seconds", type=float, default=0.0,
+                   help="pace: a step lasts at least this long (default 0). For rehearsals, so a drill can act"
+                        " mid-run however fast the machine is")
     return p
 
 
@@ -434,7 +437,10 @@ class Trainer:
             self.sampler.set_epoch(epoch)
             self.sampler.set_start(offset * args.batch_size)
             for images, labels in self.loader:
+                step_began = time.monotonic()
                 loss, correct, lr = self._train_step(images, labels)
+                if args.min_step_seconds > 0:
+                    time.sleep(max(0.0, args.min_step_seconds - (time.monotonic() - step_began)))
                 self.step += 1
                 window_steps += 1
                 loss_sum += loss

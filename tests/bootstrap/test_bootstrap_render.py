@@ -192,7 +192,7 @@ def test_every_rendered_shell_script_passes_shellcheck(tmp_path):
     for text, filename in scripts.items():
         (tmp_path / filename).write_text(text)
         paths.append(str(tmp_path / filename))
-    paths.append(str(REPO / "components" / "bootstrap" / "sandbox_shim.sh"))
+    paths.append(str(REPO / "localcloud" / "sandbox_shim.sh"))
     # Two processes: shellcheck is single-threaded and this machine has two cores.
     procs = [subprocess.Popen([shellcheck, "--severity=style", *paths[i::2]], stdout=subprocess.PIPE, text=True)
              for i in range(2)]
