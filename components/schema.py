@@ -40,7 +40,7 @@ KEYS: tuple[Key, ...] = (
     Key("dataDiskCategory", "string", None, "Provider disk category override (SSD classes only)."),
     Key("datasetGb", "integer", None, "Training data size in GB (0 or more), for the RAM rule (RAM >= 2x data)."),
     Key("sharedStorage", "string", None,
-        "Shared file system: none, or a provider's kind (alicloud: cpfs, nas); default: the tier's."),
+        "Shared file system: none, or a kind the provider offers (alicloud: cpfs, nas; tencentcloud: cfsturbo); default: the tier's."),
     Key("sharedStorageGb", "integer", None, "Shared file system capacity in GiB; default: the provider minimum."),
     Key("sshAllowCidrs", "array", [], "CIDRs allowed to reach SSH; empty means no SSH ingress at all."),
     Key("allowWorldSsh", "boolean", False, "Must be true to accept 0.0.0.0/0, ::/0, or CIDRs that together cover either, in sshAllowCidrs."),

@@ -3,7 +3,8 @@ mode (session token required: 403 without it) and the ECS RPC API, recording sig
 DescribeInstances (peers) and the spot pool's auto provisioning groups (`add_pool`), which
 DeleteAutoProvisioningGroup marks deleted but keeps listing, as the API lists deleted groups.
 
-Facts: REFERENCE.md "Instance metadata" and "Self-release" (Alibaba rows).
+Facts: ECS doc "Instance metadata" (https://www.alibabacloud.com/help/en/ecs/user-guide/instance-metadata-items) and the
+DeleteInstance API (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstance).
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    release_actions = ("DeleteInstance",)  # node_runtime.release
+
     def __init__(self, instances=()):
         self.pools = {}  # auto provisioning group id -> {"name", "status", "terminateInstances"}
         super().__init__(instances)

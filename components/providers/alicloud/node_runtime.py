@@ -3,7 +3,8 @@
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
 passes its metadata reader in (`metadata(token_header)(path)`); the ECS SDK is imported only when the
-cloud API is called. Facts: ../../../../shared/REFERENCE.md (instance metadata, self-release).
+cloud API is called. Facts: ECS doc "Instance metadata" (_META below) and the DeleteInstance API
+(https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstance).
 """
 import json
 from datetime import datetime, timezone

@@ -1,6 +1,7 @@
 """Alibaba Cloud's declared capabilities, disk classes, endpoints and mirrors (pure data, no SDK import).
 
-Sources: REFERENCE.md (metadata, OSS S3 endpoint and signature quirk, in-VPC mirror), the ECS doc
+Sources: ECS doc "Instance metadata" (metadata service, hardened mode), OSS doc "Access OSS using an
+AWS SDK" (S3 endpoint and signature), ECS doc "Alibaba Cloud mirrors" (in-VPC mirror), the ECS doc
 "Elastic Block Storage performance: ESSDs" for the ESSD performance levels and their minimum sizes
 (PL1 >= 20 GiB, PL2 >= 461 GiB, PL3 >= 1,261 GiB), pulumi-alicloud 4.0 nas.FileSystem docs (CPFS
 capacity example 3,600 GiB; storage types advance_100/advance_200).
@@ -10,8 +11,8 @@ from __future__ import annotations
 from typing import Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, ProviderProfile, Route, StoreVerification, has_public_address,
-                                       inbound_note)
+                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       has_public_address, inbound_note)
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
 # "Request syntax", help.aliyun.com/zh/cpfs/request-syntax: the service endpoints nas.<region>.aliyuncs.com).
@@ -212,6 +213,7 @@ PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
     name_limits=NAME_LIMITS,
+    credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
     region_key="alicloud:region",
     currency="CNY",
     shared_storage={
@@ -234,8 +236,10 @@ PROFILE = ProviderProfile(
     pip_index="http://mirrors.cloud.aliyuncs.com/pypi/simple/",
     node_requirements=("boto3", "tenacity", "fastcrc", "alibabacloud_ecs20140526", "alibabacloud_tea_openapi"),
     spot_discount=0.3,
-    spot_discount_source=("cloud GPU selection guide (DESIGN.md): spot costs 10-30% of pay-as-you-go;"
+    spot_discount_source=("the cloud GPU selection guide (the project brief): spot costs 10-30% of pay-as-you-go;"
                           " the upper bound is used as the estimate"),
+    user_data=UserDataLimit(32 * 1024, "raw", "alibabacloud_ecs20140526 7.11.8 RunInstancesRequest.user_data: 'The size"
+                            " of instance user data cannot exceed 32 KB before Base64 encoding.'"),
     unsupported={
         "spotFallback=true": ("pulumi-alicloud 4.0's AutoProvisioningGroup does not expose Alibaba's"
                               " CompensateWithOnDemand, so pay-as-you-go cannot automatically fill spot capacity"

@@ -5,7 +5,7 @@ requests. All products answer on one address; the signature's credential scope n
 `errors` (action -> error code) answers an action with an API error the way API 3.0 does: HTTP 200 and
 `Response.Error` (e.g. UnauthorizedOperation, what CAM answers when the role lacks a permission).
 
-Facts: REFERENCE.md "Instance metadata" and "Self-release" (Tencent rows).
+Facts: CVM doc 213/4934 "Instance metadata" and the CVM API reference, TerminateInstances.
 """
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    release_actions = ("TerminateInstances",)  # node_runtime.release
+
     def __init__(self, instances=()):
         self.pools = {}  # scaling group id -> {"name", "enabled": ENABLED | DISABLED}
         self.errors = {}  # action -> error code to answer with

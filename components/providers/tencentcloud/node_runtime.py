@@ -3,7 +3,7 @@
 Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
 `node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
 passes its metadata reader in (`metadata(token_header)(path)`); tencentcloud-sdk-python is imported only
-when the cloud API is called. Facts: ../../../../shared/REFERENCE.md (docs 213/4934, 213/32487).
+when the cloud API is called. Facts: CVM docs 213/4934 (instance metadata) and 213/32487.
 """
 import json
 from datetime import datetime, timedelta, timezone

@@ -1,7 +1,8 @@
 """Tencent Cloud's declared capabilities, disk classes, endpoints, mirrors and value rules (pure data, no SDK).
 
 Sources (docs/tencentcloud.md lists them with links):
-- REFERENCE.md: metadata service, COS S3 endpoint and `name-APPID` buckets, in-VPC mirror.
+- CVM doc 213/4934 "Instance metadata"; COS doc "Using AWS S3 SDK to access COS" (S3
+  endpoint, `name-APPID` buckets); mirrors.tencentyun.com, the in-VPC mirror the CVM docs name.
 - CFS API CreateCfsFileSystem (Capacity): High-Performance Turbo (TP) from 10,240 GiB in steps of
   10,240 GiB (see TURBO_MIN_GIB below; the older schema text in tencentcloud-iac-pulumi 0.2.3 said 20,480).
 - CBS doc 362/39611 "Enhanced SSD performance": baseline throughput min{120 + 0.5 x GiB, 350} MB/s,
@@ -20,8 +21,8 @@ import re
 from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, ProviderProfile, Route, StoreVerification, has_public_address,
-                                       inbound_note)
+                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       has_public_address, inbound_note)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -261,6 +262,7 @@ PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
     name_limits=NAME_LIMITS,
+    credential_env=("TENCENTCLOUD_",),  # the Pulumi provider's and the SDKs' variables
     region_key="tencentcloud:region",
     currency="CNY",
     shared_storage={
@@ -284,6 +286,8 @@ PROFILE = ProviderProfile(
     spot_discount=0.2,
     spot_discount_source=("Tencent CVM doc 213/15373 (2024): spot is typically 3% to 20% of the pay-as-you-go"
                           " price; the upper bound is used as the estimate"),
+    user_data=UserDataLimit(16 * 1024, "base64", "tencentcloud-iac-pulumi 0.2.3 cvm Instance.user_data: 'Must be base64"
+                            " encoded and up to 16 KB.'"),
     unsupported={
         "spotFallback=true": ("tencentcloud-iac-pulumi 0.2.3's as_.ScalingGroup exposes no mixed spot/pay-as-you-go"
                               " allocation, so pay-as-you-go cannot fill missing spot capacity; widen the pool"
