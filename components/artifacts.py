@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from node_agent import layout
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_SRC = REPO_ROOT / "node" / "node_agent"
 # Embedded in user-data so a node can fetch the rest (docs/node-config.md, "Agent delivery").
-BOOT_SET = ("__init__.py", "s3.py", "fetch.py")
+BOOT_SET = ("__init__.py", "s3.py", "fetch.py", "layout.py")
 SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}
 
 
@@ -50,13 +52,9 @@ def _files(root: Path) -> list[Path]:
             and path.suffix != ".pyc"]
 
 
-def stack_prefix(prefix: str, stack: str) -> str:
-    return f"{prefix}/{stack}" if prefix else stack
-
-
 def agent_artifacts(prefix: str, stack: str, source: Optional[Path] = None) -> list[Artifact]:
     source = source or AGENT_SRC  # read at call time: the day-2 test plans a changed copy of the agent
-    base = f"{stack_prefix(prefix, stack)}/agent/"
+    base = layout.stack_root(prefix, stack) + layout.AGENT
     result = []
     for path in _files(source):
         relative = f"node_agent/{path.relative_to(source).as_posix()}"
@@ -68,7 +66,7 @@ def agent_artifacts(prefix: str, stack: str, source: Optional[Path] = None) -> l
 def code_artifacts(prefix: str, stack: str, code_dir: Optional[Path]) -> list[Artifact]:
     if code_dir is None:
         return []
-    base = f"{stack_prefix(prefix, stack)}/code/"
+    base = layout.stack_root(prefix, stack) + layout.CODE
     return [Artifact(base + path.relative_to(code_dir).as_posix(), path.relative_to(code_dir).as_posix(), path,
                      _sha256(path)) for path in _files(code_dir)]
 
@@ -83,9 +81,9 @@ def all_artifacts(spec) -> list[Artifact]:
 
 def node_config_section(spec) -> dict:
     """node.json's `artifacts`: what the fetcher downloads and verifies before the agent starts."""
-    base = stack_prefix(spec.checkpoint.prefix, spec.stack)
+    root = layout.stack_root(spec.checkpoint.prefix, spec.stack)
     return {
-        "agent": {"prefix": f"{base}/agent/",
+        "agent": {"prefix": root + layout.AGENT,
                   "files": {a.relative: a.sha256 for a in agent_artifacts(spec.checkpoint.prefix, spec.stack)}},
-        "code": {"prefix": f"{base}/code/"},
+        "code": {"prefix": root + layout.CODE},
     }

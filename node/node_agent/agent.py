@@ -27,7 +27,7 @@ import time
 from contextlib import suppress
 from datetime import datetime, timezone
 
-from . import proc
+from . import layout, proc
 from .monitor import Monitor
 from .s3 import retrying, runtime
 from .store import Store
@@ -385,7 +385,7 @@ class Agent:
         for path in (self.csv, folder + '/utilisation.png', folder + '/summary.json'):
             if os.path.exists(path):
                 with open(path, 'rb') as f:
-                    self.store.put_data(f'report/{self.node}/{os.path.basename(path)}', f.read())
+                    self.store.put_data(layout.report(self.node, os.path.basename(path)), f.read())
 
     def marker(self, outcome, **extra):
         state, cfg = self.state, self.cfg
@@ -395,7 +395,7 @@ class Agent:
             util = self.monitor.summary()[0]
         except Exception as e:  # the report is diagnostics: it must never keep a marker from being written
             util = {'error': repr(e)}
-        self.store.put_data(f'markers/{self.node}.json', json.dumps({
+        self.store.put_data(layout.marker(self.node), json.dumps({
             'state': outcome, 'node': self.node, 'stack': cfg['stack'], 'region': self.region, 'zone': self.zone,
             'exitCode': state.get('exitCode'), 'reason': state.get('reason'), 'startedAt': iso(began),
             'endedAt': iso(ended), 'durationSeconds': round(hours * 3600, 1),

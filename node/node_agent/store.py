@@ -30,6 +30,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.exceptions import ClientError
 from s3transfer.utils import ChunksizeAdjuster
 
+from . import layout
 from .integrity import Integrity, sha256_of
 from .s3 import client, retrying, root
 
@@ -59,7 +60,7 @@ class Store:
         self.bucket, self.node, self.lock = cfg['checkpoint']['bucket'], node, threading.Lock()
         self.root, self.s3, self.retry = root(cfg), client(cfg, credentials), retrying(cfg)
         self.attempts = cfg['agent']['uploadAttempts']
-        self.objects = self.root + 'checkpoints/objects/'
+        self.objects = self.root + layout.OBJECTS
         self.transfer = TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE,
                                        max_concurrency=8)
         # The part size s3transfer will use for a file of this size: the multipart ETag depends on it.
@@ -164,7 +165,7 @@ class Store:
             t = time.time_ns()
             sid = time.strftime('%Y%m%dT%H%M%S', time.gmtime(t // 10**9)) + f'.{t % 10**9:09d}Z-{self.node}'
             manifest = {'id': sid, 'node': self.node, 'verify': self.integrity.method, 'files': files}
-            self.put_data(f'checkpoints/manifests/{sid}.json', json.dumps(manifest).encode())
+            self.put_data(layout.manifest(sid), json.dumps(manifest).encode())
             self.last = sid, files
             log.info('snapshot %s complete: %d files, %d bytes', sid, len(files),
                      sum(v['size'] for v in files.values()))
@@ -173,7 +174,7 @@ class Store:
     def markers(self):
         """{node id: marker} of every node of this stack."""
         found = {}
-        for key in self.retry(self.keys)('markers/'):
+        for key in self.retry(self.keys)(layout.MARKERS):
             with suppress(ValueError, KeyError):
                 body = self.retry(self.s3.get_object)(Bucket=self.bucket, Key=key)['Body'].read()
                 found[key.rsplit('/', 1)[-1].removesuffix('.json')] = json.loads(body)
@@ -185,19 +186,19 @@ class Store:
 
     def fetch_code(self, workdir):
         """Copy <prefix>/<stack>/code/ (the user's training code, when uploaded) into the workdir."""
-        for k in self.retry(self.keys)('code/'):
-            dst = inside(workdir, k[len(self.root) + 5:])
+        for k in self.retry(self.keys)(layout.CODE):
+            dst = inside(workdir, k[len(self.root + layout.CODE):])
             if dst and not k.endswith('/'):
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 self.retry(self.s3.download_file)(self.bucket, k, dst)
 
     def quarantined(self):
         """Ids of the snapshots some node found damaged."""
-        return {k.rsplit('/', 1)[-1].removesuffix('.json') for k in self.retry(self.keys)('checkpoints/quarantine/')}
+        return {k.rsplit('/', 1)[-1].removesuffix('.json') for k in self.retry(self.keys)(layout.QUARANTINE)}
 
     def quarantine(self, sid, reason):
         log.error('snapshot %s is damaged (%s): quarantined; trying an older one', sid, reason)
-        self.put_data(f'checkpoints/quarantine/{sid}.json', json.dumps({
+        self.put_data(layout.quarantine(sid), json.dumps({
             'snapshot': sid, 'reason': reason, 'node': self.node,
             'at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, indent=1).encode())
 
@@ -209,7 +210,7 @@ class Store:
         instead, so a node never trains from an older state than it could reach.
         """
         skip = self.quarantined()
-        for key in reversed(self.retry(self.keys)('checkpoints/manifests/')):
+        for key in reversed(self.retry(self.keys)(layout.MANIFESTS)):
             sid = key.rsplit('/', 1)[-1].removesuffix('.json')
             if sid in skip:
                 log.warning('snapshot %s is quarantined (checkpoints/quarantine/%s.json): skipping it', sid, sid)

@@ -15,6 +15,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, NoCredentialsError
 
+from node_agent import layout
+
 from .markers import Marker, parse_marker
 
 # Errors that another poll will not fix: stop watching and say why.
@@ -37,7 +39,7 @@ class StackBucket:
             raise BucketError(f"the stack's checkpoint output has no {', '.join(missing)}: "
                               "set checkpoint.bucket in the stack file")
         self.bucket = checkpoint["bucket"]
-        self.root = f"{(checkpoint.get('prefix') or '').strip('/')}/{stack}/".lstrip("/")
+        self.root = layout.stack_root(checkpoint.get("prefix"), stack)
         extra = {}
         if not (checkpoint.get("verify") or {}).get("flexibleChecksums"):
             # Declared by the store (profile, checkpoint.verify): OSS and COS reject the CRC32 checksums
@@ -76,7 +78,7 @@ class StackBucket:
 
     def marker_etags(self) -> dict[str, str]:
         """key -> ETag of every marker object (cheap: a listing, no downloads)."""
-        return {o["Key"]: o["ETag"] for o in self._list(self.root + "markers/") if o["Key"].endswith(".json")}
+        return {o["Key"]: o["ETag"] for o in self._list(self.root + layout.MARKERS) if o["Key"].endswith(".json")}
 
     def markers(self, known: Optional[Mapping[str, Marker]] = None) -> list[Marker]:
         """Every marker, downloading only those whose ETag changed since ``known``."""
@@ -100,7 +102,7 @@ class StackBucket:
         """The snapshots a node found damaged and set aside (checkpoints/quarantine/<id>.json, written by
         the agent): {snapshot, reason, node, at} each, oldest first; nodes skip them when they restore."""
         notes = []
-        for obj in sorted(self._list(self.root + "checkpoints/quarantine/"), key=lambda o: o["Key"]):
+        for obj in sorted(self._list(self.root + layout.QUARANTINE), key=lambda o: o["Key"]):
             snapshot = obj["Key"].rsplit("/", 1)[-1].removesuffix(".json")
             try:
                 body = json.loads(self.s3.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"].read())
@@ -119,9 +121,9 @@ class StackBucket:
         """Copy report/<node>/* of the given nodes into dest/<node>/; the files written."""
         written = []
         for node in nodes:
-            for obj in self._list(f"{self.root}report/{node}/"):
+            for obj in self._list(self.root + layout.report(node)):
                 key = obj["Key"]
-                rel = PurePosixPath(key[len(self.root) + len("report/"):])
+                rel = PurePosixPath(key[len(self.root + layout.REPORT):])
                 if key.endswith("/") or ".." in rel.parts or rel.is_absolute():
                     continue  # folder placeholders, and names that would escape dest
                 target = Path(dest).joinpath(*rel.parts)

@@ -1,0 +1,41 @@
+"""The stack's layout in its bucket: the one copy, for the program, the agent, run.py and the rehearsal.
+
+    <prefix>/<stack>/agent/<file>                      the node agent (fetched by the bootstrap)
+    <prefix>/<stack>/code/<file>                       the user's training code
+    <prefix>/<stack>/checkpoints/objects/<sha256>      checkpoint file contents, keyed by their hash
+    <prefix>/<stack>/checkpoints/manifests/<id>.json   one snapshot (written last)
+    <prefix>/<stack>/checkpoints/quarantine/<id>.json  a snapshot found damaged
+    <prefix>/<stack>/markers/<node>.json               each node's state
+    <prefix>/<stack>/report/<node>/<file>              each node's utilisation report
+
+Part of the boot set (it rides in user-data with s3.py): standard library only, no imports.
+Paths below are relative to the stack root unless they say otherwise.
+"""
+AGENT = 'agent/'
+CODE = 'code/'
+OBJECTS = 'checkpoints/objects/'
+MANIFESTS = 'checkpoints/manifests/'
+QUARANTINE = 'checkpoints/quarantine/'
+MARKERS = 'markers/'
+REPORT = 'report/'
+
+
+def stack_root(prefix, stack):
+    """'<prefix>/<stack>/' (no leading slash; an empty prefix gives '<stack>/')."""
+    return '/'.join(filter(None, ((prefix or '').strip('/'), stack))) + '/'
+
+
+def marker(node):
+    return f'{MARKERS}{node}.json'
+
+
+def manifest(snapshot):
+    return f'{MANIFESTS}{snapshot}.json'
+
+
+def quarantine(snapshot):
+    return f'{QUARANTINE}{snapshot}.json'
+
+
+def report(node, name=''):
+    return f'{REPORT}{node}/{name}'
