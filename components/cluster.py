@@ -75,9 +75,7 @@ class TrainingCluster(pulumi.ComponentResource):
             "poolId": compute.pool_id,
             "sharedFsAddress": storage.shared_fs_address,
             "expiresAt": self.expires_at,
-            "costPerHour": {"currency": hourly.currency, "onDemand": hourly.on_demand_per_hour,
-                            "spot": hourly.spot_per_hour, "effective": hourly.effective_per_hour,
-                            "basis": hourly.basis},
+            "costPerHour": hourly.as_dict(),  # the preview's "cost", same keys
             "checkpoint": {
                 "bucket": spec.checkpoint.bucket, "prefix": spec.checkpoint.prefix,
                 "endpoint": spec.checkpoint.endpoint, "region": spec.checkpoint.region,

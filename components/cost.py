@@ -66,10 +66,6 @@ def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction
     return ClusterCost(unit.currency, nodes, on_demand, spot, effective, unit.basis)
 
 
-def run_cost(hourly: Optional[float], hours: float) -> Optional[float]:
-    return None if hourly is None else round(hourly * hours, 2)
-
-
 def spec_cost(spec) -> ClusterCost:
     """The hourly cost of a validated Spec (components.spec.Spec)."""
     return cluster_cost(spec.instance, spec.nodes, spec.billing, spec.profile.spot_discount,

@@ -28,7 +28,8 @@ class CostRate:
     @classmethod
     def from_output(cls, value) -> "CostRate":
         value = value if isinstance(value, Mapping) else {}
-        rate = value.get("effective")
+        # "effective" is how stacks deployed before 2026-12-03 spelled it.
+        rate = value.get("effectivePerHour", value.get("effective"))
         return cls(value.get("currency"), float(rate) if isinstance(rate, (int, float)) else None)
 
     def so_far(self, seconds: float) -> Optional[float]:

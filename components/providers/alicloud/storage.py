@@ -102,4 +102,4 @@ def export_address(spec: Spec, file_system_id: pulumi.Output, export_id: pulumi.
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
     storage = Storage(spec, ctx, network)
-    return StorageParts(shared_fs_address=storage.address, shared_fs_id=storage.file_system_id)
+    return StorageParts(shared_fs_address=storage.address)

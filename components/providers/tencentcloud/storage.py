@@ -71,4 +71,4 @@ class Storage(pulumi.ComponentResource):
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
     storage = Storage(spec, ctx, network)
-    return StorageParts(shared_fs_address=storage.address, shared_fs_id=storage.file_system_id)
+    return StorageParts(shared_fs_address=storage.address)
