@@ -25,8 +25,8 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 preview: $(VENV)/.runtime ## offline plan, cost and bootstrap of STACK (ARGS="--json", "--set billing=spot", "--user-data")
 	@$(PY) scripts/preview.py $(STACK) $(ARGS)
 
-test: $(VENV)/.dev ## the fast suite: everything but the tests marked slow (full drills, exactness runs)
-	@$(PY) -m pytest -q -m "not slow" $(ARGS)
+test: $(VENV)/.dev ## the fast suite, on every core: everything but the tests marked slow (full drills, exactness runs)
+	@$(PY) -m pytest -q -n auto -m "not slow" $(ARGS)
 
 test-all: $(VENV)/.dev ## every test, the slow drills included (what CI runs)
 	@$(PY) -m pytest -q $(ARGS)

@@ -94,6 +94,7 @@ def test_bad_input_exits_2_naming_it(tmp_path, args, env, named):
     assert not (tmp_path / "ckpt").exists()
 
 
+@pytest.mark.slow  # an exactness run of the real trainer
 def test_sigterm_mid_run_then_resume_is_exact(tmp_path):
     steps = ["--steps", "40", "--ckpt-every", "15", "--keep-last", "2"]
     # The reference: one uninterrupted run, no DataLoader workers.
@@ -147,6 +148,7 @@ def test_sigterm_mid_run_then_resume_is_exact(tmp_path):
     assert len(list(ckpt.glob("ckpt-*.pt"))) == 2
 
 
+@pytest.mark.slow  # an exactness run of the real trainer
 def test_sigkill_never_exposes_a_partial_checkpoint(tmp_path):
     ckpt = tmp_path / "ckpt"
     base = [*TINY, "--width", "24", "--depth", "2", "--ckpt-every", "1", "--keep-last", "2", "--log-every", "50",
@@ -240,6 +242,7 @@ def torchrun_run(tmp_path_factory):
     return ckpt, done
 
 
+@pytest.mark.slow  # an exactness run of the real trainer
 def test_torchrun_two_processes_gloo(torchrun_run):
     ckpt, done = torchrun_run
     assert done.returncode == 0, done.stderr[-3000:]
@@ -251,6 +254,7 @@ def test_torchrun_two_processes_gloo(torchrun_run):
     assert state["world_size"] == 2 and state["step"] == 12
 
 
+@pytest.mark.slow  # an exactness run of the real trainer
 def test_ranks_that_restored_different_checkpoints_all_resume_from_the_newest(tmp_path, torchrun_run):
     """Two nodes, each with its own CKPT_DIR: rank 0's is empty (its restore found nothing), rank 1's
     holds step 6. Both must resume at 6, and the run must end exactly as the uninterrupted one."""
