@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from components import datafiles
+from components import datafiles, providers
 
 GIB_TO_GB = 1.073741824
 
@@ -67,7 +67,7 @@ class Catalog:
 
 
 def load_catalog(provider: str) -> Catalog:
-    raw = datafiles.load(f"catalog/{provider}.yaml")
+    raw = datafiles.load_path(providers.catalog_path(provider))
     currency = raw["currency"]
     rows = []
     for row in raw["instances"]:

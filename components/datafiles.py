@@ -1,4 +1,4 @@
-"""Locating and reading the YAML data files under components/data (tiers, GPUs, catalogs), and
+"""Reading the YAML data files (components/data: tiers, GPUs, perf; a provider's catalog.yaml), and
 replacing a file atomically (catalog price updates, written stack files)."""
 from __future__ import annotations
 
@@ -13,10 +13,14 @@ import yaml
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
-@functools.lru_cache(maxsize=None)
 def load(relative: str) -> Any:
+    """Parse one file under components/data once per process; callers must treat the result as read-only."""
+    return load_path(DATA_DIR / relative)
+
+
+@functools.lru_cache(maxsize=None)
+def load_path(path: Path) -> Any:
     """Parse one data file once per process; callers must treat the result as read-only."""
-    path = DATA_DIR / relative
     with path.open(encoding="utf-8") as handle:
         return yaml.safe_load(handle)
 

@@ -25,11 +25,11 @@ from components.catalog import Catalog, InstanceType, load_catalog
 from components.providers import regions as region_tables
 from components.providers.base import DataDisk, ObjectStore, ProviderProfile, StoreVerification
 from components.tiers import Gpu, Tier, gpus, tiers
+from node_agent import layout
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_NODES = 512
 MAX_HOURS = 24 * 30
-WORLD = ("0.0.0.0/0", "::/0")
 TAG_PREFIX = "gpu-training:"
 _REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,49}")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -89,7 +89,8 @@ class CheckpointSpec:
         return self.node_endpoint or self.endpoint
 
     def stack_prefix(self, stack: str) -> str:
-        return f"{self.prefix}/{stack}" if self.prefix else stack
+        """'<prefix>/<stack>' (node_agent.layout, without the trailing slash): policies and messages."""
+        return layout.stack_root(self.prefix, stack).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -139,10 +140,6 @@ class Spec:
     @property
     def spot(self) -> bool:
         return self.billing == "spot"
-
-    @property
-    def name(self) -> str:
-        return self.stack
 
 
 # ---------------------------------------------------------------- parsing helpers
@@ -359,7 +356,7 @@ def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catal
         if row is None:
             names = [r.name for r in catalog.instances]
             problems.error("instanceType", f"{override!r} is not in the {profile.display_name} catalog"
-                           + (_suggest(override, names) or f" (components/data/catalog/{profile.name}.yaml)"))
+                           + (_suggest(override, names) or f" (components/providers/{profile.name}/catalog.yaml)"))
             return None, None, None
         if gpu_name is not None and gpu_name != row.gpu:
             problems.error("instanceType", f"{override!r} has {row.gpu} GPUs but gpu is {gpu_name!r}")
@@ -849,10 +846,10 @@ def _user_text(spec: Spec) -> list[tuple[str, str]]:
 
 
 def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
-    """Each node's encoded user-data must stay under the cloud's limit (components/bootstrap/render.py,
-    MAX_ENCODED_BYTES): rendered here the way `pulumi up` renders it, and when it does not fit, the
-    error names the value the user wrote that weighs most, instead of the program failing later."""
-    from components.bootstrap import MAX_ENCODED_BYTES, BootstrapConfigError, render_user_data
+    """Each node's encoded user-data must stay under the cloud's limit (the profile's `user_data`):
+    rendered here the way `pulumi up` renders it, and when it does not fit, the error names the value
+    the user wrote that weighs most, instead of the program failing later."""
+    from components.bootstrap import BootstrapConfigError, render_user_data, user_data_limit
     from components.nodeconfig import build_node_config  # it imports this module
 
     address = _FS_ADDRESS_STANDIN if spec.shared_storage != "none" else None
@@ -863,14 +860,16 @@ def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
             key, _, message = line.partition(": ")
             problems.error(key, message)
         return
-    if rendered.encoded_size < MAX_ENCODED_BYTES:
+    limit = user_data_limit(spec.provider)
+    if rendered.encoded_size <= limit:
         return
     weights = sorted(((len(gzip.compress(value.encode(), 9)), key, value) for key, value in _user_text(spec)
                       if value), reverse=True)
     weight, key, value = weights[0]
     others = [f"{k} (~{w:,} bytes)" for w, k, _ in weights[1:4] if w > 200]
     problems.error(key, f"{len(value):,} characters make the node's user-data {rendered.encoded_size:,} bytes"
-                   f" encoded; the cloud's limit is {MAX_ENCODED_BYTES:,} (it also carries the node config and the"
+                   f" encoded; the cloud's limit is {limit:,} ({spec.profile.user_data.describe()}; it also carries the"
+                   f" node config and the"
                    f" agent's boot set). This value weighs ~{weight:,} bytes compressed"
                    + (f"; next: {', '.join(others)}" if others else "")
                    + (". Shorten it: a long command belongs in a script in train.codeDir" if key == "train.command"

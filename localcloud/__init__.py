@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import http.client
-import importlib
 import json
 import threading
 import time
@@ -150,7 +149,9 @@ class MetadataStub(Stub):
 
 class ApiStub(Stub):
     """Records each signed API request ({action, params, headers, method, time}); `fail` answers 503
-    to the next N; `instances` ((id, private ip), ...) answers the peer lookup."""
+    to the next N; `instances` ((id, private ip), ...) answers the peer lookup. A cloud's stand-in
+    declares `release_actions`: the API actions that release (delete) an instance."""
+    release_actions: tuple[str, ...] = ()
 
     def __init__(self, instances=()):
         self.instances, self.requests, self.fail = list(instances), [], 0
@@ -158,6 +159,11 @@ class ApiStub(Stub):
 
     def calls(self, action):
         return [r for r in self.requests if r["action"] == action]
+
+    def release_requests(self, instance_id: str) -> list[dict]:
+        """The requests that asked to release `instance_id` (the rehearsal counts one per finished node)."""
+        return [r for r in self.requests if r["action"] in self.release_actions
+                and instance_id in json.dumps(r["params"])]
 
     def answer(self, method, path, headers, body):
         lowered = {k.lower(): v for k, v in headers.items()}
@@ -178,7 +184,9 @@ class ApiStub(Stub):
 
 
 def _module(cloud: str):
-    return importlib.import_module(f"components.providers.{cloud}.localcloud")
+    from components import providers
+
+    return providers.module(cloud, "localcloud")
 
 
 def Metadata(cloud: str, instance_id: str | None = None, ip: str = "10.0.0.5",
@@ -191,9 +199,9 @@ def Metadata(cloud: str, instance_id: str | None = None, ip: str = "10.0.0.5",
 def ObjectStorage(cloud: str, target: str) -> S3Proxy:
     """The object storage of `cloud` in front of the S3 server at `target`: it vouches for content the way
     the cloud's profile declares (the CRC-64 header of OSS or COS), and injects faults like S3Proxy."""
-    from importlib import import_module
+    from components import providers
 
-    verification = import_module(f"components.providers.{cloud}.profile").PROFILE.object_store("local").verification
+    verification = providers.profile(cloud).object_store("local").verification
     return S3Proxy(target, crc64_header=verification.header if verification.method == "crc64ecma" else None)
 
 

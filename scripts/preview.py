@@ -8,12 +8,11 @@ Exit status: 0 plan shown, 2 invalid stack/config (every problem listed), 1 the 
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
 import json
 import sys
 
-from components import billing, cost, egress
+from components import billing, cost, egress, safety
+from components.bootstrap import decode, user_data_limit
 from components.spec import Spec, SpecError
 from tools.mockrun import Plan, ProgramExit, run_program
 from tools.stackfiles import StackFileError, stack_names, stack_spec
@@ -37,13 +36,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              " checkpoint.bucket=x, alicloud:region=cn-beijing")
     parser.add_argument("--user-data", action="store_true", help="print node 0's user-data, decoded")
     return parser.parse_args(argv)
-
-
-def decode_user_data(encoded: str) -> str:
-    raw = base64.b64decode(encoded)
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8")
 
 
 def node_user_data(plan: Plan) -> tuple[str, int] | None:
@@ -74,10 +66,8 @@ def document(spec: Spec, plan: Plan) -> dict:
         "provider": spec.provider,
         "resources": [r.as_dict() for r in plan.resources],
         "outputs": plan.outputs,
-        "cost": {"currency": hourly.currency, "onDemandPerHour": hourly.on_demand_per_hour,
-                 "spotPerHour": hourly.spot_per_hour, "effectivePerHour": hourly.effective_per_hour,
-                 "basis": hourly.basis},
-        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": 16384},
+        "cost": hourly.as_dict(),
+        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider)},
         "egress": egress.describe(spec, plan.resources),
         "keepsBilling": billing.as_output(spec),
         "unclassifiedResourceTypes": billing.unclassified(spec, plan.resources),
@@ -109,6 +99,9 @@ def render_human(spec: Spec, plan: Plan) -> None:
     title = (f"[bold]{spec.stack}[/] on {spec.profile.display_name} {spec.region}: {spec.nodes} x"
              f" {spec.instance.name} ({spec.gpus_per_node}x {spec.gpu.name}), {spec.billing}")
     tree = Tree(title)
+    # Every resource carries the same stack tags: the tree leaves out the inputs that hold them (the
+    # provider's conformance adapter names them).
+    tag_inputs = set(safety.adapter(spec.provider).get("tags", {}).get("inputs", ()))
 
     def add(branch, parent_name):
         children = by_parent.get(parent_name, [])
@@ -125,7 +118,7 @@ def render_human(spec: Spec, plan: Plan) -> None:
             node = branch.add(f"[cyan]{resource.type}[/] {resource.name}")
             if resource.custom:
                 for key, value in sorted(resource.inputs.items()):
-                    if key in ("tags", "volumeTags", "templateTags"):
+                    if key in tag_inputs:
                         continue
                     node.add(f"[dim]{key}[/] = {_short(value)}")
             add(node, resource.name)
@@ -147,12 +140,13 @@ def render_human(spec: Spec, plan: Plan) -> None:
                   money(hourly.effective_per_hour))
     console.print(table)
     console.print(f"[dim]{hourly.basis}[/]")
+    console.print(f"image: {spec.image or spec.profile.default_image_note}")
     console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
     render_egress(console, egress.describe(spec, plan.resources))
     render_keeps_billing(console, spec, plan)
     user_data = node_user_data(plan)
     if user_data:
-        console.print(f"user-data: {user_data[1]:,} bytes encoded (limit 16,384)")
+        console.print(f"user-data: {user_data[1]:,} bytes encoded (limit {user_data_limit(spec.provider):,})")
     for finding in spec.findings:
         colour = {"warning": "yellow", "info": "blue"}.get(finding.level, "red")
         console.print(f"[{colour}]{finding.level}[/] {finding.key}: {finding.message}")
@@ -212,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         if user_data is None:
             print("error: no node user-data in the plan", file=sys.stderr)
             return EXIT_FAILED
-        print(decode_user_data(user_data[0]), end="")
+        print(decode(user_data[0]), end="")
     elif args.json:
         try:  # strict JSON: the spec admits no non-finite number, and a regression must not print NaN
             text = json.dumps(document(spec, plan), indent=2, sort_keys=False, default=str, allow_nan=False)

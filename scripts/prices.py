@@ -4,13 +4,13 @@
   prices.py show [--provider P]
   prices.py refresh --provider alicloud --region cn-hangzhou [--spot]
   prices.py refresh --provider tencentcloud --region ap-shanghai --zone ap-shanghai-2 --image img-xxxx
-  prices.py refresh --provider aws --region us-east-1 --catalog components/data/catalog/aws.yaml
+  prices.py refresh --provider alicloud --region cn-hangzhou --catalog /tmp/my-catalog.yaml --dry-run
 
 refresh asks the provider's API for every instance type of the catalog (or --types) and writes the
 hourly pay-as-you-go price into the catalog row with its date, region and source (the API); rows
-the API cannot price stay as they were and are listed. APIs: Alibaba DescribePrice (+
-DescribeSpotPriceHistory with --spot), Tencent InquiryPriceRunInstances, AWS Price List GetProducts
-(+ DescribeSpotPriceHistory). The cloud code lives in components/providers/<cloud>/pricing.py.
+the API cannot price stay as they were and are listed. Each registered provider with a
+`pricing.py` in its package has a price API client (Alibaba: DescribePrice, + DescribeSpotPriceHistory
+with --spot; Tencent: InquiryPriceRunInstances); the catalog is the package's catalog.yaml.
 Credentials are read from the environment only. --endpoint points the SDK at another API endpoint
 (a regional one, or a local stub in tests).
 
@@ -20,7 +20,6 @@ arguments, missing credentials or a missing catalog.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from datetime import datetime, timezone
@@ -29,15 +28,15 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from components import datafiles
+from components import providers
 from tools import catalog_prices
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
-PROVIDERS_DIR = Path(__file__).resolve().parent.parent / "components" / "providers"
 
 
 def pricing_providers() -> list[str]:
-    return sorted(p.parent.name for p in PROVIDERS_DIR.glob("*/pricing.py"))
+    """The registered providers whose package has a price API client (pricing.py)."""
+    return providers.with_module("pricing")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,13 +48,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _Parser(prog="prices.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     show = commands.add_parser("show", help="print the catalog prices with their date and source")
-    show.add_argument("--provider", choices=None)
+    show.add_argument("--provider", help=f"one of: {', '.join(providers.names())} (default: all)")
     show.add_argument("--catalog", type=Path, help="a catalog file (default: the provider's)")
     refresh = commands.add_parser("refresh", help="fetch prices from the provider's API into the catalog")
     refresh.add_argument("--provider", required=True, help=f"one of: {', '.join(pricing_providers())}")
     refresh.add_argument("--region", required=True, help="the region to price, e.g. cn-hangzhou")
-    refresh.add_argument("--zone", help="availability zone (Tencent needs one)")
-    refresh.add_argument("--image", help="image id to price a launch with (Tencent needs one)")
+    refresh.add_argument("--zone", help="availability zone (needed where the price API prices a launch in a zone: "
+                         + (", ".join(p for p in pricing_providers() if "zone" in _needs(p)) or "none") + ")")
+    refresh.add_argument("--image", help="image id to price a launch with (needed by: "
+                         + (", ".join(p for p in pricing_providers() if "image" in _needs(p)) or "none") + ")")
     refresh.add_argument("--types", help="comma-separated instance types (default: every catalog row)")
     refresh.add_argument("--spot", action="store_true", help="also record the latest spot price (spotPerHour)")
     refresh.add_argument("--endpoint", help="API endpoint URL, e.g. https://ecs.cn-hangzhou.aliyuncs.com")
@@ -64,8 +65,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _needs(provider: str) -> tuple[str, ...]:
+    return providers.module(provider, "pricing").NEEDS
+
+
 def catalog_path(provider: str, override: Path | None) -> Path:
-    return override if override is not None else datafiles.DATA_DIR / "catalog" / f"{provider}.yaml"
+    return override if override is not None else providers.catalog_path(provider)
 
 
 def today() -> str:
@@ -88,7 +93,9 @@ def load_rows(path: Path) -> tuple[str, dict]:
 
 
 def show(args: argparse.Namespace) -> int:
-    names = [args.provider] if args.provider else [p.stem for p in sorted((datafiles.DATA_DIR / "catalog").glob("*.yaml"))]
+    if args.provider and args.provider not in providers.names():
+        return fail(f"--provider {args.provider!r} is not a registered provider; allowed: {', '.join(providers.names())}")
+    names = [args.provider] if args.provider else providers.names()
     for name in names:
         path = catalog_path(name, args.catalog)
         if not path.is_file():
@@ -108,7 +115,7 @@ def refresh(args: argparse.Namespace) -> int:
     available = pricing_providers()
     if args.provider not in available:
         return fail(f"--provider {args.provider!r} has no price API support; allowed: {', '.join(available)}")
-    module = importlib.import_module(f"components.providers.{args.provider}.pricing")
+    module = providers.module(args.provider, "pricing")
     path = catalog_path(args.provider, args.catalog)
     if not path.is_file():
         return fail(f"no catalog for {args.provider}: {path} does not exist; add the catalog first"

@@ -15,7 +15,6 @@ Exit status: 0 shown or written, 1 the API failed (file unchanged), 2 bad argume
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from datetime import datetime, timezone
@@ -24,15 +23,16 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from components import providers
 from components.providers import regions as region_tables
 from components.datafiles import atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
-PROVIDERS_DIR = region_tables.PROVIDERS_DIR
 
 
 def api_providers() -> list[str]:
-    return sorted(p.parent.name for p in PROVIDERS_DIR.glob("*/regions_api.py"))
+    """The registered providers that can list their regions (a regions_api module)."""
+    return providers.with_module("regions_api")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,7 +81,7 @@ def render(provider: str, regions: dict[str, list[str]], source: str, date: str)
 
 
 def refresh(args: argparse.Namespace) -> int:
-    module = importlib.import_module(f"components.providers.{args.provider}.regions_api")
+    module = providers.module(args.provider, "regions_api")
     problem = module.missing_credentials(os.environ)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

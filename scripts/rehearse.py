@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from node_agent import layout
+
 REPO = Path(__file__).resolve().parent.parent
 
 EXAMPLE = "train_cnn.py"
@@ -158,7 +160,7 @@ class Rehearsal:
         self.s3 = LocalS3()
         self.client = self.s3.client()
         self.bucket = spec.checkpoint.bucket
-        self.prefix = f"{spec.checkpoint.prefix}/{stack}" if spec.checkpoint.prefix else stack
+        self.root = layout.stack_root(spec.checkpoint.prefix, stack)  # the agent's layout, one copy
         self.api = None
         self.nodes: list[Node] = []
         self.retired: list[Node] = []
@@ -176,15 +178,14 @@ class Rehearsal:
         return len(uploaded)
 
     def boot_set(self, node: Node) -> None:
-        """What the user-data writes: node_agent's boot set plus the cloud runtime."""
-        from components.artifacts import AGENT_SRC, BOOT_SET
+        """What the user-data writes: node_agent's boot set plus the cloud runtime, as the user-data
+        carries them (components.bootstrap.agentfiles, the one copy of that layout)."""
+        from components.bootstrap.agentfiles import boot_files
 
-        target = node.root / "agent" / "node_agent"
-        target.mkdir(parents=True, exist_ok=True)
-        for name in BOOT_SET:
-            shutil.copy2(AGENT_SRC / name, target / name)
-        shutil.copy2(REPO / "components" / "providers" / self.provider / "node_runtime.py",
-                     target / "cloud_runtime.py")
+        for embedded in boot_files(self.provider, str(node.root / "agent")):
+            path = Path(embedded.path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(embedded.content, encoding="utf-8")
 
     def make_node(self, index: int) -> Node:
         from localcloud import Metadata, new_instance_id
@@ -206,13 +207,15 @@ class Rehearsal:
     def env(self, node: Node) -> dict:
         from localcloud import BIN
 
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ALICLOUD_", "TENCENTCLOUD_"))}
+        from components import providers
+
+        # A node has no keys of the user's: it must get by with its role, as on the cloud.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(providers.credential_env_prefixes())}
         env.update({
             "PYTHONPATH": str(node.root / "agent"),
             "PATH": os.pathsep.join((str(BIN), str(Path(sys.executable).parent), env.get("PATH", ""))),
             "FAKE_GPU_FILE": str(node.root / "gpu"),
             "FAKE_GPU_COUNT": str(self.base["accelerator"]["count"]),
-            "GPU_TRAINING_SHUTDOWN_CMD": f"touch {node.root / 'shutdown'}",
             "PYTHONUNBUFFERED": "1",
         })
         return env
@@ -231,7 +234,7 @@ class Rehearsal:
     def keys(self, below: str) -> list[str]:
         found, token = [], None
         while True:
-            kwargs = {"Bucket": self.bucket, "Prefix": f"{self.prefix}/{below}"}
+            kwargs = {"Bucket": self.bucket, "Prefix": self.root + below}
             if token:
                 kwargs["ContinuationToken"] = token
             page = self.client.list_objects_v2(**kwargs)
@@ -245,12 +248,12 @@ class Rehearsal:
 
     def marker(self, node: Node):
         try:
-            return self.get_json(f"{self.prefix}/markers/{node.instance_id}.json")
+            return self.get_json(self.root + layout.marker(node.instance_id))
         except self.client.exceptions.NoSuchKey:
             return None
 
     def manifests(self) -> list[dict]:
-        return [self.get_json(key) for key in self.keys("checkpoints/manifests/")]
+        return [self.get_json(key) for key in self.keys(layout.MANIFESTS)]
 
     @staticmethod
     def steps_in(manifest: dict) -> int:
@@ -260,7 +263,7 @@ class Rehearsal:
     def verified(self, manifest: dict) -> bool:
         for entry in manifest.get("files", {}).values():
             body = self.client.get_object(Bucket=self.bucket,
-                                          Key=f"{self.prefix}/checkpoints/objects/{entry['sha256']}")["Body"].read()
+                                          Key=self.root + layout.OBJECTS + entry["sha256"])["Body"].read()
             if len(body) != entry["size"] or hashlib.sha256(body).hexdigest() != entry["sha256"]:
                 return False
         return True
@@ -308,7 +311,7 @@ class Rehearsal:
         self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
         self.say(f"  training command: {self.command}")
         files = self.upload_artifacts()
-        self.check("upload", files > 0, f"{files} agent and code files in s3://{self.bucket}/{self.prefix}/")
+        self.check("upload", files > 0, f"{files} agent and code files in s3://{self.bucket}/{self.root}")
 
         self.api = CloudApi(self.provider)
         pool = self.base["cluster"].get("poolName")
@@ -410,8 +413,8 @@ class Rehearsal:
         final_ok = bool(final) and self.verified(final) and (not self.example or self.steps_in(final) == self.args.steps)
         self.check("final checkpoint in the bucket", final_ok,
                    f"newest snapshot verified{f', step {self.steps_in(final)}' if self.example else ''}")
-        reports = self.keys("report/")
-        wanted = [f"{self.prefix}/report/{n.instance_id}/summary.json" for n in self.nodes]
+        reports = self.keys(layout.REPORT)
+        wanted = [self.root + layout.report(n.instance_id, "summary.json") for n in self.nodes]
         self.check("report in the bucket", all(w in reports for w in wanted),
                    f"{len(reports)} report files, summary.json for {sum(w in reports for w in wanted)} of"
                    f" {len(wanted)} finished nodes")
@@ -427,13 +430,7 @@ class Rehearsal:
                    " the cloud, not released)")
 
     def release_requests(self, instance_id: str) -> int:
-        count = 0
-        for request in self.api.requests:
-            if request["action"] not in ("DeleteInstance", "TerminateInstances"):
-                continue
-            if instance_id in json.dumps(request["params"]):
-                count += 1
-        return count
+        return len(self.api.release_requests(instance_id))
 
     def stop(self) -> None:
         for node in self.nodes + self.retired:

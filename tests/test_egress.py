@@ -10,8 +10,6 @@ in-VPC endpoints while scripts/run.py keeps the public one.
 """
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import re
@@ -21,8 +19,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
+from components.bootstrap import decode, node_config_of
 from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,14 +36,11 @@ VARIANTS = [(stack, ()) for stack in stack_names()] + [
 
 
 def user_data_of(resource) -> str:
-    raw = base64.b64decode(resource.inputs["userData"])
-    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
+    return decode(resource.inputs["userData"])
 
 
 def node_json(cloud_config: str) -> dict:
-    for entry in yaml.safe_load(cloud_config)["write_files"]:
-        if entry["path"] == "/etc/gpu-training/node.json":
-            return json.loads(entry["content"])
+    return node_config_of(cloud_config)
     raise AssertionError("no node.json in the user-data")
 
 

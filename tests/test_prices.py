@@ -19,13 +19,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
+from components import providers
 from tools import catalog_prices
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "prices.py"
-CATALOGS = REPO / "components" / "data" / "catalog"
 KEY_ID, SECRET = "test-key-id-4711", "test-secret-do-not-send"
-NOT_SOLD = {"ecs.gn8is.2xlarge", "GT4.4XLARGE96", "p5.48xlarge"}  # the stubs refuse to price these
+NOT_SOLD = {"ecs.gn8is.2xlarge", "GT4.4XLARGE96"}  # the stubs refuse to price these
 
 
 def price_of(name: str) -> float:
@@ -119,34 +119,9 @@ class Stub:
         return 200, "application/json", json.dumps({"Response": {"Price": {"InstancePrice": {
             "UnitPrice": price, "UnitPriceDiscount": price, "ChargeUnit": "HOUR", "Discount": 100}}, "RequestId": "r"}})
 
-    def answer_aws(self, path, headers, body):
-        if headers.get("X-Amz-Target", "").endswith("GetProducts"):
-            filters = {f["Field"]: f["Value"] for f in json.loads(body)["Filters"]}
-            name = filters["instanceType"]
-            if self.deny:
-                return 400, "application/x-amz-json-1.1", json.dumps({"__type": "AccessDeniedException",
-                                                                      "message": "denied"})
-            products = [] if name in NOT_SOLD else [json.dumps({
-                "product": {"attributes": {"instanceType": name, "regionCode": filters["regionCode"]}},
-                "terms": {"OnDemand": {"SKU.OFFER": {"priceDimensions": {"SKU.OFFER.RATE": {
-                    "unit": "Hrs", "pricePerUnit": {"USD": f"{price_of(name):.10f}"}}}}}}})]
-            return 200, "application/x-amz-json-1.1", json.dumps({"FormatVersion": "aws_v1", "PriceList": products})
-        params = self.params(path, body)
-        if params.get("Action") == "DescribeSpotPriceHistory":
-            name = params["InstanceType.1"]
-            items = "".join(
-                f"<item><instanceType>{name}</instanceType><productDescription>Linux/UNIX</productDescription>"
-                f"<spotPrice>{price_of(name) * factor:.6f}</spotPrice><timestamp>2026-12-02T09:00:00.000Z</timestamp>"
-                f"<availabilityZone>{zone}</availabilityZone></item>"
-                for zone, factor in (("us-east-1a", 0.4), ("us-east-1b", 0.35)))
-            return 200, "text/xml", (f'<DescribeSpotPriceHistoryResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
-                                     f"<requestId>r</requestId><spotPriceHistorySet>{items}</spotPriceHistorySet>"
-                                     "<nextToken></nextToken></DescribeSpotPriceHistoryResponse>")
-        return 400, "text/xml", "<Response><Errors><Error><Code>InvalidAction</Code></Error></Errors></Response>"
-
 
 def environment(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ALIBABA_CLOUD_", "TENCENTCLOUD_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(providers.credential_env_prefixes())}
     # boto3 must find no credentials of this machine, and never ask an instance metadata service.
     env.update(AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
                AWS_EC2_METADATA_DISABLED="true", GPU_TRAINING_NOW="2026-12-02T10:00:00Z")
@@ -157,7 +132,6 @@ def environment(**extra) -> dict:
 CREDENTIALS = {
     "alicloud": {"ALIBABA_CLOUD_ACCESS_KEY_ID": KEY_ID, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET},
     "tencentcloud": {"TENCENTCLOUD_SECRET_ID": KEY_ID, "TENCENTCLOUD_SECRET_KEY": SECRET},
-    "aws": {"AWS_ACCESS_KEY_ID": KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET},
 }
 
 
@@ -166,24 +140,9 @@ def prices(*args: str, env: dict) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
-AWS_CATALOG = """# A small AWS catalog for the price tests (rows from shared/CATALOG-FACTS.md [W1]).
-provider: aws
-currency: USD
-sources: {W1: {title: "aws.amazon.com/ec2/instance-types", url: "https://aws.amazon.com/ec2/instance-types/"}}
-unknownPrice: &unknown {onDemandPerHour: null, currency: USD, region: null, date: null, source: null, status: unknown}
-instances:
-  - {type: g4dn.2xlarge, gpu: T4, gpuCount: 1, gpuMemoryGb: 16, vcpus: 8, memoryGiB: 32, nvlink: false, nvswitch: false, rdma: none, networkGbps: 25, localNvme: true, source: W1, price: *unknown}
-  - {type: g5.12xlarge, gpu: A10G, gpuCount: 4, gpuMemoryGb: 24, vcpus: 48, memoryGiB: 192, nvlink: false, nvswitch: false, rdma: efa, networkGbps: 40, localNvme: true, source: W1, price: *unknown}
-  - {type: p5.48xlarge, gpu: H100, gpuCount: 8, gpuMemoryGb: 80, vcpus: 192, memoryGiB: 2048, nvlink: true, nvswitch: true, rdma: efa, networkGbps: 3200, localNvme: true, source: W1, price: {onDemandPerHour: 55.04, currency: USD, region: us-east-1, date: "2026-11-01", source: "third-party copy of the price page"}}
-"""
-
-
 def catalog_copy(tmp_path: Path, provider: str) -> Path:
     path = tmp_path / f"{provider}.yaml"
-    if provider == "aws":
-        path.write_text(AWS_CATALOG)
-    else:
-        shutil.copy(CATALOGS / f"{provider}.yaml", path)
+    shutil.copy(providers.catalog_path(provider), path)
     return path
 
 
@@ -195,7 +154,6 @@ CASES = {
     "alicloud": (["--region", "cn-hangzhou"], 0.25, "DescribePrice"),
     "tencentcloud": (["--region", "ap-shanghai", "--zone", "ap-shanghai-2", "--image", "img-487zeit5"], 0.15,
                      "InquiryPriceRunInstances"),
-    "aws": (["--region", "us-east-1"], 0.35, "GetProducts"),
 }
 
 
@@ -261,19 +219,6 @@ def test_tencent_requests_price_a_pay_as_you_go_launch_in_the_zone(tmp_path):
                                            "InstanceType": "GN7.2XLARGE32", "InstanceChargeType": "POSTPAID_BY_HOUR"}
 
 
-def test_aws_asks_the_price_list_for_linux_shared_tenancy_in_the_region(tmp_path):
-    path = catalog_copy(tmp_path, "aws")
-    with Stub("aws") as stub:
-        run = prices("refresh", "--provider", "aws", "--region", "eu-west-1", "--types", "g4dn.2xlarge",
-                     "--endpoint", stub.url, "--catalog", str(path), env=environment(**CREDENTIALS["aws"]))
-    assert run.returncode == 0, run.stderr
-    (request,) = stub.requests
-    filters = {f["Field"]: f["Value"] for f in json.loads(request["body"])["Filters"]}
-    assert filters == {"instanceType": "g4dn.2xlarge", "regionCode": "eu-west-1", "operatingSystem": "Linux",
-                       "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
-    assert json.loads(request["body"])["ServiceCode"] == "AmazonEC2"
-
-
 @pytest.mark.parametrize("provider", sorted(CASES))
 def test_missing_credentials_exit_2_naming_the_variables_and_touch_nothing(tmp_path, provider):
     args, _, _ = CASES[provider]
@@ -302,10 +247,10 @@ def test_an_api_that_prices_nothing_leaves_the_catalog_unchanged(tmp_path):
 
 
 @pytest.mark.parametrize("args,words", [
-    (["refresh", "--provider", "azure", "--region", "x"], "allowed: alicloud, aws, tencentcloud"),
+    (["refresh", "--provider", "azure", "--region", "x"], "allowed: " + ", ".join(providers.with_module("pricing"))),
     (["refresh", "--provider", "tencentcloud", "--region", "ap-shanghai"], "--zone is required"),
-    (["refresh", "--provider", "aws", "--region", "us-east-1", "--catalog", "/nonexistent/aws.yaml"],
-     "no catalog for aws"),
+    (["refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--catalog", "/nonexistent/alicloud.yaml"],
+     "no catalog for alicloud"),
     (["refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--types", "ecs.nope"], "ecs.nope not in"),
     (["refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--endpoint", "ecs.aliyuncs.com"],
      "not an http(s) URL"),
@@ -325,9 +270,11 @@ def test_a_row_that_is_not_one_line_is_refused_and_nothing_changes():
 
 
 def test_show_lists_each_row_with_its_price_or_unknown(tmp_path):
-    path = catalog_copy(tmp_path, "aws")
-    run = prices("show", "--provider", "aws", "--catalog", str(path), env=environment())
+    path = catalog_copy(tmp_path, "tencentcloud")
+    quote = catalog_prices.Quote("GN7.2XLARGE32", 8.68, "CNY", "ap-guangzhou", "a test quote")
+    path.write_text(catalog_prices.edit(path.read_text(), {"GN7.2XLARGE32": quote}, "2026-11-01"))
+    run = prices("show", "--provider", "tencentcloud", "--catalog", str(path), env=environment())
     assert run.returncode == 0, run.stderr
     lines = {line.split()[0]: line for line in run.stdout.splitlines()[1:]}
-    assert "unknown" in lines["g4dn.2xlarge"]
-    assert "55.04 USD/h" in lines["p5.48xlarge"] and "2026-11-01" in lines["p5.48xlarge"]
+    assert "unknown" in lines["GT4.4XLARGE96"]
+    assert "8.68 CNY/h" in lines["GN7.2XLARGE32"] and "2026-11-01" in lines["GN7.2XLARGE32"]

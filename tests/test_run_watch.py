@@ -35,7 +35,8 @@ TINY = ["--batch-size", "16", "--width", "8", "--depth", "1", "--image-size", "1
         "--dataset-size", "256", "--log-every", "50", "--workers", "0"]
 CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
 
-from localcloud import BIN, LocalS3, Metadata, S3Proxy
+from components import providers
+from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy
 
 _spec = importlib.util.spec_from_file_location("run_cli", REPO / "scripts" / "run.py")
 run_cli = importlib.util.module_from_spec(_spec)
@@ -111,7 +112,7 @@ class FakeStack:
 
 def outputs_for(endpoint: str, bucket: str, signature: str = "s3v4") -> dict:
     return {"stack": STACK, "nodeCount": 1,
-            "costPerHour": {"currency": "CNY", "onDemand": 10.0, "effective": 3.0},
+            "costPerHour": {"currency": "CNY", "onDemandPerHour": 10.0, "effectivePerHour": 3.0},
             "checkpoint": {"bucket": bucket, "prefix": PREFIX, "endpoint": endpoint, "region": "us-east-1",
                            "addressingStyle": "path", "signatureVersion": signature}}
 
@@ -128,17 +129,19 @@ def run_main(tmp_path, stack: FakeStack, *args: str, confirm=None):
 
 
 class AgentNode:
-    """One simulated node: the real agent with the real example trainer, an AWS metadata stub."""
+    """One simulated node: the real agent with the real example trainer, Alibaba's metadata and ECS
+    API stand-ins (the API records the release request)."""
 
     def __init__(self, tmp: Path, name: str, bucket: str, endpoint: str, steps: int, util: int = 87):
         self.dir = tmp / name
         self.dir.mkdir(parents=True)
-        self.meta = Metadata("aws")  # a new id in AWS's format: the agent trusts no other
+        self.meta = Metadata("alicloud")  # a new id in the cloud's format: the agent trusts no other
         self.id = self.meta.instance_id
+        self.api = CloudApi("alicloud", [(self.id, "127.0.0.1")])
         (self.dir / "gpu").write_text(str(util))
         command = shlex.join([sys.executable, str(TRAINER), *TINY, "--steps", str(steps), "--ckpt-every", "20"])
         self.cfg = {
-            "version": 1, "project": "gpu-training", "stack": STACK, "provider": "aws", "region": "us-east-1",
+            "version": 1, "project": "gpu-training", "stack": STACK, "provider": "alicloud", "region": "cn-hangzhou",
             "nodeCount": 1, "accelerator": {"kind": "nvidia", "model": "T4", "count": 1},
             "paths": {"checkpoints": str(self.dir / "ckpt"), "state": str(self.dir / "state"),
                       "logs": str(self.dir / "logs"), "venv": "", "trainEnv": str(self.dir / "train.env")},
@@ -150,7 +153,7 @@ class AgentNode:
                       "idleMinutes": 0, "maxHours": 1, "ttlMarginMinutes": 0, "maxGraceSeconds": 30,
                       "bootTime": time.time(),
                       "uploadAttempts": 3, "retryBaseSeconds": 0.05, "uploadAllowanceSeconds": 0},
-            "endpoints": {"metadata": self.meta.url},
+            "endpoints": {"metadata": self.meta.url, "cloudApi": self.api.url},
             "cost": {"currency": "CNY", "onDemandPerNodeHour": 10.0, "effectivePerNodeHour": 3.0},
             "identity": {"roleName": "node-role"},
         }
@@ -161,7 +164,8 @@ class AgentNode:
         config.write_text(json.dumps(self.cfg))
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}  # nodes use their role
         env.update(PYTHONPATH=str(REPO / "node"), PATH=os.pathsep.join((str(AGENT_TESTS / 'bin'), str(BIN), env['PATH'])),
-                   FAKE_GPU_FILE=str(self.dir / "gpu"), GPU_TRAINING_SHUTDOWN_CMD=f"touch {self.dir / 'released'}")
+                   FAKE_GPU_FILE=str(self.dir / "gpu"),
+                   GPU_TRAINING_RUNTIME_FILE=str(providers.node_runtime_path(self.cfg["provider"])))
         self.proc = subprocess.Popen([sys.executable, "-m", "node_agent", "--config", str(config)], env=env,
                                      stdout=open(self.dir / "agent.out", "wb"), stderr=subprocess.STDOUT,
                                      cwd=self.dir)
@@ -207,6 +211,10 @@ class AgentNode:
                 except (ProcessLookupError, PermissionError):
                     pass
         self.meta.stop()
+        self.api.stop()
+
+    def released(self) -> bool:
+        return bool(self.api.release_requests(self.id))
 
 
 @pytest.fixture
@@ -271,6 +279,7 @@ def test_done_downloads_the_report_then_refreshes_and_destroys(tmp_path, s3, buc
     assert not (tmp_path / "out" / "run.json").exists(), "the run record goes with the stack"
 
 
+@pytest.mark.slow  # two real agents and trainers; make rehearse drills the same path
 def test_preemption_is_counted_and_the_replacement_resumes_and_finishes(tmp_path, s3, bucket, moto_url, nodes):
     first, second = nodes("a", steps=150), nodes("b", steps=150)
 
@@ -290,7 +299,9 @@ def test_preemption_is_counted_and_the_replacement_resumes_and_finishes(tmp_path
     assert first.state(s3, bucket) == "PREEMPTED" and second.state(s3, bucket) == "DONE"
     assert "preemptions seen: 1" in out
     assert "resumed from" in second.trainer_log(), "the replacement started from zero"
-    assert not (first.dir / "released").exists() and (second.dir / "released").exists()
+    # DONE is written before the release request (the marker must be in the bucket first): wait for it.
+    second.until(second.released, timeout=30)
+    assert not first.released()
 
 
 def test_sync_failed_refuses_to_destroy_until_forced(tmp_path, s3, bucket, moto_url, nodes):
@@ -311,7 +322,7 @@ def test_sync_failed_refuses_to_destroy_until_forced(tmp_path, s3, bucket, moto_
         assert node.state(s3, bucket) == "SYNC_FAILED"
         assert "refusing to destroy" in out and "sudo systemctl restart gpu-training-agent" in out
         assert "--destroy-only --force" in out
-        assert not (node.dir / "released").exists()
+        assert not node.released()
 
         code, out = run_main(tmp_path, stack, "--destroy-only")
         assert code == exitcodes.NOT_SAVED and stack.calls == ["up", "outputs"], out

@@ -23,7 +23,7 @@ from tools.stackfiles import StackFileError, stack_spec
 
 REPO = Path(__file__).resolve().parent.parent
 _RNG = random.Random(12)
-NOISE = "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(4000))  # incompressible
+NOISE = "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(60000))  # incompressible
 GOOD = ("config:\n  alicloud:region: cn-hangzhou\n  gpu-training:tier: entry\n"
         "  gpu-training:checkpoint:\n    bucket: my-gpu-training-checkpoints\n")
 
@@ -174,12 +174,16 @@ def test_what_the_bootstrap_accepts_the_spec_accepts():
     assert "550-server" in rendered.cloud_config
 
 
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])  # one per provider: their limits differ
 @pytest.mark.parametrize("sets,key", [
     (("train.command=python train.py --tag " + NOISE,), "train.command"),
     ((f'train.env={{"BLOB": "{NOISE}"}}',), "train.env.BLOB"),
 ])
-def test_user_data_over_the_limit_is_refused_naming_the_heavy_value(sets, key):
-    message = assert_refused("entry-t4", sets, key, "the cloud's limit is 16,384")
+def test_user_data_over_the_limit_is_refused_naming_the_heavy_value(stack, sets, key):
+    from components import providers
+
+    limit = providers.profile(stack_spec(stack)[1].provider).user_data
+    message = assert_refused(stack, sets, key, f"the cloud's limit is {limit.max_encoded:,} ({limit.describe()}")
     assert "characters make the node's user-data" in message
 
 

@@ -33,7 +33,6 @@ from tools.stackfiles import engine_form
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = REPO_ROOT / "__main__.py"
-CREDENTIAL_PREFIXES = ("ALICLOUD_", "ALIBABA_CLOUD_", "TENCENTCLOUD_", "AWS_")
 CREDENTIAL_WORDS = ("KEY", "SECRET", "TOKEN")
 
 # The resource options that decide what a later `pulumi up` does to a resource, as the engine gets them.
@@ -214,7 +213,7 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
     # Offline means offline: the program never sees cloud credentials here, so nothing it does at
     # deploy time (e.g. reading the CPFS export's address) can reach a cloud from a preview.
     hidden = {k: os.environ.pop(k) for k in list(os.environ) if preview
-              and k.startswith(CREDENTIAL_PREFIXES) and any(w in k for w in CREDENTIAL_WORDS)}
+              and k.startswith(providers.credential_env_prefixes()) and any(w in k for w in CREDENTIAL_WORDS)}
     try:
         _sync_await(pulumi_mocks.run_pulumi_func(program))
         plan.outputs = {name: _resolve(value) for name, value in exports.items()}

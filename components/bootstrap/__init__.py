@@ -6,7 +6,8 @@ See docs/bootstrap.md for what the bootstrap does on the node and how to debug i
 """
 from components.bootstrap.config import BootstrapConfigError
 from components.bootstrap.render import (MAX_ENCODED_BYTES, RenderedUserData, UserDataTooLarge, decode,
-                                         render_bootstrap, render_user_data)
+                                         node_config_of, render_bootstrap, render_user_data,
+                                         user_data_limit)
 
 __all__ = ["BootstrapConfigError", "MAX_ENCODED_BYTES", "RenderedUserData", "UserDataTooLarge", "decode",
-           "render_bootstrap", "render_user_data"]
+           "node_config_of", "render_bootstrap", "render_user_data", "user_data_limit"]

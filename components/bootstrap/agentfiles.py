@@ -14,10 +14,10 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from components import providers as registry
 from components.artifacts import AGENT_SRC, BOOT_SET
 
 REPO = Path(__file__).resolve().parents[2]
-PROVIDERS = REPO / "components" / "providers"
 RUNTIME_NAME = "cloud_runtime.py"
 
 
@@ -46,7 +46,7 @@ def strip_python(source: str, filename: str = "<agent>") -> str:
     return text
 
 
-def boot_files(provider: str, agent_dir: str, src: Path = AGENT_SRC, providers: Path = PROVIDERS,
+def boot_files(provider: str, agent_dir: str, src: Path = AGENT_SRC, runtime: Path | None = None,
                boot_set: tuple[str, ...] = BOOT_SET) -> list[EmbeddedFile]:
     """The boot set that exists now (the agent may be partial) and the provider's cloud runtime."""
     files = []
@@ -55,8 +55,10 @@ def boot_files(provider: str, agent_dir: str, src: Path = AGENT_SRC, providers: 
         if path.is_file():
             files.append(EmbeddedFile(f"{agent_dir}/node_agent/{name}", "0644",
                                       strip_python(path.read_text(encoding="utf-8"), str(path)), _shown(path)))
-    runtime = providers / provider / "node_runtime.py"
-    if runtime.is_file():
+    if runtime is None and provider in registry.REGISTRY:
+        runtime = registry.node_runtime_path(provider)
+    # A node config of no registered cloud (the bootstrap's Ascend fixture) renders without a runtime.
+    if runtime is not None and runtime.is_file():
         files.append(EmbeddedFile(f"{agent_dir}/node_agent/{RUNTIME_NAME}", "0644",
                                   strip_python(runtime.read_text(encoding="utf-8"), str(runtime)), _shown(runtime)))
     return files

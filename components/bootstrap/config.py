@@ -15,14 +15,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 # Optional bootstrap keys and their defaults (documented in docs/node-config.md, "bootstrap").
-CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos"  # REFERENCE.md, bootstrap facts
+CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA CUDA Installation Guide for Linux, "Network repo"
 ASCEND_HOME_DEFAULT = "/usr/local/Ascend"
 # Python packages CANN's operator compiler imports at run time (Ascend CANN install guide, "dependencies").
 ASCEND_PIP_DEFAULT = ("attrs", "cloudpickle", "decorator", "ml-dtypes", "numpy", "psutil", "scipy", "tornado")
 
 KINDS = ("nvidia", "ascend")
 FRAMEWORKS = ("pytorch", "paddle")
-RDMA = ("none", "erdma", "rdma", "efa")
 SECRET_KEY = re.compile(r"(secret|password|passwd|accesskey|access_key|securitytoken|privatekey)", re.I)
 
 _PATH = re.compile(r"^/[A-Za-z0-9._/-]*$")
@@ -154,7 +153,10 @@ def bootstrap_values(cfg: dict) -> dict[str, Any]:
     if not isinstance(nvswitch, bool):
         r.bad("accelerator.nvswitch", nvswitch, "true or false")
     v["nvswitch"] = nvswitch is True
-    v["rdma"] = r.choice("host.rdma", RDMA, "none")
+    # "none", or the RDMA kind the provider set up end to end (its profile's rdma_enabled: a catalog
+    # name such as erdma); the bootstrap treats every kind alike, as verbs devices for NCCL.
+    v["rdma"] = r.pattern("host.rdma", _WORD, "none or an RDMA kind the provider sets up (letters, digits, '.', '_', '-')",
+                          "none")
 
     paths = {}
     for name in ("data", "checkpoints", "state", "logs", "venv", "agent"):

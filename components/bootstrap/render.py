@@ -8,9 +8,9 @@ Encoding: the whole #cloud-config document is gzip-compressed once and base64-en
 cloud-init unpacks gzip user-data itself; one gzip over everything compresses better than per-file
 gz+b64 (which pays base64 twice and cannot share a dictionary across files).
 
-Size: Tencent accepts 16 KB after base64, AWS 16 KB before it, Alibaba 32 KB before it (provider SDK
-docs); every stack must stay under 16 KB encoded. The whole agent does not fit, so only its boot set
-rides in user-data and the rest comes from object storage (docs/node-config.md, "Agent delivery").
+Size: each provider declares what its instance API accepts (profile `user_data`, with the source);
+the boot set is sized for the smallest known limit (16 KB after base64), so the whole agent does not
+ride in user-data: the rest comes from object storage (docs/node-config.md, "Agent delivery").
 """
 from __future__ import annotations
 
@@ -25,15 +25,27 @@ from typing import Any, Optional
 
 import jinja2
 
-from components.bootstrap.agentfiles import AGENT_SRC, PROVIDERS, REPO, EmbeddedFile, boot_files
+from components import providers as registry
+from components.bootstrap.agentfiles import AGENT_SRC, REPO, EmbeddedFile, boot_files
 from components.bootstrap.config import BootstrapConfigError, bootstrap_values
 
 TEMPLATES = REPO / "node" / "bootstrap"
 NODE_JSON = "/etc/gpu-training/node.json"
 BOOTSTRAP_PATH = "/usr/local/sbin/gpu-training-bootstrap"
 AGENT_UNIT = "gpu-training-agent.service"
-# Tencent CVM and AWS EC2 accept 16 KB of user data; Alibaba ECS 32 KB (issue 3, REFERENCE.md).
+# The limit of the provider's profile applies (render_user_data's default); this is the smallest one
+# known (Tencent CVM: 16 KB after base64), which the agent's boot set is sized for.
 MAX_ENCODED_BYTES = 16384
+PROVIDER_LIMIT: Any = object()  # render_user_data(max_encoded=PROVIDER_LIMIT): the profile's limit
+
+
+def user_data_limit(provider: str) -> int:
+    """The longest encoded user-data the provider's instance API accepts (the smallest known limit
+    for a node config of no registered provider)."""
+    try:
+        return registry.profile(provider).user_data.max_encoded
+    except registry.UnknownProvider:
+        return MAX_ENCODED_BYTES
 
 
 class UserDataTooLarge(ValueError):
@@ -74,12 +86,20 @@ def _sq(value: Any) -> str:
     return shlex.quote(str(value))
 
 
+def provider_templates(provider: str) -> Path:
+    """The provider's own bootstrap snippets (templates/ in its package; it may have none)."""
+    try:
+        return registry.package_dir(provider) / "templates"
+    except registry.UnknownProvider:  # the node config names no registered cloud: only neutral snippets
+        return TEMPLATES / "_none"
+
+
 @functools.lru_cache(maxsize=16)
-def environment(provider: str, providers: Path = PROVIDERS) -> jinja2.Environment:
+def environment(provider: str) -> jinja2.Environment:
     """One environment per provider, kept: Jinja caches compiled templates in it (and reloads a
     template whose file changed), so validation can render user-data on every spec cheaply."""
     loaders = []
-    provider_dir = providers / provider / "templates"
+    provider_dir = provider_templates(provider)
     if provider_dir.is_dir():
         loaders.append(jinja2.FileSystemLoader(str(provider_dir)))
     loaders.append(jinja2.FileSystemLoader(str(TEMPLATES)))
@@ -93,24 +113,24 @@ def environment(provider: str, providers: Path = PROVIDERS) -> jinja2.Environmen
     return env
 
 
-def shared_fs_types(provider: str, providers: Path = PROVIDERS) -> list[str]:
+def shared_fs_types(provider: str) -> list[str]:
     """The shared-FS types that have a mount snippet for this provider (neutral 'none' included)."""
     names = set()
-    for folder in (providers / provider / "templates", TEMPLATES):
+    for folder in (provider_templates(provider), TEMPLATES):
         names.update(p.name[len("sharedfs-"):-len(".sh.j2")] for p in folder.glob("sharedfs-*.sh.j2"))
     return sorted(names)
 
 
-def render_bootstrap(node_config: dict, values: Optional[dict] = None, providers: Path = PROVIDERS) -> str:
+def render_bootstrap(node_config: dict, values: Optional[dict] = None) -> str:
     """The bootstrap bash script of this node config (what cloud-init writes to BOOTSTRAP_PATH)."""
     v = values or bootstrap_values(node_config)
-    available = shared_fs_types(v["provider"], providers)
+    available = shared_fs_types(v["provider"])
     if v["shared_type"] not in available:
         raise BootstrapConfigError([
             f"bootstrap.sharedFs.type: {v['shared_type']!r} has no mount snippet for provider "
             f"{v['provider']!r}; available: {', '.join(available)} "
             f"(add components/providers/{v['provider']}/templates/sharedfs-{v['shared_type']}.sh.j2)"])
-    return environment(v["provider"], providers).get_template("bootstrap.sh.j2").render(
+    return environment(v["provider"]).get_template("bootstrap.sh.j2").render(
         v=v, unit=AGENT_UNIT, node_json=NODE_JSON)
 
 
@@ -118,25 +138,29 @@ def _encode(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
 
 
-def render_user_data(node_config: dict, *, max_encoded: Optional[int] = MAX_ENCODED_BYTES,
-                     agent_src: Path = AGENT_SRC, providers: Path = PROVIDERS) -> RenderedUserData:
-    """Render and encode the user-data of one node; raises BootstrapConfigError or UserDataTooLarge."""
+def render_user_data(node_config: dict, *, max_encoded: Optional[int] = PROVIDER_LIMIT,
+                     agent_src: Path = AGENT_SRC, runtime: Optional[Path] = None) -> RenderedUserData:
+    """Render and encode the user-data of one node; raises BootstrapConfigError or UserDataTooLarge.
+
+    max_encoded: the provider's limit by default; a number; None renders whatever the size."""
     v = bootstrap_values(node_config)
-    env = environment(v["provider"], providers)
+    if max_encoded is PROVIDER_LIMIT:
+        max_encoded = user_data_limit(v["provider"])
+    env = environment(v["provider"])
     files = [
         EmbeddedFile(NODE_JSON, "0644", json.dumps(node_config, indent=1) + "\n", "node config"),
-        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v, providers),
+        EmbeddedFile(BOOTSTRAP_PATH, "0755", render_bootstrap(node_config, v),
                      "node/bootstrap/bootstrap.sh.j2"),
         EmbeddedFile(f"/etc/systemd/system/{AGENT_UNIT}", "0644",
                      env.get_template("agent.service.j2").render(v=v, node_json=NODE_JSON),
                      "node/bootstrap/agent.service.j2"),
-        *boot_files(v["provider"], v["paths"]["agent"], agent_src, providers),
+        *boot_files(v["provider"], v["paths"]["agent"], agent_src, runtime),
     ]
     text = env.get_template("user-data.yaml.j2").render(v=v, files=files, bootstrap_path=BOOTSTRAP_PATH)
     encoded = _encode(text)
     sizes = tuple(FileSize(f.path, len(f.content.encode()), len(gzip.compress(f.content.encode(), 9, mtime=0)),
                            f.source) for f in files)
-    if max_encoded is not None and len(encoded) >= max_encoded:
+    if max_encoded is not None and len(encoded) > max_encoded:
         top = sorted(sizes, key=lambda s: -s.gzip_bytes)[:6]
         raise UserDataTooLarge(
             f"stack {v['stack']}: encoded user-data is {len(encoded)} bytes, limit {max_encoded}; largest parts"
@@ -145,7 +169,19 @@ def render_user_data(node_config: dict, *, max_encoded: Optional[int] = MAX_ENCO
 
 
 def decode(encoded: str) -> str:
-    """The #cloud-config text inside an encoded user-data string (what cloud-init will see)."""
-    return gzip.decompress(base64.b64decode(encoded)).decode("utf-8")
+    """The #cloud-config text inside an encoded user-data string (what cloud-init will see): the one
+    decoder for the preview, the tests and the benches. Plain base64 (not gzip'd) is read too."""
+    raw = base64.b64decode(encoded)
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+
+
+def node_config_of(cloud_config: str) -> dict:
+    """The node config (node.json) a #cloud-config document writes."""
+    import yaml
+
+    for entry in yaml.safe_load(cloud_config).get("write_files") or []:
+        if entry.get("path") == NODE_JSON:
+            return json.loads(entry["content"])
+    raise ValueError(f"the user-data writes no {NODE_JSON}")
 
 

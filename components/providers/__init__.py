@@ -1,14 +1,22 @@
 """The provider registry: a cloud's name -> its package. Adding a cloud adds one line here.
 
+Every per-cloud lookup goes through this module (one routing point, as SkyPilot's provision layer
+routes by cloud name): the profile, the preview's answers, the Pulumi parts, and the optional
+modules the tools use (`pricing`, `regions_api`, `localcloud`), the catalog and the node runtime.
+Nothing else finds clouds by globbing folders or by building paths from a name.
+
 A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK),
-`preview.py` (what the offline preview's mock engine answers for its data sources), and
-the parts `network`, `identity`, `storage`, `compute` (import the cloud's Pulumi SDK). Profiles are
-loaded for validation; parts only when a program actually deploys, so a missing SDK for one cloud
-never breaks another.
+`preview.py` (what the offline preview's mock engine answers for its data sources), and the parts
+`network`, `identity`, `storage`, `compute` (import the cloud's Pulumi SDK; their signatures are
+the Protocols in components/providers/contract.py). Profiles are loaded for validation; parts only
+when a program actually deploys, so a missing SDK for one cloud never breaks another.
+docs/providers.md lists every module and file a package has.
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+from pathlib import Path
 from types import ModuleType
 
 from components.providers.base import ProviderProfile
@@ -18,34 +26,96 @@ REGISTRY: dict[str, str] = {
     "tencentcloud": "components.providers.tencentcloud",
 }
 
+PARTS = ("network", "identity", "storage", "compute")
+# Modules a package may lack; the tool that needs one says so (prices.py: no price API).
+OPTIONAL_MODULES = ("pricing", "regions_api", "localcloud")
+# Environment variables boto3 reads: the S3 protocol every store speaks, not one cloud's.
+S3_CREDENTIAL_PREFIXES = ("AWS_",)
+
 
 class UnknownProvider(ValueError):
     def __init__(self, name: str):
         super().__init__(f"unknown provider {name!r}; known providers: {', '.join(sorted(REGISTRY))}")
 
 
+class MissingModule(LookupError):
+    """A registered provider has no module `part` (an optional one such as pricing)."""
+
+    def __init__(self, name: str, part: str):
+        self.provider, self.part = name, part
+        super().__init__(f"provider {name!r} has no {part} module ({package_dir(name) / (part + '.py')})")
+
+
 def names() -> list[str]:
     return sorted(REGISTRY)
 
 
-def profile(name: str) -> ProviderProfile:
+def _package(name: str) -> str:
     if name not in REGISTRY:
         raise UnknownProvider(name)
-    return importlib.import_module(f"{REGISTRY[name]}.profile").PROFILE
+    return REGISTRY[name]
+
+
+def package_dir(name: str) -> Path:
+    """The folder of the provider's package (its data files live there)."""
+    spec = importlib.util.find_spec(_package(name))
+    if spec is None or not spec.submodule_search_locations:
+        raise UnknownProvider(name)
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def profile(name: str) -> ProviderProfile:
+    return importlib.import_module(f"{_package(name)}.profile").PROFILE
 
 
 def preview_module(name: str) -> ModuleType:
     """The provider's answers to the preview's mock engine (pure data; tools.mockrun)."""
-    if name not in REGISTRY:
-        raise UnknownProvider(name)
-    return importlib.import_module(f"{REGISTRY[name]}.preview")
+    return importlib.import_module(f"{_package(name)}.preview")
 
 
 def parts(name: str) -> ModuleType:
     """The package whose `network`, `identity`, `storage` and `compute` modules build the resources."""
-    if name not in REGISTRY:
-        raise UnknownProvider(name)
-    package = REGISTRY[name]
-    for part in ("network", "identity", "storage", "compute"):
-        importlib.import_module(f"{package}.{part}")
+    from components.providers.contract import mismatches
+
+    package = _package(name)
+    problems = [problem for part in PARTS
+                for problem in mismatches(part, importlib.import_module(f"{package}.{part}"))]
+    if problems:  # a wrong signature would otherwise fail deep inside `pulumi up`
+        raise TypeError(f"provider {name!r} does not meet components/providers/contract.py: " + "; ".join(problems))
     return importlib.import_module(package)
+
+
+def has_module(name: str, part: str) -> bool:
+    return importlib.util.find_spec(f"{_package(name)}.{part}") is not None
+
+
+def module(name: str, part: str) -> ModuleType:
+    """One of the provider's modules by name (e.g. `pricing`); MissingModule when it has none."""
+    if not has_module(name, part):
+        raise MissingModule(name, part)
+    return importlib.import_module(f"{_package(name)}.{part}")
+
+
+def with_module(part: str) -> list[str]:
+    """The registered providers that have the module `part`."""
+    return [name for name in names() if has_module(name, part)]
+
+
+def catalog_path(name: str) -> Path:
+    """The provider's instance catalog (catalog.yaml in its package)."""
+    return package_dir(name) / "catalog.yaml"
+
+
+def node_runtime_path(name: str) -> Path:
+    """The provider's node runtime, shipped to the node as node_agent/cloud_runtime.py."""
+    return package_dir(name) / "node_runtime.py"
+
+
+def credential_env_prefixes() -> tuple[str, ...]:
+    """Prefixes of every environment variable that may carry cloud credentials: each registered
+    provider's (profile.credential_env) and boto3's. The preview hides them from the program; the
+    rehearsal keeps them from its agents, which must use the node role like on a real node."""
+    prefixes = list(S3_CREDENTIAL_PREFIXES)
+    for name in names():
+        prefixes += [p for p in profile(name).credential_env if p not in prefixes]
+    return tuple(prefixes)

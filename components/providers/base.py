@@ -119,6 +119,23 @@ def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class UserDataLimit:
+    """How much user data the cloud's API accepts. Ours is base64(gzip(#cloud-config)); a limit that
+    counts the bytes before base64 ("raw") counts the gzip bytes."""
+    max_bytes: int
+    counted: str  # "base64" (the encoded string the API receives) | "raw" (the bytes before base64)
+    source: str
+
+    @property
+    def max_encoded(self) -> int:
+        """The longest base64 string that fits: what the renderer and the validator check."""
+        return self.max_bytes if self.counted == "base64" else (self.max_bytes // 3) * 4
+
+    def describe(self) -> str:
+        return f"{self.max_bytes:,} bytes {'after' if self.counted == 'base64' else 'before'} base64"
+
+
+@dataclass(frozen=True)
 class NameLimit:
     """A name the program gives a resource, and the cloud's limit on it (checked at validation).
 
@@ -155,6 +172,7 @@ class ProviderProfile:
     node_requirements: tuple[str, ...]  # pip packages the agent needs on this cloud
     spot_discount: float  # typical spot price as a fraction of on-demand
     spot_discount_source: str
+    user_data: UserDataLimit  # what the instance API accepts (components/bootstrap/render.py checks it)
     unsupported: Mapping[str, str] = field(default_factory=dict)  # "key=value" or "key" -> reason
     # Data disk sizes the cloud accepts, per category: (min, max) GiB, checked at validation (a disk
     # outside them is an error, never a warning). A category not listed has no declared range.
@@ -180,6 +198,9 @@ class ProviderProfile:
     bills_nothing_alone: Mapping[str, str] = field(default_factory=dict)
     # Names (components/spec.py checks them at validation; tests check the plan uses these templates).
     name_limits: tuple[NameLimit, ...] = ()
+    # Prefixes of the environment variables that carry this cloud's credentials (its Pulumi provider
+    # and SDKs read them): the preview hides them from the program, the rehearsal from its agents.
+    credential_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -210,7 +231,6 @@ class IdentityParts:
 @dataclass(frozen=True)
 class StorageParts:
     shared_fs_address: Optional[pulumi.Output]  # mount address for the bootstrap, None without a shared FS
-    shared_fs_id: Optional[pulumi.Output]
 
 
 @dataclass(frozen=True)

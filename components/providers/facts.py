@@ -13,7 +13,6 @@ standard library: no cloud SDK is imported here.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import ipaddress
 import json
 import re
@@ -39,12 +38,9 @@ BRIDGE_FILE = "bridge.yaml"
 
 def package_dir(cloud: str) -> Path:
     """The directory of a registered provider's package (its data files live there)."""
-    from components.providers import REGISTRY, UnknownProvider
+    from components import providers
 
-    if cloud not in REGISTRY:
-        raise UnknownProvider(cloud)
-    spec = importlib.util.find_spec(REGISTRY[cloud])
-    return Path(list(spec.submodule_search_locations)[0])
+    return providers.package_dir(cloud)
 
 
 def clouds() -> list[str]:

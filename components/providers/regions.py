@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 
 import yaml
 
-PROVIDERS_DIR = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 FILE_NAME = "regions.yaml"
 
 
@@ -27,16 +27,19 @@ class RegionTable:
     path: Path
 
     def refresh_hint(self) -> str:
-        return (f"{self.path.relative_to(PROVIDERS_DIR.parent.parent)} lists them as of {self.date}; if the"
+        return (f"{self.path.relative_to(REPO) if self.path.is_relative_to(REPO) else self.path} lists them as of {self.date}; if the"
                 f" cloud has opened it since, refresh the list: scripts/regions.py refresh --provider {self.provider}")
 
 
-def table_path(provider: str, providers_dir: Path = PROVIDERS_DIR) -> Path:
-    return providers_dir / provider / FILE_NAME
+def table_path(provider: str, providers_dir: Optional[Path] = None) -> Path:
+    """regions.yaml in the provider's package (providers_dir: a folder of <provider>/ copies instead)."""
+    from components import providers as registry
+
+    return (providers_dir / provider if providers_dir else registry.package_dir(provider)) / FILE_NAME
 
 
 @functools.lru_cache(maxsize=8)
-def load(provider: str, providers_dir: Path = PROVIDERS_DIR) -> Optional[RegionTable]:
+def load(provider: str, providers_dir: Optional[Path] = None) -> Optional[RegionTable]:
     """The provider's table, or None when it declares none (nothing is checked then)."""
     path = table_path(provider, providers_dir)
     if not path.is_file():

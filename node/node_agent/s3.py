@@ -4,8 +4,8 @@ Part of the boot set (docs/node-config.md, "Agent delivery"): this file rides in
 __init__.py, fetch.py and cloud_runtime.py, so at import time it needs only the standard library;
 boto3 and tenacity are imported where they are used. The cloud runtime is the provider's
 `components/providers/<provider>/node_runtime.py`, copied next to this package as
-`cloud_runtime.py` on a node and found in place in the repository; the environment variable
-GPU_TRAINING_RUNTIME_FILE overrides both (rehearsals, tests).
+`cloud_runtime.py` on a node (the bootstrap writes it there); the environment variable
+GPU_TRAINING_RUNTIME_FILE names another file (the tests run the agent from the repository).
 """
 import importlib.util
 import logging
@@ -75,8 +75,6 @@ def runtime(cfg):
     """The provider's Runtime(cfg, metadata); exit 2 when the provider has none."""
     here = os.path.dirname(os.path.abspath(__file__))
     p = os.environ.get('GPU_TRAINING_RUNTIME_FILE') or here + '/cloud_runtime.py'
-    if not os.path.exists(p) and p.endswith('/cloud_runtime.py'):
-        p = f"{here}/../../components/providers/{cfg['provider']}/node_runtime.py"
     if not os.path.exists(p):
         print(f"node agent: provider: {cfg['provider']!r} is not allowed: no node runtime at {p}", file=sys.stderr)
         sys.exit(2)
@@ -114,7 +112,8 @@ def client(cfg, credentials=None):
 
 def root(cfg):
     """<prefix>/<stack>/: where this stack's objects live."""
-    return '/'.join(filter(None, (cfg['checkpoint']['prefix'].strip('/'), cfg['stack']))) + '/'
+    from . import layout  # the boot set's own module: fetch.py imports s3 before the rest exists
+    return layout.stack_root(cfg['checkpoint']['prefix'], cfg['stack'])
 
 
 def retrying(cfg):

@@ -19,6 +19,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
+from components import providers
 from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy, new_instance_id
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
@@ -99,7 +100,9 @@ class Node:
         path.write_text(json.dumps(self.cfg, indent=1))
         e = {k: v for k, v in os.environ.items() if not k.startswith('AWS_')}
         e.update({'PYTHONPATH': str(ROOT / 'node'), 'PATH': os.pathsep.join((str(HERE / 'bin'), str(BIN), e['PATH'])),
-                  'FAKE_GPU_FILE': str(self.gpu), 'GPU_TRAINING_SHUTDOWN_CMD': f"touch {self.tmp / 'shutdown'}",
+                  'FAKE_GPU_FILE': str(self.gpu),
+                  # On a node the bootstrap puts the runtime next to the agent; here it is the repository's.
+                  'GPU_TRAINING_RUNTIME_FILE': str(providers.node_runtime_path(self.cfg['provider'])),
                   **(env or {})})
         out = open(self.tmp / f'agent-{len(self.procs)}.out', 'wb')
         p = subprocess.Popen([sys.executable, '-m', 'node_agent', '--config', str(path)], env=e, stdout=out,

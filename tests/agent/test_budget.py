@@ -1,34 +1,38 @@
 """The boot set (what of the agent rides in user-data) must stay within 7 KB gzip -9, one runtime included.
 
-Measured by bench/agent_size.py the way the bootstrap renderer embeds files: docstrings and
-comments stripped with ast, then gzip. The rest of the agent is fetched from object storage
-(docs/node-config.md, "Agent delivery"); the boot set must not import it.
+Measured with the renderer's own function (components.bootstrap.agentfiles.boot_files: what
+user-data embeds) and gzip, as bench/agent_size.py prints it. The rest of the agent is fetched
+from object storage (docs/node-config.md, "Agent delivery"); the boot set must not import it.
 """
 import ast
-import importlib.util
+import gzip
 
 import pytest
-from conftest import ROOT
 
-spec = importlib.util.spec_from_file_location('agent_size', ROOT / 'bench' / 'agent_size.py')
-size = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(size)
+from components import providers
+from components.artifacts import AGENT_SRC, BOOT_SET
+from components.bootstrap.agentfiles import RUNTIME_NAME, boot_files, strip_python
+
+BUDGET = 7 * 1024
 
 
-@pytest.mark.parametrize('provider', ['alicloud', 'tencentcloud', 'aws'])
+@pytest.mark.parametrize('provider', providers.names())
 def test_boot_set_plus_runtime_fits_7_kb_gzipped(provider):
-    s = size.sizes(provider)
-    assert s['gzip_stream'] <= size.BUDGET, s
+    files = boot_files(provider, '/opt/gpu-training')
+    assert sorted(f.path.rsplit('/', 1)[1] for f in files) == sorted((*BOOT_SET, RUNTIME_NAME))
+    stream = len(gzip.compress(b''.join(f.content.encode() for f in files), 9, mtime=0))
+    assert stream <= BUDGET, (provider, stream)
 
 
 def test_boot_set_imports_nothing_outside_itself():
     """fetch.py runs before the rest of the package exists on the node."""
-    allowed = {'s3', 'fetch', 'cloud_runtime'}
-    for name in size.BOOT_SET:
-        tree = ast.parse((size.AGENT / name).read_text())
+    allowed = {'s3', 'fetch', 'cloud_runtime', 'layout'}
+    for name in BOOT_SET:
+        tree = ast.parse((AGENT_SRC / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
-                assert node.module in allowed, f'{name} imports .{node.module}, which is not in the boot set'
+                modules = [node.module] if node.module else [a.name for a in node.names]  # from . import x
+                assert set(modules) <= allowed, f'{name} imports .{modules}, which is not in the boot set'
             if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, 'level', 0):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 assert all(m.split('.')[0] in {'argparse', 'hashlib', 'json', 'os', 're', 'sys', 'time', 'importlib',
@@ -36,6 +40,6 @@ def test_boot_set_imports_nothing_outside_itself():
 
 
 def test_stripping_keeps_the_code_runnable():
-    out = size.strip((ROOT / 'node' / 'node_agent' / 'store.py').read_text())
+    out = strip_python((AGENT_SRC / 'store.py').read_text())
     assert '"""' not in out
     compile(out, 'store.py', 'exec')

@@ -184,16 +184,6 @@ def test_unhealthy_node_trains_nothing_and_is_not_released(make_node, api_stub):
     assert not node.records() and not api.requests
 
 
-def test_aws_imdsv2_finish_powers_off_through_the_shutdown_command(make_node):
-    node = make_node(cloud='aws')
-    node.cfg['checkpoint']['region'] = 'us-east-1'
-    node.train(FT_STEPS=5)
-    assert node.run() == 0, node.output()
-    assert node.marker()['state'] == 'DONE' and (node.tmp / 'shutdown').exists()
-    gets = [{k.lower(): v for k, v in h.items()} for m, p, h in node.meta.log if m == 'GET']
-    assert gets and all(h.get('x-aws-ec2-metadata-token') for h in gets), 'every read carried the IMDSv2 token'
-
-
 def test_multinode_runs_torchrun_with_the_rank_of_this_node_among_sorted_peers(make_node, api_stub):
     # Ids in Alibaba's format (the agent trusts no other), sorted as a, b, c.
     a, b, c = (f'i-bp{letter * 18}' for letter in 'abc')

@@ -20,7 +20,8 @@ from bootstrap_helpers import ALL_CONFIGS, REPO, load_config, tool
 
 from components.artifacts import AGENT_SRC, BOOT_SET
 from components.bootstrap import BootstrapConfigError, UserDataTooLarge, decode, render_bootstrap, render_user_data
-from components.bootstrap.agentfiles import PROVIDERS, strip_python
+from components import providers
+from components.bootstrap.agentfiles import strip_python
 from components.bootstrap.render import BOOTSTRAP_PATH, NODE_JSON, TEMPLATES, environment
 
 LIMIT = 16384   # Tencent: 16 KB after base64 (tencentcloud-iac-pulumi Instance.user_data docs)
@@ -85,7 +86,7 @@ def test_write_files_round_trip_exactly():
     assert files[BOOTSTRAP_PATH] == render_bootstrap(cfg)
     assert files[BOOTSTRAP_PATH].startswith("#!/usr/bin/env bash\n")
     runtime = files[f"{cfg['paths']['agent']}/node_agent/cloud_runtime.py"]
-    assert runtime == strip_python((PROVIDERS / cfg["provider"] / "node_runtime.py").read_text())
+    assert runtime == strip_python(providers.node_runtime_path(cfg["provider"]).read_text())
 
 
 def test_only_the_boot_set_rides_in_user_data_and_it_can_fetch_the_rest(tmp_path):
@@ -152,20 +153,27 @@ def test_unknown_shared_fs_type_lists_the_available_snippets():
         render_user_data(cfg)
 
 
-def test_provider_templates_come_before_neutral_ones(tmp_path):
+def test_provider_templates_come_before_neutral_ones(tmp_path, monkeypatch):
+    """A registered provider's templates/ (found through the registry) override the neutral snippets."""
+    from components import providers
+
     cfg = load_config("stack:entry-t4")
     cfg["paths"]["shared"] = "/shared"
     cfg["bootstrap"]["sharedFs"] = {"type": "nas", "address": "fs.example", "mountOptions": None}
-    providers = tmp_path / "providers"
-    (providers / "alicloud" / "templates").mkdir(parents=True)
-    (providers / "alicloud" / "templates" / "sharedfs-nas.sh.j2").write_text(
+    templates = tmp_path / "snippetcloud_pkg" / "templates"
+    templates.mkdir(parents=True)
+    (templates.parent / "__init__.py").write_text('"""A provider package holding only bootstrap snippets."""\n')
+    (templates / "sharedfs-nas.sh.j2").write_text(
         "{## Renders: a test NAS snippet. Inputs: none. ##}\nshared_fs_mount() { note 'override'; }\n")
-    (providers / "alicloud" / "templates" / "nccl-extra.sh.j2").write_text("    echo NCCL_TEST_EXTRA=1\n")
-    script = render_bootstrap(cfg, providers=providers)
+    (templates / "nccl-extra.sh.j2").write_text("    echo NCCL_TEST_EXTRA=1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(providers.REGISTRY, "snippetcloud", "snippetcloud_pkg")  # the registry line
+    cfg["provider"] = "snippetcloud"
+    script = render_bootstrap(cfg)
     assert "note 'override'" in script and "NCCL_TEST_EXTRA=1" in script
     cfg["provider"] = "otherprovider"
     with pytest.raises(BootstrapConfigError, match="available: none"):
-        render_bootstrap(cfg, providers=providers)
+        render_bootstrap(cfg)
 
 
 def test_a_missing_template_variable_fails():
@@ -174,7 +182,7 @@ def test_a_missing_template_variable_fails():
 
 
 def test_every_template_starts_with_a_header_comment():
-    templates = sorted(TEMPLATES.glob("*.j2")) + sorted(PROVIDERS.glob("*/templates/*.j2"))
+    templates = sorted(TEMPLATES.glob("*.j2")) + sorted(t for p in providers.names() for t in (providers.package_dir(p) / "templates").glob("*.j2"))
     assert len(templates) >= 6
     for t in templates:
         head = t.read_text()[:600]

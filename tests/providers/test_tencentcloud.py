@@ -4,8 +4,6 @@ tencentcloud-iac-pulumi 0.2.3 and Tencent's docs allow; bad Tencent configs refu
 the CFS Turbo mount snippet run in the bootstrap sandbox."""
 from __future__ import annotations
 
-import base64
-import gzip
 import importlib
 import inspect
 import ipaddress
@@ -13,9 +11,9 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-import yaml
 
 from components.spec import SpecError, build_spec
+from components.bootstrap import decode, node_config_of
 from tools.stackfiles import engine_form, load_stack_config, stack_names
 
 TC_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "tencentcloud"]
@@ -52,10 +50,7 @@ def node_resources(plan):
 
 
 def node_config_in(resource) -> dict:
-    raw = base64.b64decode(resource.inputs["userData"])
-    document = yaml.safe_load(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-    (entry,) = [f for f in document["write_files"] if f["path"] == "/etc/gpu-training/node.json"]
-    return json.loads(entry["content"])
+    return node_config_of(decode(resource.inputs["userData"]))
 
 
 def expiry(stack) -> datetime:

@@ -20,7 +20,7 @@ from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES
 from components.tiers import Tier, tiers
 from tools.advisor import perf as perfmod
-from tools.advisor.request import Request, catalog_providers, usable_providers
+from tools.advisor.request import Request, usable_providers
 
 DISK_MAX_GB = 32000  # the smallest per-disk ceiling among the clouds' SSD classes
 MIN_BATCH = 8  # below this BatchNorm statistics get noisy: the advisor will not go lower on its own
@@ -124,15 +124,13 @@ def offers(request: Request) -> tuple[list[Offer], list[str]]:
     perf = perfmod.load()
     tier_table = tiers()
     notes = []
-    registered = set(providers.names())
-    catalogs = set(catalog_providers())
-    for name in sorted(registered - catalogs):
-        notes.append(f"{name}: registered but has no catalog (components/data/catalog/{name}.yaml); skipped")
-    for name in sorted(catalogs - registered):
-        notes.append(f"{name}: has a catalog but is not registered in components/providers; skipped")
+    usable = usable_providers()
+    for name in providers.names():
+        if name not in usable:
+            notes.append(f"{name}: registered but has no catalog ({providers.catalog_path(name)}); skipped")
     result = []
     for name in request.providers:
-        if name not in usable_providers():
+        if name not in usable:
             continue
         profile = providers.profile(name)
         for row in load_catalog(name).instances:

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional
 
-from components import datafiles, providers
+from components import providers
 from components.spec import MAX_NODES
 from tools.advisor import perf as perfmod
 
@@ -51,18 +51,10 @@ class Request:
         return ("on-demand", "spot") if self.spot else ("on-demand",)
 
 
-def catalog_providers() -> list[str]:
-    """Providers with a catalog file, registered or not."""
-    return sorted(p.stem for p in (datafiles.DATA_DIR / "catalog").glob("*.yaml"))
-
-
-def known_providers() -> list[str]:
-    return sorted(set(providers.names()) | set(catalog_providers()))
-
-
 def usable_providers() -> list[str]:
-    """Registered providers that also have a catalog: the only ones a stack can be written for."""
-    return sorted(set(providers.names()) & set(catalog_providers()))
+    """Registered providers with a catalog (catalog.yaml in the package): the only ones a stack can be
+    written for."""
+    return [name for name in providers.names() if providers.catalog_path(name).is_file()]
 
 
 def _suggest(word: str, choices: Iterable[str]) -> str:
@@ -122,7 +114,7 @@ def build_request(*, model: Optional[str], gflops: Optional[float] = None, param
     if max_nodes is not None and max_nodes > MAX_NODES:
         problems.append(("--max-nodes", f"{max_nodes} is out of range; allowed: 1-{MAX_NODES} (the spec's limit)"))
 
-    known = known_providers()
+    known = providers.names()
     usable = usable_providers()
     names = [n.strip() for name in provider_names for n in str(name).split(",") if n.strip()]
     for name in names:
@@ -130,9 +122,8 @@ def build_request(*, model: Optional[str], gflops: Optional[float] = None, param
             problems.append(("--provider", f"{name!r} is not a known provider; allowed: {', '.join(usable)}"
                              + _suggest(name, known)))
         elif name not in usable:
-            why = "is not registered in components/providers" if name not in providers.names() else \
-                f"has no catalog (components/data/catalog/{name}.yaml)"
-            problems.append(("--provider", f"{name!r} {why}, so nothing can be priced or written for it;"
+            problems.append(("--provider", f"{name!r} has no catalog ({providers.catalog_path(name)}),"
+                             " so nothing can be priced or written for it;"
                              f" allowed: {', '.join(usable)}"))
     chosen_providers = tuple(dict.fromkeys(names)) if names else tuple(usable)
 

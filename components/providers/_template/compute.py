@@ -1,0 +1,14 @@
+"""__Cloud__ nodes: encrypted disks, required metadata tokens, the node role, a cloud-side TTL.
+
+Contract: components/providers/contract.py ComputePart; docs/providers.md.
+"""
+from __future__ import annotations
+
+import pulumi
+
+from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
+
+
+def create(spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
+           user_data: pulumi.Output, expires_at: pulumi.Output) -> ComputeParts:
+    raise NotImplementedError("__cloud__: compute.create is not written yet (docs/providers.md)")

@@ -1,0 +1,11 @@
+"""__Cloud__ network: VPC, subnets, a security group without world-open ingress, the nodes' egress.
+
+Contract: components/providers/contract.py NetworkPart; docs/providers.md and docs/egress.md.
+"""
+from __future__ import annotations
+
+from components.providers.base import NetworkParts, PartContext
+
+
+def create(spec, ctx: PartContext) -> NetworkParts:
+    raise NotImplementedError("__cloud__: network.create is not written yet (docs/providers.md)")
