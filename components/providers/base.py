@@ -239,3 +239,45 @@ class ComputeParts:
     private_ips: list[pulumi.Output]
     public_ips: list[pulumi.Output]
     pool_id: Optional[pulumi.Output]  # spot pool (auto provisioning / scaling group) id
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """What both ways a compute part launches nodes (instances on demand, a spot pool) share."""
+    spec: Any
+    ctx: PartContext
+    network: NetworkParts
+    identity: IdentityParts
+    user_data: pulumi.Output
+    expires_at: pulumi.Output
+    tags: Mapping[str, Any]
+    image: pulumi.Output
+    key: Any  # the cloud's reference to the SSH key pair, or None
+    placement: Any  # the placement (deployment set / placement group) id for multi-node stacks, or None
+    public_bandwidth: Optional[int]  # outbound-only public bandwidth (Mbit/s), or None
+    internet_charge: Optional[str]
+
+
+class NodesComponent(pulumi.ComponentResource):
+    """A compute part's component: its subclass fills the four outputs from on_demand() or spot_pool()."""
+
+    def __init__(self, type_name: str, name: str, opts: pulumi.ResourceOptions):
+        super().__init__(type_name, name, None, opts)
+        self.instance_ids: list[pulumi.Output] = []
+        self.private_ips: list[pulumi.Output] = []
+        self.public_ips: list[pulumi.Output] = []
+        self.pool_id: Optional[pulumi.Output] = None
+
+    def launch(self, launch: NodeLaunch) -> None:
+        self.spot_pool(launch) if launch.spec.spot else self.on_demand(launch)
+        self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
+
+    def on_demand(self, launch: NodeLaunch) -> None:
+        raise NotImplementedError
+
+    def spot_pool(self, launch: NodeLaunch) -> None:
+        raise NotImplementedError
+
+    def parts(self) -> ComputeParts:
+        return ComputeParts(instance_ids=self.instance_ids, private_ips=self.private_ips,
+                            public_ips=self.public_ips, pool_id=self.pool_id)

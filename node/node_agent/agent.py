@@ -261,6 +261,11 @@ class Agent:
         while tail.pump(trainer_log.info):
             pass
         halt.set()
+        return self.conclude(pid)
+
+    def conclude(self, pid):
+        """The trainer's group is gone: relaunch it, wait for the cluster, or record how it ended."""
+        state = self.state
         (code, unknown), stop = proc.exit_code(self.exit_file), state.get('stop') or {}
         relaunched = state.get('relaunched') or []
         if code is None and not stop.get('state'):

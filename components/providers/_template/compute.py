@@ -1,6 +1,7 @@
 """__Cloud__ nodes: encrypted disks, required metadata tokens, the node role, a cloud-side TTL.
 
-Contract: components/providers/contract.py ComputePart; docs/providers.md.
+Contract: components/providers/contract.py ComputePart; docs/providers.md. The two clouds build it as a
+components.providers.base.NodesComponent whose on_demand() and spot_pool() share one NodeLaunch.
 """
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Optional
 
 import pulumi
 import pulumi_alicloud as alicloud
@@ -13,7 +12,8 @@ import pulumi_alicloud as alicloud
 from components.nodeconfig import pool_name
 from components.providers.alicloud.identity import grant_pool_retire
 from components.providers.alicloud.profile import INTERNET_CHARGE_TYPE, public_bandwidth_mbps
-from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
+from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
+                                       PartContext, StorageParts)
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100
@@ -87,10 +87,10 @@ def _data_disk(spec: Spec):
                 description="gpu-training data disk (/data); checkpoints are synced to object storage")
 
 
-class Nodes(pulumi.ComponentResource):
+class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
-        super().__init__("gpu-training:alicloud:Nodes", f"{ctx.name}-nodes", None, ctx.opts())
+        super().__init__("gpu-training:alicloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(ctx.tags)
         key_name = None
@@ -105,68 +105,69 @@ class Nodes(pulumi.ComponentResource):
         # Outbound-only public address (profile.py, "egress"): the CUDA repository and other downloads.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
-        self.instance_ids: list[pulumi.Output] = []
-        self.private_ips: list[pulumi.Output] = []
-        self.public_ips: list[pulumi.Output] = []
-        self.pool_id: Optional[pulumi.Output] = None
-        image = image_id(spec)
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
+                               deployment_set_id, public_bandwidth, internet_charge))
 
-        if not spec.spot:
-            for index in range(spec.nodes):
-                instance = alicloud.ecs.Instance(
-                    f"{ctx.name}-node-{index}", instance_name=f"gpu-training-{spec.stack}-{index}",
-                    host_name=f"gpu-{spec.stack}-{index}"[:60], instance_type=spec.instance.name, image_id=image,
-                    instance_charge_type="PostPaid", spot_strategy="NoSpot", availability_zone=network.zone,
-                    vswitch_id=network.subnet_ids[0], security_groups=[network.security_group_id],
-                    system_disk_category="cloud_essd", system_disk_size=SYSTEM_DISK_GB, system_disk_encrypted=True,
-                    data_disks=[alicloud.ecs.InstanceDataDiskArgs(**_data_disk(spec))],
-                    user_data=user_data, http_tokens="required", http_endpoint="enabled",
-                    auto_release_time=expires_at, deployment_set_id=deployment_set_id, key_name=key_name,
-                    internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, volume_tags=tags,
-                    role_name=identity.role_name, opts=node_options(self))
-                self.instance_ids.append(instance.id)
-                self.private_ips.append(instance.private_ip)
-                self.public_ips.append(instance.public_ip)
-        else:
-            template = alicloud.ecs.EcsLaunchTemplate(
-                f"{ctx.name}-template", launch_template_name=f"gpu-training-{spec.stack}",
-                instance_name=f"gpu-training-{spec.stack}", host_name=f"gpu-{spec.stack}"[:60],
-                instance_type=spec.instance.name, image_id=image, instance_charge_type="PostPaid",
-                spot_strategy="SpotWithPriceLimit" if spec.spot_max_price is not None else "SpotAsPriceGo",
-                spot_price_limit=spec.spot_max_price, spot_duration="1", zone_id=network.zone,
-                vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0],
-                security_group_ids=[network.security_group_id], ram_role_name=identity.role_name,
-                key_pair_name=key_name, deployment_set_id=deployment_set_id,
-                system_disk=alicloud.ecs.EcsLaunchTemplateSystemDiskArgs(
-                    category="cloud_essd", size=SYSTEM_DISK_GB, encrypted=True, delete_with_instance=True),
-                data_disks=[alicloud.ecs.EcsLaunchTemplateDataDiskArgs(**_data_disk(spec))],
-                user_data=user_data, http_tokens="required", http_endpoint="enabled", auto_release_time=expires_at,
-                internet_max_bandwidth_out=public_bandwidth, internet_charge_type=internet_charge, tags=tags, template_tags=tags,
-                update_default_version_number=True, opts=child)
-            configs = []
-            for subnet in network.subnet_ids.values():
-                for type_index, row in enumerate(spec.pool_types):
-                    configs.append(alicloud.ecs.AutoProvisioningGroupLaunchTemplateConfigArgs(
-                        instance_type=row.name, vswitch_id=subnet, max_price=on_demand_price(spec, row.name),
-                        weighted_capacity="1", priority=str(type_index)))
-            pool = alicloud.ecs.AutoProvisioningGroup(
-                f"{ctx.name}-spot-pool", auto_provisioning_group_name=pool_name(spec),
-                auto_provisioning_group_type="maintain", launch_template_id=template.id,
-                launch_template_configs=configs, total_target_capacity=str(spec.nodes),
-                spot_target_capacity=str(spec.nodes), pay_as_you_go_target_capacity="0",
-                default_target_capacity_type="Spot", spot_allocation_strategy="lowest-price",
-                spot_instance_interruption_behavior="terminate", excess_capacity_termination_policy="termination",
-                valid_until=expires_at, terminate_instances_with_expiration=True, terminate_instances=True,
-                description=f"gpu-training {spec.stack}: spot nodes, replaced when reclaimed",
-                opts=pool_options(self, spec))
-            self.pool_id = pool.id
-            # Created after the pool so the role may delete exactly this pool (the agent retires it).
-            grant_pool_retire(spec, ctx, identity.role_name, pool.id)
-        self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
+    def on_demand(self, launch: NodeLaunch) -> None:
+        spec = launch.spec
+        for index in range(spec.nodes):
+            instance = alicloud.ecs.Instance(
+                f"{launch.ctx.name}-node-{index}", instance_name=f"gpu-training-{spec.stack}-{index}",
+                host_name=f"gpu-{spec.stack}-{index}"[:60], instance_type=spec.instance.name, image_id=launch.image,
+                instance_charge_type="PostPaid", spot_strategy="NoSpot", availability_zone=launch.network.zone,
+                vswitch_id=launch.network.subnet_ids[0], security_groups=[launch.network.security_group_id],
+                system_disk_category="cloud_essd", system_disk_size=SYSTEM_DISK_GB, system_disk_encrypted=True,
+                data_disks=[alicloud.ecs.InstanceDataDiskArgs(**_data_disk(spec))],
+                user_data=launch.user_data, http_tokens="required", http_endpoint="enabled",
+                auto_release_time=launch.expires_at, deployment_set_id=launch.placement, key_name=launch.key,
+                internet_max_bandwidth_out=launch.public_bandwidth, internet_charge_type=launch.internet_charge,
+                tags=launch.tags, volume_tags=launch.tags,
+                role_name=launch.identity.role_name, opts=node_options(self))
+            self.instance_ids.append(instance.id)
+            self.private_ips.append(instance.private_ip)
+            self.public_ips.append(instance.public_ip)
+
+    def spot_pool(self, launch: NodeLaunch) -> None:
+        spec = launch.spec
+        child = pulumi.ResourceOptions(parent=self)
+        template = alicloud.ecs.EcsLaunchTemplate(
+            f"{launch.ctx.name}-template", launch_template_name=f"gpu-training-{spec.stack}",
+            instance_name=f"gpu-training-{spec.stack}", host_name=f"gpu-{spec.stack}"[:60],
+            instance_type=spec.instance.name, image_id=launch.image, instance_charge_type="PostPaid",
+            spot_strategy="SpotWithPriceLimit" if spec.spot_max_price is not None else "SpotAsPriceGo",
+            spot_price_limit=spec.spot_max_price, spot_duration="1", zone_id=launch.network.zone,
+            vpc_id=launch.network.vpc_id, vswitch_id=launch.network.subnet_ids[0],
+            security_group_ids=[launch.network.security_group_id], ram_role_name=launch.identity.role_name,
+            key_pair_name=launch.key, deployment_set_id=launch.placement,
+            system_disk=alicloud.ecs.EcsLaunchTemplateSystemDiskArgs(
+                category="cloud_essd", size=SYSTEM_DISK_GB, encrypted=True, delete_with_instance=True),
+            data_disks=[alicloud.ecs.EcsLaunchTemplateDataDiskArgs(**_data_disk(spec))],
+            user_data=launch.user_data, http_tokens="required", http_endpoint="enabled",
+            auto_release_time=launch.expires_at,
+            internet_max_bandwidth_out=launch.public_bandwidth, internet_charge_type=launch.internet_charge,
+            tags=launch.tags, template_tags=launch.tags,
+            update_default_version_number=True, opts=child)
+        configs = []
+        for subnet in launch.network.subnet_ids.values():
+            for type_index, row in enumerate(spec.pool_types):
+                configs.append(alicloud.ecs.AutoProvisioningGroupLaunchTemplateConfigArgs(
+                    instance_type=row.name, vswitch_id=subnet, max_price=on_demand_price(spec, row.name),
+                    weighted_capacity="1", priority=str(type_index)))
+        pool = alicloud.ecs.AutoProvisioningGroup(
+            f"{launch.ctx.name}-spot-pool", auto_provisioning_group_name=pool_name(spec),
+            auto_provisioning_group_type="maintain", launch_template_id=template.id,
+            launch_template_configs=configs, total_target_capacity=str(spec.nodes),
+            spot_target_capacity=str(spec.nodes), pay_as_you_go_target_capacity="0",
+            default_target_capacity_type="Spot", spot_allocation_strategy="lowest-price",
+            spot_instance_interruption_behavior="terminate", excess_capacity_termination_policy="termination",
+            valid_until=launch.expires_at, terminate_instances_with_expiration=True, terminate_instances=True,
+            description=f"gpu-training {spec.stack}: spot nodes, replaced when reclaimed",
+            opts=pool_options(self, spec))
+        self.pool_id = pool.id
+        # Created after the pool so the role may delete exactly this pool (the agent retires it).
+        grant_pool_retire(spec, launch.ctx, launch.identity.role_name, pool.id)
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
            user_data: pulumi.Output, expires_at: pulumi.Output[str]) -> ComputeParts:
-    nodes = Nodes(spec, ctx, network, identity, user_data, expires_at)
-    return ComputeParts(instance_ids=nodes.instance_ids, private_ips=nodes.private_ips,
-                        public_ips=nodes.public_ips, pool_id=nodes.pool_id)
+    return Nodes(spec, ctx, network, identity, user_data, expires_at).parts()

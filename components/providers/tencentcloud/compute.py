@@ -22,14 +22,14 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Optional
 
 import pulumi
 from tencentcloud_iac_pulumi import as_, cbs, cvm, images, key, placement
 from tencentcloud_iac_pulumi import instance as cvm_instance
 
 from components.nodeconfig import pool_name
-from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
+from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
+                                       PartContext, StorageParts)
 from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, SEED_DISK_GB, extra_throughput,
                                                          public_bandwidth_mbps, spot_cap)
 from components.spec import Spec
@@ -83,10 +83,10 @@ def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
     return pulumi.ResourceOptions(parent=parent, ignore_changes=["userData", "imageId"])
 
 
-class Nodes(pulumi.ComponentResource):
+class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
-        super().__init__("gpu-training:tencentcloud:Nodes", f"{ctx.name}-nodes", None, ctx.opts())
+        super().__init__("gpu-training:tencentcloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(ctx.tags)
         key_ids = None
@@ -98,81 +98,82 @@ class Nodes(pulumi.ComponentResource):
         if spec.nodes > 1:
             group_id = placement.Group(f"{ctx.name}-placement", name=f"gpu-training-{spec.stack}", type="HOST",
                                        tags=tags, opts=child).id
-        self.instance_ids: list[pulumi.Output] = []
-        self.private_ips: list[pulumi.Output] = []
-        self.public_ips: list[pulumi.Output] = []
-        self.pool_id: Optional[pulumi.Output] = None
-        image = image_id(spec)
-        disk = spec.data_disk
         # Outbound-only public address (profile.py, "egress"): the CVM/AS APIs and the CUDA repository.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_ids,
+                               group_id, public_bandwidth, internet_charge))
 
-        if not spec.spot:
-            for index in range(spec.nodes):
-                node = cvm_instance.Instance(
-                    f"{ctx.name}-node-{index}", instance_name=f"gpu-training-{spec.stack}-{index}",
-                    hostname=host_name(spec, 60, f"-{index}"), instance_type=spec.instance.name, image_id=image,
-                    instance_charge_type="POSTPAID_BY_HOUR", availability_zone=network.zone,
-                    vpc_id=network.vpc_id, subnet_id=network.subnet_ids[0],
-                    orderly_security_groups=[network.security_group_id],
-                    system_disk_type=SYSTEM_DISK_TYPE, system_disk_size=SYSTEM_DISK_GB,
-                    data_disks=[cvm_instance.InstanceDataDiskArgs(
-                        data_disk_type=disk.category, data_disk_size=disk.size_gb, encrypt=True,
-                        delete_with_instance=True, throughput_performance=extra_throughput(disk),
-                        data_disk_name=f"gpu-training-{spec.stack}-data-{index}")],
-                    user_data=user_data, cam_role_name=identity.role_name, placement_group_id=group_id,
-                    key_ids=key_ids, allocate_public_ip=bool(public_bandwidth), internet_charge_type=internet_charge,
-                    internet_max_bandwidth_out=public_bandwidth, disable_api_termination=False,
-                    tags=tags, opts=node_options(self))
-                # The last resort if the agent never releases the node: the cloud terminates it.
-                cvm.ActionTimer(f"{ctx.name}-node-{index}-ttl", instance_id=node.id,
-                                action_timer=cvm.ActionTimerActionTimerArgs(timer_action="TerminateInstances",
-                                                                            action_time=expires_at),
-                                opts=child)
-                self.instance_ids.append(node.id)
-                self.private_ips.append(node.private_ip)
-                self.public_ips.append(node.public_ip)
-        else:
-            seed = cbs.Storage(f"{ctx.name}-seed-disk", storage_name=f"gpu-training-{spec.stack}-seed",
-                               storage_type=disk.category, storage_size=SEED_DISK_GB, availability_zone=network.zone,
-                               charge_type="POSTPAID_BY_HOUR", encrypt=True, tags=tags, opts=child)
-            snapshot = cbs.Snapshot(f"{ctx.name}-seed-snapshot", storage_id=seed.id,
-                                    snapshot_name=f"gpu-training-{spec.stack}-encrypted-seed", tags=tags, opts=child)
-            config = as_.ScalingConfig(
-                f"{ctx.name}-spot-config", configuration_name=f"gpu-training-{spec.stack}"[:60],
-                instance_types=[row.name for row in spec.pool_types], image_id=image,
-                instance_charge_type="SPOTPAID", spot_instance_type="one-time",
-                spot_max_price=price_string(spot_cap(spec)),
+    def on_demand(self, launch: NodeLaunch) -> None:
+        spec, disk = launch.spec, launch.spec.data_disk
+        child = pulumi.ResourceOptions(parent=self)
+        for index in range(spec.nodes):
+            node = cvm_instance.Instance(
+                f"{launch.ctx.name}-node-{index}", instance_name=f"gpu-training-{spec.stack}-{index}",
+                hostname=host_name(spec, 60, f"-{index}"), instance_type=spec.instance.name, image_id=launch.image,
+                instance_charge_type="POSTPAID_BY_HOUR", availability_zone=launch.network.zone,
+                vpc_id=launch.network.vpc_id, subnet_id=launch.network.subnet_ids[0],
+                orderly_security_groups=[launch.network.security_group_id],
                 system_disk_type=SYSTEM_DISK_TYPE, system_disk_size=SYSTEM_DISK_GB,
-                data_disks=[as_.ScalingConfigDataDiskArgs(disk_type=disk.category, disk_size=disk.size_gb,
-                                                          snapshot_id=snapshot.id, delete_with_instance=True)],
-                security_group_ids=[network.security_group_id], cam_role_name=identity.role_name,
-                user_data=user_data, key_ids=key_ids, public_ip_assigned=bool(public_bandwidth),
-                internet_charge_type=internet_charge, internet_max_bandwidth_out=public_bandwidth,
-                disaster_recover_group_ids=[group_id] if group_id else None,
-                instance_name_settings=as_.ScalingConfigInstanceNameSettingsArgs(
-                    instance_name=f"gpu-training-{spec.stack}", instance_name_style="UNIQUE"),
-                host_name_settings=as_.ScalingConfigHostNameSettingsArgs(
-                    host_name=host_name(spec, 40), host_name_style="UNIQUE"),
-                instance_tags=tags, tags=tags, opts=child)
-            group = as_.ScalingGroup(
-                f"{ctx.name}-spot-pool", scaling_group_name=pool_name(spec),
-                configuration_id=config.id, vpc_id=network.vpc_id, subnet_ids=list(network.subnet_ids.values()),
-                max_size=spec.nodes, min_size=0, desired_capacity=spec.nodes,
-                multi_zone_subnet_policy="PRIORITY", retry_policy="INCREMENTAL_INTERVALS",
-                termination_policies="NEWEST_INSTANCE", health_check_type="CVM", tags=tags, opts=child)
-            # The pool's TTL: at expires_at auto scaling brings the group to zero nodes.
-            as_.Schedule(f"{ctx.name}-spot-pool-ttl", scaling_group_id=group.id,
-                         schedule_action_name=f"gpu-training-{spec.stack}-ttl"[:60],
-                         start_time=pulumi.Output.from_input(expires_at).apply(beijing_time), min_size=0, max_size=0, desired_capacity=0,
-                         opts=child)
-            self.pool_id = group.id
-        self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
+                data_disks=[cvm_instance.InstanceDataDiskArgs(
+                    data_disk_type=disk.category, data_disk_size=disk.size_gb, encrypt=True,
+                    delete_with_instance=True, throughput_performance=extra_throughput(disk),
+                    data_disk_name=f"gpu-training-{spec.stack}-data-{index}")],
+                user_data=launch.user_data, cam_role_name=launch.identity.role_name,
+                placement_group_id=launch.placement, key_ids=launch.key,
+                allocate_public_ip=bool(launch.public_bandwidth), internet_charge_type=launch.internet_charge,
+                internet_max_bandwidth_out=launch.public_bandwidth, disable_api_termination=False,
+                tags=launch.tags, opts=node_options(self))
+            # The last resort if the agent never releases the node: the cloud terminates it.
+            cvm.ActionTimer(f"{launch.ctx.name}-node-{index}-ttl", instance_id=node.id,
+                            action_timer=cvm.ActionTimerActionTimerArgs(timer_action="TerminateInstances",
+                                                                        action_time=launch.expires_at),
+                            opts=child)
+            self.instance_ids.append(node.id)
+            self.private_ips.append(node.private_ip)
+            self.public_ips.append(node.public_ip)
+
+    def spot_pool(self, launch: NodeLaunch) -> None:
+        spec, disk = launch.spec, launch.spec.data_disk
+        child = pulumi.ResourceOptions(parent=self)
+        seed = cbs.Storage(f"{launch.ctx.name}-seed-disk", storage_name=f"gpu-training-{spec.stack}-seed",
+                           storage_type=disk.category, storage_size=SEED_DISK_GB, availability_zone=launch.network.zone,
+                           charge_type="POSTPAID_BY_HOUR", encrypt=True, tags=launch.tags, opts=child)
+        snapshot = cbs.Snapshot(f"{launch.ctx.name}-seed-snapshot", storage_id=seed.id,
+                                snapshot_name=f"gpu-training-{spec.stack}-encrypted-seed", tags=launch.tags, opts=child)
+        config = as_.ScalingConfig(
+            f"{launch.ctx.name}-spot-config", configuration_name=f"gpu-training-{spec.stack}"[:60],
+            instance_types=[row.name for row in spec.pool_types], image_id=launch.image,
+            instance_charge_type="SPOTPAID", spot_instance_type="one-time",
+            spot_max_price=price_string(spot_cap(spec)),
+            system_disk_type=SYSTEM_DISK_TYPE, system_disk_size=SYSTEM_DISK_GB,
+            data_disks=[as_.ScalingConfigDataDiskArgs(disk_type=disk.category, disk_size=disk.size_gb,
+                                                      snapshot_id=snapshot.id, delete_with_instance=True)],
+            security_group_ids=[launch.network.security_group_id], cam_role_name=launch.identity.role_name,
+            user_data=launch.user_data, key_ids=launch.key, public_ip_assigned=bool(launch.public_bandwidth),
+            internet_charge_type=launch.internet_charge, internet_max_bandwidth_out=launch.public_bandwidth,
+            disaster_recover_group_ids=[launch.placement] if launch.placement else None,
+            instance_name_settings=as_.ScalingConfigInstanceNameSettingsArgs(
+                instance_name=f"gpu-training-{spec.stack}", instance_name_style="UNIQUE"),
+            host_name_settings=as_.ScalingConfigHostNameSettingsArgs(
+                host_name=host_name(spec, 40), host_name_style="UNIQUE"),
+            instance_tags=launch.tags, tags=launch.tags, opts=child)
+        group = as_.ScalingGroup(
+            f"{launch.ctx.name}-spot-pool", scaling_group_name=pool_name(spec),
+            configuration_id=config.id, vpc_id=launch.network.vpc_id,
+            subnet_ids=list(launch.network.subnet_ids.values()),
+            max_size=spec.nodes, min_size=0, desired_capacity=spec.nodes,
+            multi_zone_subnet_policy="PRIORITY", retry_policy="INCREMENTAL_INTERVALS",
+            termination_policies="NEWEST_INSTANCE", health_check_type="CVM", tags=launch.tags, opts=child)
+        # The pool's TTL: at expires_at auto scaling brings the group to zero nodes.
+        as_.Schedule(f"{launch.ctx.name}-spot-pool-ttl", scaling_group_id=group.id,
+                     schedule_action_name=f"gpu-training-{spec.stack}-ttl"[:60],
+                     start_time=pulumi.Output.from_input(launch.expires_at).apply(beijing_time),
+                     min_size=0, max_size=0, desired_capacity=0,
+                     opts=child)
+        self.pool_id = group.id
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
            user_data: pulumi.Output, expires_at: pulumi.Output[str]) -> ComputeParts:
-    nodes = Nodes(spec, ctx, network, identity, user_data, expires_at)
-    return ComputeParts(instance_ids=nodes.instance_ids, private_ips=nodes.private_ips,
-                        public_ips=nodes.public_ips, pool_id=nodes.pool_id)
+    return Nodes(spec, ctx, network, identity, user_data, expires_at).parts()
