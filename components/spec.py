@@ -535,6 +535,11 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
         problems.error("checkpoint.bucket", "not set: the node agent, the training code, checkpoints, markers"
                        " and reports travel through this bucket; give a bucket you own in the stack's region"
                        " (or set checkpoint.create: true to create one that outlives the stack)")
+    if bucket and bucket == profile.example_bucket and not raw.get("create"):
+        # A warning, not an error: the shipped stacks must preview offline as they are.
+        problems.warning("checkpoint.bucket", f"{bucket!r} is the example name the stack files ship with;"
+                         " `pulumi up` fails (NoSuchBucket or AccessDenied) at the first upload until it names a"
+                         " bucket you own in the stack's region (or set checkpoint.create: true)")
     prefix = str(raw.get("prefix", "")).strip("/")
     if prefix and not _PREFIX_RE.fullmatch(prefix):
         problems.error("checkpoint.prefix", f"{_show(prefix)} is not allowed; allowed: path segments of letters,"

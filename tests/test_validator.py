@@ -299,3 +299,14 @@ def test_rehearse_exits_2_on_a_broken_stack_file(stacks_dir, capsys):
     (stacks_dir / "Pulumi.dup.yaml").write_bytes((GOOD + "  gpu-training:tier: large\n").encode())
     assert rehearse.main(["dup"]) == 2
     assert "given twice" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the shipped example bucket (audit A4)
+
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])
+def test_the_shipped_example_bucket_is_warned_about_until_it_is_changed(stack):
+    _, spec = stack_spec(stack)
+    (warning,) = [f for f in spec.findings if f.key == "checkpoint.bucket"]
+    assert warning.level == "warning" and "example name" in warning.message and spec.checkpoint.bucket in warning.message
+    _, own = stack_spec(stack, ('checkpoint={"bucket": "team-ckpt-1250001234"}',))
+    assert not [f for f in own.findings if f.key == "checkpoint.bucket"]

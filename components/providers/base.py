@@ -201,6 +201,8 @@ class ProviderProfile:
     # Prefixes of the environment variables that carry this cloud's credentials (its Pulumi provider
     # and SDKs read them): the preview hides them from the program, the rehearsal from its agents.
     credential_env: tuple[str, ...] = ()
+    # The checkpoint bucket the shipped stack files name: validation warns while a stack still uses it.
+    example_bucket: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -213,6 +213,7 @@ PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
     name_limits=NAME_LIMITS,
+    example_bucket="my-gpu-training-checkpoints",
     credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
     region_key="alicloud:region",
     currency="CNY",

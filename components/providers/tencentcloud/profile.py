@@ -262,6 +262,7 @@ PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
     name_limits=NAME_LIMITS,
+    example_bucket="my-gpu-training-1250000000",  # <name>-<APPID>, with the APPID of COS's docs
     credential_env=("TENCENTCLOUD_",),  # the Pulumi provider's and the SDKs' variables
     region_key="tencentcloud:region",
     currency="CNY",
