@@ -208,11 +208,13 @@ def cases() -> list[Case]:
         f("null value", GOOD_FILE + "  gpu-training:nodes: null\n", key="nodes"),
         f("duplicate keys", GOOD_FILE + "  gpu-training:tier: large\n", key="gpu-training:tier"),
         f("secure value on a number", GOOD_FILE + "  gpu-training:nodes:\n    secure: AAAA\n", key="nodes"),
-        f("huge file", GOOD_FILE + "# " + "x" * 5_000_000 + "\n", key="Pulumi.zz-bad-"),
+        # 5 MB in one value (a comment that long is a valid file: Pulumi reads it, and so do we).
+        f("huge value", GOOD_FILE + "  gpu-training:train:\n    command: " + "x" * 5_000_000 + "\n",
+          key="train.command"),
         f("alias bomb", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
           "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
           "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
-          "config:\n  alicloud:region: cn-hangzhou\n  gpu-training:tags: {x: *f}\n", key="tags"),
+          "config:\n  alicloud:region: cn-hangzhou\n  gpu-training:tags: {x: *f}\n", key="Pulumi.zz-bad-"),
     ]
     return out
 

@@ -31,6 +31,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_NODES = 512
 MAX_HOURS = 24 * 30
 TAG_PREFIX = "gpu-training:"
+# One argv string of execve is at most MAX_ARG_STRLEN (32 pages: 131,072 bytes with 4 KiB pages; execve(2),
+# Linux include/uapi/linux/binfmts.h); the agent passes train.command as one, plus up to 1 KiB of torchrun words.
+MAX_COMMAND_BYTES = 131072 - 1024
 _REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,49}")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _SEGMENT = r"(?!\.\.?(?:/|$))[A-Za-z0-9._-]+"
@@ -565,6 +568,11 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
     elif _CONTROL_RE.search(command):
         problems.error("train.command", f"{_show(command)} holds a control character; allowed: printable text,"
                        " tabs and newlines")
+    elif len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
+        problems.error("train.command", f"{len(command.encode('utf-8')):,} bytes; the node starts it as one argument"
+                       f" of sh -c, and Linux takes at most {MAX_COMMAND_BYTES:,} here (execve(2): a single"
+                       " argument may not exceed MAX_ARG_STRLEN, 32 pages = 131,072 bytes; 1 KiB is kept for the"
+                       " torchrun words the agent adds); put a long command in a script in train.codeDir")
     code_dir = _code_dir(raw.get("codeDir"), problems)
     launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
     if launcher not in ("direct", "torchrun"):
@@ -619,13 +627,16 @@ def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> d
     return merged
 
 
-def _check_tags(values: dict, problems: _Problems) -> dict:
+def _check_tags(values: dict, profile: ProviderProfile, problems: _Problems) -> dict:
     tags = values.get("tags", {})
-    for name in tags:
+    for name, value in tags.items():
         if name.startswith(TAG_PREFIX):
             problems.error(f"tags.{name}", f"keys starting with {TAG_PREFIX!r} are set by gpu-training itself")
         if not 1 <= len(name) <= 64:
             problems.error(f"tags.{name}", "tag keys must be 1-64 characters")
+        if len(str(value)) > profile.tag_value_max:
+            problems.error(f"tags.{name}", f"a value of {len(str(value))} characters; {profile.display_name} takes"
+                           f" tag values of at most {profile.tag_value_max} ({profile.tag_value_source})")
     return dict(tags)
 
 
@@ -919,7 +930,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
     bootstrap = _check_bootstrap(values, gpu, problems)
-    tags = _check_tags(values, problems)
+    tags = _check_tags(values, profile, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
 

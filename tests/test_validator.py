@@ -310,3 +310,24 @@ def test_the_shipped_example_bucket_is_warned_about_until_it_is_changed(stack):
     assert warning.level == "warning" and "example name" in warning.message and spec.checkpoint.bucket in warning.message
     _, own = stack_spec(stack, ('checkpoint={"bucket": "team-ckpt-1250001234"}',))
     assert not [f for f in own.findings if f.key == "checkpoint.bucket"]
+
+
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])
+def test_a_tag_value_longer_than_the_cloud_takes_is_refused_naming_the_tag(stack):
+    from components import providers
+
+    limit = providers.profile(stack_spec(stack)[1].provider).tag_value_max
+    assert_refused(stack, (json.dumps({"team": "v" * (limit + 1)}).join(["tags=", ""]),), "tags.team",
+                   f"at most {limit}")
+    _, spec = stack_spec(stack, (json.dumps({"team": "v" * limit}).join(["tags=", ""]),))
+    assert spec.tags["team"] == "v" * limit
+
+
+def test_a_command_longer_than_one_exec_argument_is_refused():
+    """It compresses into any user-data, but sh -c could not be started with it (E2BIG)."""
+    from components.spec import MAX_COMMAND_BYTES
+
+    assert_refused("entry-t4", ("train.command=python t.py " + "x" * MAX_COMMAND_BYTES,), "train.command",
+                   "MAX_ARG_STRLEN")
+    _, spec = stack_spec("entry-t4", ("train.command=python t.py " + "x" * 1000,))
+    assert spec.train.command.endswith("x" * 1000)
