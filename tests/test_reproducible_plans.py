@@ -7,13 +7,14 @@ every uploaded object as changed; a varying order makes `preview --json` useless
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
 from tools.mockrun import run_program
 from tools.stackfiles import load_stack_config, stack_names
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
 STACKS = stack_names()
 
 
