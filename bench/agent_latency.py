@@ -32,6 +32,7 @@ os.environ.update(AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench', AWS_
 import boto3
 from moto.server import ThreadedMotoServer
 
+from components import providers
 from localcloud import CloudApi, Metadata
 
 
@@ -57,7 +58,9 @@ def run_agent(cfg, tmp, until=None):
     path = pathlib.Path(tmp) / 'node.json'
     path.write_text(json.dumps(cfg))
     env = {**os.environ, 'PYTHONPATH': str(ROOT / 'node'), 'FAKE_GPU_FILE': f'{tmp}/gpu',
-           'PATH': f"{ROOT / 'components' / 'localcloud' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+           # On a node the runtime sits next to the agent; here it is the repository's.
+           'GPU_TRAINING_RUNTIME_FILE': str(providers.node_runtime_path(cfg['provider'])),
+           'PATH': f"{ROOT / 'localcloud' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     p = subprocess.Popen([sys.executable, '-m', 'node_agent', '--config', str(path)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if until:

@@ -1,7 +1,7 @@
 """Measure what the node agent costs in cloud-init user-data.
 
 Since the agent is delivered through object storage (docs/node-config.md, "Agent delivery"), only
-the boot set rides in user-data: node_agent/__init__.py, s3.py, fetch.py and ONE provider's
+the boot set rides in user-data: node_agent/__init__.py, s3.py, fetch.py, layout.py and ONE provider's
 node_runtime.py (as cloud_runtime.py). Its budget is 7 KB after the renderer's treatment. The
 figures come from the renderer itself (components.bootstrap.agentfiles.boot_files: docstrings
 stripped by ast, comments lost in the round trip) and gzip -9; printed per registered provider, one

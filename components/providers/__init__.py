@@ -1,8 +1,9 @@
 """The provider registry: a cloud's name -> its package. Adding a cloud adds one line here.
 
 Every per-cloud lookup goes through this module (one routing point, as SkyPilot's provision layer
-routes by cloud name): the profile, the preview's answers, the Pulumi parts, and the optional
-modules the tools use (`pricing`, `regions_api`, `localcloud`), the catalog and the node runtime.
+routes by cloud name): the profile, the preview's answers, the Pulumi parts, the test stand-ins
+(`localcloud`), the optional modules of the tools (`pricing`, `regions_api`), the catalog and the
+node runtime.
 Nothing else finds clouds by globbing folders or by building paths from a name.
 
 A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK),
@@ -28,7 +29,7 @@ REGISTRY: dict[str, str] = {
 
 PARTS = ("network", "identity", "storage", "compute")
 # Modules a package may lack; the tool that needs one says so (prices.py: no price API).
-OPTIONAL_MODULES = ("pricing", "regions_api", "localcloud")
+OPTIONAL_MODULES = ("pricing", "regions_api")
 # Environment variables boto3 reads: the S3 protocol every store speaks, not one cloud's.
 S3_CREDENTIAL_PREFIXES = ("AWS_",)
 

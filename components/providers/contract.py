@@ -3,8 +3,8 @@
 components/cluster.py calls them in this order, each given what the earlier ones made:
 network -> identity -> storage -> (user-data rendered) -> compute. A provider package has the four
 modules `network.py`, `identity.py`, `storage.py`, `compute.py`, each with a module-level `create`
-of the signature below (parameter names and order count: the cluster passes them by position and
-the conformance test compares signatures). What each returns is the dataclass of
+of the signature below (parameter names and order count: the cluster passes them by position;
+providers.parts() and tests/providers/test_contract.py compare the signatures). What each returns is the dataclass of
 components/providers/base.py; the cluster reads nothing else from a part.
 """
 from __future__ import annotations
@@ -29,15 +29,15 @@ class NetworkPart(Protocol):
 @runtime_checkable
 class IdentityPart(Protocol):
     """The node role: assumable by the cloud's compute service only, limited to the stack's
-    instances and its object prefix (docs/providers.md, "Least privilege")."""
+    instances and its object prefix (docs/providers.md, the identity.py row)."""
 
     def create(self, spec, ctx: PartContext) -> IdentityParts: ...
 
 
 @runtime_checkable
 class StoragePart(Protocol):
-    """The shared file system (large tier) and its mount path, or none; the checkpoint bucket is
-    the user's (checkpoint.bucket), never created or destroyed by the stack."""
+    """The training code upload (train.codeDir), the checkpoint bucket only when checkpoint.create
+    (retained on delete), and the shared file system (large tier) with its mount address, or none."""
 
     def create(self, spec, ctx: PartContext, network: NetworkParts) -> StorageParts: ...
 

@@ -1,7 +1,7 @@
 """Connections of a node: the metadata reader, the cloud runtime, the S3 client, the retry policy.
 
 Part of the boot set (docs/node-config.md, "Agent delivery"): this file rides in user-data with
-__init__.py, fetch.py and cloud_runtime.py, so at import time it needs only the standard library;
+__init__.py, fetch.py, layout.py and cloud_runtime.py, so at import time it needs only the standard library;
 boto3 and tenacity are imported where they are used. The cloud runtime is the provider's
 `components/providers/<provider>/node_runtime.py`, copied next to this package as
 `cloud_runtime.py` on a node (the bootstrap writes it there); the environment variable
@@ -112,7 +112,7 @@ def client(cfg, credentials=None):
 
 def root(cfg):
     """<prefix>/<stack>/: where this stack's objects live."""
-    from . import layout  # the boot set's own module: fetch.py imports s3 before the rest exists
+    from . import layout  # here, not at the top: the runtime loader above must work with s3.py alone
     return layout.stack_root(cfg['checkpoint']['prefix'], cfg['stack'])
 
 

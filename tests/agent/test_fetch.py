@@ -12,9 +12,9 @@ import uuid
 
 from conftest import ROOT
 
+from components import providers
+from components.artifacts import BOOT_SET as BOOT
 from localcloud import Metadata
-
-BOOT = ('__init__.py', 's3.py', 'fetch.py')
 
 
 def setup(tmp_path, s3, bucket, moto_url, tamper=False):
@@ -22,7 +22,7 @@ def setup(tmp_path, s3, bucket, moto_url, tamper=False):
     boot.mkdir(parents=True)
     for n in BOOT:
         shutil.copy(ROOT / 'node' / 'node_agent' / n, boot / n)
-    shutil.copy(ROOT / 'components' / 'providers' / 'alicloud' / 'node_runtime.py', boot / 'cloud_runtime.py')
+    shutil.copy(providers.node_runtime_path('alicloud'), boot / 'cloud_runtime.py')
     prefix, files = f'gpu-training/st-{uuid.uuid4().hex[:6]}/agent/', {}
     for src in sorted((ROOT / 'node' / 'node_agent').glob('*.py')):
         if src.name not in BOOT:

@@ -210,7 +210,8 @@ def evaluate(offer: Offer, fit: Fit, nodes: int, billing: str, request: Request)
     perf = perfmod.load()
     row = offer.instance
     assert offer.gpu is not None
-    scale = perfmod.scaling(perf, request.model, offer.gpu, row, nodes, fit.per_gpu, fit.batch)
+    scale = perfmod.scaling(perf, request.model, offer.gpu, row, nodes, fit.per_gpu, fit.batch,
+                            providers.profile(offer.provider).rdma_enabled)
     if scale is None:
         return None
     gpu_rate = nodes * row.gpu_count * fit.per_gpu * scale.efficiency

@@ -14,9 +14,6 @@ from typing import Mapping, Optional
 from components import datafiles
 from components.catalog import InstanceType
 
-RDMA_KINDS = ("rdma", "erdma")
-
-
 @dataclass(frozen=True)
 class GpuPerf:
     name: str
@@ -217,8 +214,10 @@ def link_gbps(perf: PerfModel, gpu: GpuPerf, instance: InstanceType) -> tuple[fl
     return perf.pcie_gbps[generation], f"PCIe Gen{generation}" + (" (NVLink unconfirmed)" if instance.nvlink is None else "")
 
 
-def network_kind(instance: InstanceType) -> str:
-    return "rdma" if instance.rdma in RDMA_KINDS else "tcp"
+def network_kind(instance: InstanceType, rdma_enabled: tuple[str, ...]) -> str:
+    """RDMA only where the provider sets the fabric up end to end (profile.rdma_enabled); otherwise the
+    nodes get host.rdma none and NCCL runs over TCP, whatever the hardware has."""
+    return "rdma" if instance.rdma in rdma_enabled else "tcp"
 
 
 @dataclass(frozen=True)
@@ -231,7 +230,7 @@ class Scaling:
 
 
 def scaling(perf: PerfModel, model: ModelPerf, gpu: GpuPerf, instance: InstanceType, nodes: int,
-            per_gpu: float, batch: int) -> Optional[Scaling]:
+            per_gpu: float, batch: int, rdma_enabled: tuple[str, ...] = ()) -> Optional[Scaling]:
     """Efficiency of nodes x gpus against one GPU; None when multi-node needs an unknown network rate."""
     gpus = instance.gpu_count
     base = perf.per_doubling ** math.log2(gpus) * perf.per_node_doubling ** math.log2(nodes)
@@ -243,7 +242,7 @@ def scaling(perf: PerfModel, model: ModelPerf, gpu: GpuPerf, instance: InstanceT
     if nodes > 1:
         if not instance.network_gbps:
             return None
-        kind = network_kind(instance)
+        kind = network_kind(instance, rdma_enabled)
         rate = instance.network_gbps / 8 * 1e9 * perf.network_efficiency[kind]
         inter = 2 * (nodes - 1) / nodes * gradient_bytes / rate
         link_name += f", {instance.network_gbps:g} Gbit/s {'RDMA' if kind == 'rdma' else 'TCP'} between nodes"

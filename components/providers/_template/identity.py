@@ -1,6 +1,6 @@
 """__Cloud__ node role: release only this stack's instances, list its peers, its object prefix only.
 
-Contract: components/providers/contract.py IdentityPart; docs/providers.md, "Least privilege".
+Contract: components/providers/contract.py IdentityPart; docs/providers.md, the identity.py row.
 """
 from __future__ import annotations
 
