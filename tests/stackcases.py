@@ -16,6 +16,18 @@ SSH = ('sshAllowCidrs=["203.0.113.7/32"]', "sshPublicKey=ssh-ed25519 AAAAC3NzaC1
 SPOT_CAPPED = ("billing=spot", "spotMaxPricePerHour=50")
 
 
+def strings_in(value):
+    """Every string inside a resource input (nested objects and lists), for tests that search inputs."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_in(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings_in(item)
+
+
 def provider_of(stack: str) -> str:
     return load_stack_config(stack).get("gpu-training:provider", "alicloud")
 

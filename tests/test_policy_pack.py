@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from components import safety
-from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal
+from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, strings_in
 from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,18 +36,8 @@ def urn(stack: str, resource) -> str:
 
 def dependencies(resource, by_id: dict) -> dict[str, list[str]]:
     """The engine's property dependencies, rebuilt from the mock's ids ("<name>-id") inside each input."""
-    def ids(value):
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, dict):
-            for item in value.values():
-                yield from ids(item)
-        elif isinstance(value, list):
-            for item in value:
-                yield from ids(item)
-
-    return {key: sorted({by_id[i] for i in ids(value) if i in by_id}) for key, value in resource.inputs.items()
-            if any(i in by_id for i in ids(value))}
+    return {key: sorted({by_id[i] for i in strings_in(value) if i in by_id}) for key, value in resource.inputs.items()
+            if any(i in by_id for i in strings_in(value))}
 
 
 def run_pack(stack: str, resources) -> list[tuple[str, str, str]]:

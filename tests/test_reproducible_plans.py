@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from stackcases import strings_in
 from tools.mockrun import run_program
 from tools.stackfiles import load_stack_config, stack_names
 
@@ -20,17 +21,6 @@ STACKS = stack_names()
 
 def fresh_plan(stack: str):
     return run_program(load_stack_config(stack), stack)
-
-
-def strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from strings(item)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -46,7 +36,7 @@ def test_two_runs_register_the_same_resources_in_the_same_order(stack, plan_for)
 def test_no_input_names_the_checkout(stack, plan_for):
     plan = plan_for(stack)
     checkout = str(REPO_ROOT)
-    found = [(r.name, s) for r in plan.resources for s in strings(r.inputs) if checkout in s]
+    found = [(r.name, s) for r in plan.resources for s in strings_in(r.inputs) if checkout in s]
     assert not found, found[:5]
     uploads = [r for r in plan.resources if "source" in r.inputs]
     assert uploads and all(not r.inputs["source"].startswith("/") for r in uploads), [

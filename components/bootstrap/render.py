@@ -86,23 +86,19 @@ def _sq(value: Any) -> str:
     return shlex.quote(str(value))
 
 
-def provider_templates(provider: str) -> Path:
-    """The provider's own bootstrap snippets (templates/ in its package; it may have none)."""
-    try:
-        return registry.package_dir(provider) / "templates"
-    except registry.UnknownProvider:  # the node config names no registered cloud: only neutral snippets
-        return TEMPLATES / "_none"
+def template_folders(provider: str) -> list[Path]:
+    """Where the bootstrap's templates come from, first match wins: the provider's own snippets
+    (templates/ in its package, when it has one) before the neutral ones. A node config of no
+    registered cloud (the Ascend fixture) gets the neutral ones only."""
+    own = registry.package_dir(provider) / "templates" if provider in registry.REGISTRY else None
+    return ([own] if own is not None and own.is_dir() else []) + [TEMPLATES]
 
 
 @functools.lru_cache(maxsize=16)
 def environment(provider: str) -> jinja2.Environment:
     """One environment per provider, kept: Jinja caches compiled templates in it (and reloads a
     template whose file changed), so validation can render user-data on every spec cheaply."""
-    loaders = []
-    provider_dir = provider_templates(provider)
-    if provider_dir.is_dir():
-        loaders.append(jinja2.FileSystemLoader(str(provider_dir)))
-    loaders.append(jinja2.FileSystemLoader(str(TEMPLATES)))
+    loaders = [jinja2.FileSystemLoader(str(folder)) for folder in template_folders(provider)]
     env = jinja2.Environment(loader=jinja2.ChoiceLoader(loaders), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
                              autoescape=False,
@@ -116,7 +112,7 @@ def environment(provider: str) -> jinja2.Environment:
 def shared_fs_types(provider: str) -> list[str]:
     """The shared-FS types that have a mount snippet for this provider (neutral 'none' included)."""
     names = set()
-    for folder in (provider_templates(provider), TEMPLATES):
+    for folder in template_folders(provider):
         names.update(p.name[len("sharedfs-"):-len(".sh.j2")] for p in folder.glob("sharedfs-*.sh.j2"))
     return sorted(names)
 

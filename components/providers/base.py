@@ -274,7 +274,10 @@ class NodesComponent(pulumi.ComponentResource):
         self.pool_id: Optional[pulumi.Output] = None
 
     def launch(self, launch: NodeLaunch) -> None:
-        self.spot_pool(launch) if launch.spec.spot else self.on_demand(launch)
+        if launch.spec.spot:
+            self.spot_pool(launch)
+        else:
+            self.on_demand(launch)
         self.register_outputs({"instanceIds": self.instance_ids, "poolId": self.pool_id})
 
     def on_demand(self, launch: NodeLaunch) -> None:
