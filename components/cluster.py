@@ -76,13 +76,7 @@ class TrainingCluster(pulumi.ComponentResource):
             "sharedFsAddress": storage.shared_fs_address,
             "expiresAt": self.expires_at,
             "costPerHour": hourly.as_dict(),  # the preview's "cost", same keys
-            "checkpoint": {
-                "bucket": spec.checkpoint.bucket, "prefix": spec.checkpoint.prefix,
-                "endpoint": spec.checkpoint.endpoint, "region": spec.checkpoint.region,
-                "addressingStyle": spec.checkpoint.addressing_style,
-                "signatureVersion": spec.checkpoint.signature_version,
-                "verify": spec.checkpoint.verification.node_config(),
-            },
+            "checkpoint": spec.checkpoint.output(),
             "sshCommand": self._ssh_command(spec, compute.public_ips),
             # What bills after the nodes release themselves (maxHours ends nodes only): run.py shows it.
             "keepsBilling": billing.as_output(spec),

@@ -95,6 +95,13 @@ class CheckpointSpec:
         """'<prefix>/<stack>' (node_agent.layout, without the trailing slash): policies and messages."""
         return layout.stack_root(self.prefix, stack).rstrip("/")
 
+    def output(self) -> dict:
+        """The settings a machine outside the VPC reaches the bucket with: the stack's `checkpoint` output,
+        which run.py, report.py and pack.py --upload read (tools/runlib/bucket.py)."""
+        return {"bucket": self.bucket, "prefix": self.prefix, "endpoint": self.endpoint, "region": self.region,
+                "addressingStyle": self.addressing_style, "signatureVersion": self.signature_version,
+                "verify": self.verification.node_config()}
+
 
 @dataclass(frozen=True)
 class TrainSpec:

@@ -7,6 +7,8 @@
     <prefix>/<stack>/checkpoints/quarantine/<id>.json  a snapshot found damaged
     <prefix>/<stack>/markers/<node>.json               each node's state
     <prefix>/<stack>/report/<node>/<file>              each node's utilisation report
+    <prefix>/<stack>/data/manifest.json                the packed data set (scripts/pack.py), written last
+    <prefix>/<stack>/data/<shard>.tar                  its shards (docs/data.md)
 
 Part of the boot set (it rides in user-data with s3.py): standard library only, no imports.
 Paths below are relative to the stack root unless they say otherwise.
@@ -18,6 +20,10 @@ MANIFESTS = 'checkpoints/manifests/'
 QUARANTINE = 'checkpoints/quarantine/'
 MARKERS = 'markers/'
 REPORT = 'report/'
+DATA = 'data/'
+# The packed data set's table of contents (docs/data.md): a data set exists once this object does.
+DATA_MANIFEST = 'manifest.json'
+DATA_FORMAT = 'gpu-training-shards/1'
 
 
 def stack_root(prefix, stack):
