@@ -56,6 +56,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "data": "/data",
             "shared": shared_path,
             "checkpoints": "/data/checkpoints",
+            "dataset": "/data/dataset",
             "state": "/var/lib/gpu-training",
             "logs": "/var/log/gpu-training",
             "venv": "/opt/gpu-training/venv",
@@ -91,6 +92,8 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "keep": spec.keep,
             "uploadAttempts": 8,
         },
+        # The packed data set under <prefix>/<stack>/data/ (docs/data.md), staged before training.
+        "data": {"stage": spec.data.stage},
         "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": profile.cloud_api(spec.region)},
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional
 
 from components import providers, schema
 from components.bootstrap import config as bootstrap_rules
+from components.dataset import DataSpec, read_manifest
 from components.catalog import Catalog, InstanceType, load_catalog
 from components.providers import regions as region_tables
 from components.providers.base import DataDisk, ObjectStore, ProviderProfile, StoreVerification
@@ -146,6 +147,7 @@ class Spec:
     tags: Mapping[str, str]
     findings: tuple[Finding, ...] = field(default=())
     public_egress: bool = True
+    data: DataSpec = DataSpec(stage=False)
 
     @property
     def spot(self) -> bool:
@@ -769,6 +771,41 @@ def _check_disk_size_for_category(size: int, category: str, profile: ProviderPro
                        f" {profile.display_name}; allowed: {low}-{high} GiB")
 
 
+def _check_data(values: dict, problems: _Problems) -> DataSpec:
+    """The `data` config: a packed folder (its manifest gives the size) or the size of a set already uploaded.
+
+    Its size becomes datasetGb's default, so the RAM rule (RAM >= 2x the data) counts the staged set.
+    """
+    raw = values.get("data") or {}
+    local, size = raw.get("localDir"), raw.get("sizeGb")
+    if size is not None and not (math.isfinite(size) and size > 0):
+        problems.error("data.sizeGb", f"{_show(size)} must be a size in GB greater than 0")
+        size = None
+    if not local:
+        return DataSpec(stage=size is not None, size_gb=size)
+    folder = (REPO_ROOT / local).resolve()
+    try:
+        manifest = read_manifest(folder)
+    except ValueError as error:
+        problems.error("data.localDir", f"{_show(local)}: {error}")
+        return DataSpec(stage=False)
+    measured = manifest["bytes"] / 1e9
+    if size is not None and abs(size - measured) > 0.05 * measured + 0.01:
+        problems.warning("data.sizeGb", f"{size:g} GB, but the manifest in {local} says {measured:.2f} GB:"
+                         " the manifest's size is used")
+    if values.get("datasetGb") is None:
+        values["datasetGb"] = measured
+    return DataSpec(stage=True, local_dir=folder, size_gb=measured, shards=len(manifest["shards"]),
+                    samples=manifest["samples"])
+
+
+def _check_data_fits_disk(data: DataSpec, disk_gb: int, problems: _Problems) -> None:
+    need = data.disk_needed_gib()
+    if need is not None and disk_gb < need:
+        problems.error("dataDiskGb", f"{disk_gb} GiB cannot hold the staged data set ({data.size_gb:.1f} GB, plus"
+                       f" 10% and 20 GiB for checkpoints and code): at least {need} GiB, or a smaller data set")
+
+
 def _check_dataset(values: dict, problems: _Problems) -> Optional[float]:
     dataset = values.get("datasetGb")
     if dataset is not None and dataset < 0:
@@ -909,6 +946,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     """
     problems = _Problems()
     values = _read_namespace(config, problems)
+    data = _check_data(values, problems)
 
     provider = _choice(values, "provider", providers.names(), problems, schema.BY_NAME["provider"].default)
     tier_table = tiers()
@@ -929,6 +967,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         _check_instance(values, tier, instance, nodes, profile, problems)
     spot_cap = _check_spot_price(values, instance, billing, problems)
     data_disk = _check_data_disk(values, tier, profile, problems)
+    _check_data_fits_disk(data, values.get("dataDiskGb", tier.data_disk_default_gb), problems)
     shared, shared_gb = _check_shared_storage(values, tier, profile, problems)
     max_hours, idle = _check_lifetime(values, problems)
     dataset = _check_dataset(values, problems)
@@ -962,7 +1001,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         ssh_public_key=values.get("sshPublicKey"), image=values.get("image"), max_hours=max_hours,
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
-        public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)),
+        public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)), data=data,
     )
     _check_resolved(spec, problems)
     if problems.has_errors:

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from components import billing, cost, egress, safety
+from components import billing, cost, dataset, egress, safety
 from components.bootstrap import decode, user_data_limit
 from components.spec import Spec, SpecError
 from tools.mockrun import Plan, ProgramExit, run_program
@@ -70,6 +70,7 @@ def document(spec: Spec, plan: Plan) -> dict:
         "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider)},
         "egress": egress.describe(spec, plan.resources),
         "keepsBilling": billing.as_output(spec),
+        "data": dataset.describe(spec),
         "unclassifiedResourceTypes": billing.unclassified(spec, plan.resources),
         "findings": findings_of(spec),
     }
@@ -144,6 +145,15 @@ def render_human(spec: Spec, plan: Plan) -> None:
     console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
     render_egress(console, egress.describe(spec, plan.resources))
     render_keeps_billing(console, spec, plan)
+    data = dataset.describe(spec)
+    if data["stage"]:
+        size = "size unknown" if data["sizeGb"] is None else f"{data['sizeGb']:.2f} GB"
+        shards = f", {data['shards']} shards, {data['samples']:,} images" if data["shards"] else ""
+        least = data["stagingMinutesAtLeast"]
+        when = f"at least {least:g} min" if least is not None else "unknown"
+        console.print(f"data: {size}{shards}, staged onto each node's {spec.data_disk.size_gb} GiB data disk before"
+                      f" training; staging time: {when}")
+        console.print(f"  [dim]{data['basis']}[/]")
     user_data = node_user_data(plan)
     if user_data:
         console.print(f"user-data: {user_data[1]:,} bytes encoded (limit {user_data_limit(spec.provider):,})")

@@ -95,6 +95,9 @@ def parse_args(argv):
     parser.add_argument("--steps", type=int, default=300, help="steps of the example trainer (default 300)")
     parser.add_argument("--nodes", type=int, help="nodes to rehearse (default: 2 for multi-node stacks, else 1)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds each phase may take (default 240)")
+    parser.add_argument("--data", type=Path, help="rehearse with this data set staged on every node: a folder made by"
+                        " scripts/pack.py, or an image folder (one subfolder per class), packed first; default:"
+                        " the stack's data.localDir")
     parser.add_argument("--keep-dir", action="store_true", help="keep the sandbox folder and print its path")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     args = parser.parse_args(argv)
@@ -127,6 +130,7 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
     root = node.root
     config["paths"].update({
         "data": str(root / "data"), "checkpoints": str(root / "data" / "checkpoints"),
+        "dataset": str(root / "data" / "dataset"),
         "state": str(root / "state"), "logs": str(root / "logs"), "venv": "",
         "agent": str(root / "agent"), "trainEnv": str(root / "train.env"),
         "shared": str(root / "shared") if config["paths"].get("shared") else None,
@@ -168,6 +172,22 @@ class Rehearsal:
         self.say = print if not args.json else (lambda *a, **k: print(*a, file=sys.stderr, **k))
 
     # ------------------------------------------------------------------ set-up, as `pulumi up` and the bootstrap do
+    def upload_data(self) -> dict | None:
+        """The data set in the bucket as `scripts/pack.py --upload` (or run.py) puts it; an image folder is packed first."""
+        from components.dataset import read_manifest
+        from tools.datapack import packer, source, upload
+
+        folder = self.args.data or self.spec.data.local_dir
+        if folder is None:
+            return None
+        try:
+            read_manifest(folder)
+        except ValueError:
+            images = source.read(folder)  # not packed yet: pack it, as a user would with scripts/pack.py
+            folder = self.workdir / "packed"
+            packer.pack(images, folder, per_shard=packer.per_shard_for(images, 1), workers=2)
+        return upload.upload(folder, self.client, self.bucket, self.root)
+
     def upload_artifacts(self) -> int:
         from components.artifacts import all_artifacts
 
@@ -312,6 +332,10 @@ class Rehearsal:
         self.say(f"  training command: {self.command}")
         files = self.upload_artifacts()
         self.check("upload", files > 0, f"{files} agent and code files in s3://{self.bucket}/{self.root}")
+        self.data = self.upload_data()
+        if self.data:
+            self.base["data"] = {"stage": True}
+            self.say(f"  data set: {self.data['sent']} shards, {self.data['bytes'] / 1e6:.1f} MB in {self.data['prefix']}")
 
         self.api = CloudApi(self.provider)
         pool = self.base["cluster"].get("poolName")
@@ -408,6 +432,14 @@ class Rehearsal:
             resumed = "RESUME_FROM=''" not in replacement.agent_log() and "RESUME_FROM=" in replacement.agent_log()
             self.check("resumed, not from zero", resumed, "the replacement's agent set RESUME_FROM")
             self.lost = None
+        if getattr(self, "data", None):
+            staged = [json.loads(p.read_text()) if (p := Path(n.config["paths"]["state"]) / "staging.json").exists()
+                      else {} for n in self.nodes]
+            runs = [(s.get("data"), n.config["paths"]["dataset"]) for n in self.nodes for s in self.summaries(n)]
+            trained = not self.example or (bool(runs) and all(read == dataset for read, dataset in runs))
+            self.check("data staged and trained on", all(s.get("state") == "staged" for s in staged) and trained,
+                       ", ".join(f"{s.get('bytes')} of {s.get('totalBytes')} bytes {s.get('state')}" for s in staged)
+                       + ("; the trainer read the staged set" if self.example and trained else ""))
         manifests = self.manifests()
         final = manifests[-1] if manifests else {}
         final_ok = bool(final) and self.verified(final) and (not self.example or self.steps_in(final) == self.args.steps)

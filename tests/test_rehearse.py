@@ -46,3 +46,15 @@ def test_unknown_stack_is_exit_2():
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "nope"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2 and "no stack 'nope'" in result.stderr
+
+
+def test_an_image_folder_is_packed_staged_and_trained_on(tmp_path):
+    """Issue 16's path for a new user: a generated image folder in, a rehearsed run that trains on it."""
+    from tools.datapack import example
+
+    example.make_folder(tmp_path / "images", classes=3, per_class=24, size=32)
+    code, document, stderr = rehearse("entry-t4", "--data", str(tmp_path / "images"), "--steps", "120")
+    checks = {c["name"]: c for c in document.get("checks", [])}
+    assert code == 0, stderr[-4000:]
+    assert checks["data staged and trained on"]["ok"] and "trainer read the staged set" in checks["data staged and trained on"]["detail"]
+    assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"]

@@ -38,6 +38,10 @@ environment (set by the node agent; all optional for a local run):
   GPU_TRAINING_DATALOADER_WORKERS   DataLoader workers per process (default: half the cores
                   per local process); --workers wins
   GPU_TRAINING_AMP                  1/0: mixed precision on CUDA (default on); --amp wins
+  GPU_TRAINING_DATA                 the staged data set (a folder made by scripts/pack.py, or
+                  <folder>/<class>/<image>): train on it instead of generated images; --data wins
+  GPU_TRAINING_STATS_FILE           where to write throughput and data-loader wait at each progress
+                  line (JSON, for the node agent's utilisation report)
 
 signals:
   SIGTERM, SIGINT  finish the current step, save a checkpoint, exit {EXIT_STOPPED}
@@ -83,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--classes", type=int, default=10, help="classes of the generated dataset (default 10)")
     m.add_argument("--dataset-size", type=int, default=50000, help="images per epoch (default 50000)")
     m.add_argument("--noise", type=float, default=0.5, help="noise added to each image; higher is harder (default 0.5)")
+    m.add_argument("--data", default=None,
+                   help="train on the images in DATA (packed by scripts/pack.py, or one subfolder per class) "
+                        "instead of generated ones; default GPU_TRAINING_DATA. --classes and --dataset-size "
+                        "then come from the data")
     c = p.add_argument_group("checkpoints")
     c.add_argument("--ckpt-every", type=int, default=200, help="save every N steps (default 200)")
     c.add_argument("--keep-last", type=int, default=3, help="checkpoints kept in CKPT_DIR; 0 keeps all (default 3)")
@@ -144,7 +152,12 @@ def resolve(argv: list[str] | None, env: dict) -> argparse.Namespace:
         if missing:
             raise UsageError(f"WORLD_SIZE={args.world_size} needs {' and '.join(missing)}: "
                              "launch with torchrun, which sets them")
-    if args.dataset_size // args.world_size < args.batch_size:
+    data = args.data or env.get("GPU_TRAINING_DATA") or None
+    args.data = Path(data) if data else None
+    if args.data is not None and not args.data.is_dir():
+        raise UsageError(f"--data / GPU_TRAINING_DATA {str(args.data)!r} is not a folder")
+    args.stats_file = env.get("GPU_TRAINING_STATS_FILE") or None
+    if args.data is None and args.dataset_size // args.world_size < args.batch_size:
         raise UsageError(f"--dataset-size {args.dataset_size}: must hold at least one step for every "
                          f"process (>= --batch-size {args.batch_size} x WORLD_SIZE {args.world_size})")
 
@@ -230,6 +243,7 @@ class Trainer:
         import torch.distributed as dist
         from cnn_checkpoint import checkpoint_name, find_candidates, load_newest, remove_temporaries
         from cnn_data import ResumableDistributedSampler, SyntheticImages
+        from cnn_shards import open_images
         from cnn_model import ResNet
 
         self.torch, self.dist, self.args, self.stop = torch, dist, args, stop
@@ -258,6 +272,17 @@ class Trainer:
         self.amp_dtype = torch.bfloat16 if args.amp_dtype == "bf16" else torch.float16
         self.memory_format = torch.channels_last if use_cuda else torch.contiguous_format
 
+        if args.data is not None:
+            try:
+                self.dataset = open_images(args.data, args.image_size)
+            except (OSError, ValueError) as error:
+                raise UsageError(f"--data {args.data}: {error}") from None
+            args.classes, args.dataset_size = len(self.dataset.classes), len(self.dataset)
+            if args.dataset_size // args.world_size < args.batch_size:
+                raise UsageError(f"--data {args.data}: {args.dataset_size} images, fewer than one step for every "
+                                 f"process (--batch-size {args.batch_size} x WORLD_SIZE {args.world_size})")
+        else:
+            self.dataset = SyntheticImages(args.dataset_size, args.image_size, args.classes, args.seed, args.noise)
         torch.manual_seed(args.seed)
         random.seed(args.seed)
         self.model = ResNet(args.classes, args.width, args.depth).to(self.device, memory_format=self.memory_format)
@@ -298,7 +323,6 @@ class Trainer:
             self.ddp_model = DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if use_cuda else None)
 
-        self.dataset = SyntheticImages(args.dataset_size, args.image_size, args.classes, args.seed, args.noise)
         self.sampler = ResumableDistributedSampler(self.dataset, args.world_size, args.rank, args.seed)
         self.steps_per_epoch = (args.dataset_size // args.world_size) // args.batch_size
         self.workers = default_workers(args)
@@ -307,6 +331,7 @@ class Trainer:
         self.loader = torch.utils.data.DataLoader(
             self.dataset, batch_size=args.batch_size, sampler=self.sampler, drop_last=True,
             num_workers=self.workers, pin_memory=use_cuda, persistent_workers=self.workers > 0,
+            prefetch_factor=4 if self.workers > 0 else None,
             worker_init_fn=_ignore_stop_signals, generator=torch.Generator().manual_seed(args.seed))
 
     def say(self, message: str) -> None:
@@ -393,6 +418,21 @@ class Trainer:
             + (f", removed {len(removed)} old" if removed else ""))
         return path
 
+    def write_stats(self, images_per_s: float, wait_pct: float) -> None:
+        """Throughput and data-loader wait for the agent's report (GPU_TRAINING_STATS_FILE), replaced atomically."""
+        if not (self.is_main and self.args.stats_file):
+            return
+        stats = {"step": self.step, "imagesPerSecond": round(images_per_s, 1), "dataWaitPercent": round(wait_pct, 1),
+                 "workers": self.workers, "data": str(self.args.data) if self.args.data else "generated",
+                 "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        tmp = f"{self.args.stats_file}.tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(stats, f)
+            os.replace(tmp, self.args.stats_file)
+        except OSError as error:  # diagnostics only: never stop training for them
+            log(f"note: cannot write {self.args.stats_file}: {error}")
+
     # --- training ----------------------------------------------------------------------------
     def _stop_requested(self) -> bool:
         """True on every rank as soon as any rank got a stop signal, so all stop at the same step."""
@@ -427,7 +467,7 @@ class Trainer:
                  f"batch {args.batch_size}/process, workers {self.workers}, amp "
                  f"{args.amp_dtype if self.amp else 'off'}, ckpt every {args.ckpt_every} -> {args.ckpt_dir}")
         began = window_start = time.monotonic()
-        window_steps = 0
+        window_steps, window_wait = 0, 0.0
         loss_sum = torch.zeros((), device=self.device)
         correct_sum = torch.zeros((), device=self.device, dtype=torch.long)
         last_loss = None
@@ -436,8 +476,10 @@ class Trainer:
             epoch, offset = divmod(self.step, self.steps_per_epoch)
             self.sampler.set_epoch(epoch)
             self.sampler.set_start(offset * args.batch_size)
+            fetch_began = time.monotonic()
             for images, labels in self.loader:
                 step_began = time.monotonic()
+                window_wait += step_began - fetch_began  # the GPU waited for the input pipeline
                 loss, correct, lr = self._train_step(images, labels)
                 if args.min_step_seconds > 0:
                     time.sleep(max(0.0, args.min_step_seconds - (time.monotonic() - step_began)))
@@ -454,9 +496,11 @@ class Trainer:
                     images_per_s = window_steps * args.batch_size * args.world_size / max(elapsed, 1e-9)
                     last_loss = float(stats[0])
                     accuracy = float(stats[1]) / (window_steps * args.batch_size)
+                    wait_pct = 100 * window_wait / max(elapsed, 1e-9)
                     self.say(f"step {self.step}/{args.steps} loss {last_loss:.4f} acc {accuracy:.3f} "
-                             f"lr {lr:.5f} img/s {images_per_s:.1f}")
-                    window_start, window_steps = time.monotonic(), 0
+                             f"lr {lr:.5f} img/s {images_per_s:.1f} data-wait {wait_pct:.0f}%")
+                    self.write_stats(images_per_s, wait_pct)
+                    window_start, window_steps, window_wait = time.monotonic(), 0, 0.0
                     loss_sum.zero_()
                     correct_sum.zero_()
                 stopped = self._stop_requested()
@@ -468,6 +512,7 @@ class Trainer:
                     self.save("periodic")
                 if self.step >= args.steps or self.step % self.steps_per_epoch == 0:
                     break
+                fetch_began = time.monotonic()
         checkpoint = self.save("signal" if stopped else "final") if self.step > 0 else None
         if self.distributed:
             self.dist.barrier()  # nobody leaves before rank 0's last checkpoint is on disk
@@ -489,6 +534,7 @@ class Trainer:
             "device": str(self.device),
             "amp": args.amp_dtype if self.amp else None,
             "workers": self.workers,
+            "data": str(args.data) if args.data else None,
         }
 
     def close(self) -> None:

@@ -1,5 +1,9 @@
 """The node agent's lifecycle: prepare, start and watch the trainer, final sync, marker, release.
 
+Preparing is: the training code, the newest verified checkpoint, and (data.stage) the packed data
+set staged onto the node's disk (staging.py); a data set that cannot be staged completely ends the
+run FAILED before the trainer starts.
+
 Every step is recorded in <paths.state>/agent-state.json before the next one starts, so an agent
 restarted by systemd continues where the last one stopped and never starts the trainer twice:
   start -> run (trainer pid + start time) -> final (outcome known) -> release -> done
@@ -30,6 +34,7 @@ from datetime import datetime, timezone
 from . import layout, proc
 from .monitor import Monitor
 from .s3 import retrying, runtime
+from .staging import Stager, StagingError
 from .store import Store
 
 log, trainer_log = logging.getLogger('agent'), logging.getLogger('trainer')
@@ -153,6 +158,14 @@ class Agent:
         os.makedirs(train['workdir'], exist_ok=True)
         self.store.fetch_code(train['workdir'])
         restored = self.store.restore(ckpt)
+        staged = None
+        if self.cfg['data']['stage']:
+            try:
+                staged = Stager(self.store, paths['dataset'], os.path.join(paths['state'], 'staging.json')).run()
+            except StagingError as e:
+                # Never train on partial data; the marker names the shard, and the node is released.
+                log.error('%s: not starting the trainer', e)
+                return self.end('FAILED', str(e))
         rank, master = 0, '127.0.0.1'
         until = time.time() + self.settings['peerWaitMinutes'] * 60
         while nodes > 1:
@@ -173,7 +186,10 @@ class Agent:
             time.sleep(5)
         env = {**os.environ, **self.env_file(), **{k: str(v) for k, v in train['env'].items()}, 'CKPT_DIR': ckpt,
                'RESUME_FROM': ckpt if restored or any(os.scandir(ckpt)) else '', 'NODE_RANK': str(rank),
-               'MASTER_ADDR': master, 'MASTER_PORT': port}
+               'MASTER_ADDR': master, 'MASTER_PORT': port,
+               'GPU_TRAINING_STATS_FILE': os.path.join(paths['state'], 'trainer-stats.json')}
+        if staged:
+            env['GPU_TRAINING_DATA'] = paths['dataset']  # the trainer reads the staged shards from here
         if paths['venv']:
             env['PATH'] = os.path.join(paths['venv'], 'bin') + os.pathsep + env.get('PATH', '')
         command = train['command']
@@ -194,7 +210,7 @@ class Agent:
         log.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, nodes, env['RESUME_FROM'],
                  command)
         try:
-            self.marker('RUNNING')
+            self.marker('RUNNING', **({'data': staged} if staged else {}))
         except Exception as e:
             log.warning('no RUNNING marker: %s', e)
 

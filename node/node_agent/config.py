@@ -23,7 +23,8 @@ OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env
          'train.workdir': '/tmp', 'train.env': {}, 'agent.keep': False, 'checkpoint.endpoint': None,
          'checkpoint.region': None, 'checkpoint.verify.header': '', 'checkpoint.verify.contentMd5': False,
          'checkpoint.verify.flexibleChecksums': False, 'checkpoint.verify.sources': [],
-         'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {}}
+         'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {},
+         'data.stage': False, 'paths.dataset': '/data/dataset'}
 
 
 def load(path):

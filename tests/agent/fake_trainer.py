@@ -65,7 +65,8 @@ if E.get('RESUME_FROM'):
     step = max([s for s, ok in done if ok], default=0)
 signal.signal(signal.SIGTERM, signal.SIG_IGN if E.get('FT_IGNORE_TERM') else lambda *a: term.append(time.time()))
 note(start=step, env={k: E.get(k) for k in ('CKPT_DIR', 'RESUME_FROM', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK',
-                                           'NODE_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'FROM_TRAIN_ENV', 'EXTRA')},
+                                           'NODE_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'FROM_TRAIN_ENV', 'EXTRA',
+                                           'GPU_TRAINING_DATA', 'GPU_TRAINING_STATS_FILE')},
      cwd=os.getcwd())
 util(int(E.get('FT_UTIL', 90)))
 print(f'training from step {step}', flush=True)

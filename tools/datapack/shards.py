@@ -102,17 +102,3 @@ def write_json(path: Path, value: dict) -> None:
     tmp = path.with_name(path.name + ".part")
     tmp.write_text(json.dumps(value, separators=(",", ":")), encoding="utf-8")
     os.replace(tmp, path)
-
-
-def read_manifest(folder: Path) -> dict:
-    """The manifest of a packed folder; ValueError naming the folder when it is not one."""
-    path = folder / layout.DATA_MANIFEST
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{folder}: not a packed data set ({layout.DATA_MANIFEST}: {error}); "
-                         "make one with scripts/pack.py") from None
-    if not isinstance(value, dict) or value.get("format") != layout.DATA_FORMAT:
-        raise ValueError(f"{path}: format {value.get('format') if isinstance(value, dict) else None!r}, "
-                         f"expected {layout.DATA_FORMAT!r}")
-    return value

@@ -15,9 +15,8 @@ from typing import Callable
 
 from botocore.exceptions import ClientError
 
+from components.dataset import read_manifest
 from node_agent import layout
-
-from .shards import read_manifest
 
 
 def _present(s3, bucket: str, key: str, shard: dict) -> bool:

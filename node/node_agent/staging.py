@@ -1,0 +1,165 @@
+"""Stage the stack's packed data set from the bucket onto this node's disk before the trainer starts.
+
+<prefix>/<stack>/data/manifest.json names every shard with its sha256 and size (docs/data.md).
+Shards download in parallel, each streamed into a `.part` file while its sha256 is computed, and
+take their name only once size and hash match the manifest: a file with a shard's name is always
+a whole, verified shard. Verified shards are recorded in `<dir>/.staged.json` with their size and
+mtime, so a rerun after a reboot or on a replacement node's reused disk skips them without reading
+them again; the local manifest.json is written last, when the set is complete. Progress goes to
+the journal and to <paths.state>/staging.json. Any failure names the shard and the error and
+raises StagingError: the trainer never starts on partial data.
+"""
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+
+from botocore.exceptions import ClientError
+
+from . import layout
+
+log = logging.getLogger('agent')
+RECORD = '.staged.json'
+PARTS = '.part'
+CHUNK = 1 << 20
+THREADS = 8
+
+
+class StagingError(Exception):
+    """The data set could not be staged completely: the message names the shard and the cause."""
+
+
+def _write_json(path, value):
+    with open(path + '.tmp', 'w') as f:
+        json.dump(value, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + '.tmp', path)
+
+
+class Stager:
+    def __init__(self, store, dest, status_file, attempts=3):
+        self.store, self.dest, self.status_file, self.attempts = store, dest, status_file, attempts
+        self.key = store.root + layout.DATA
+        self.lock, self.done_bytes, self.done_shards = threading.Lock(), 0, 0
+        self.records, self.last_log = {}, 0.0
+
+    def manifest(self):
+        url = f's3://{self.store.bucket}/{self.key}{layout.DATA_MANIFEST}'
+        try:
+            body = self.store.retry(self.store.s3.get_object)(
+                Bucket=self.store.bucket, Key=self.key + layout.DATA_MANIFEST)['Body'].read()
+        except ClientError as e:
+            if e.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound'):
+                raise StagingError(f'no data set at {url}: upload it first (scripts/pack.py --upload STACK, or '
+                                   'scripts/run.py, which uploads data.localDir)') from None
+            raise StagingError(f'{url}: {e}') from None
+        try:
+            m = json.loads(body)
+            shards = [(str(s['name']), str(s['sha256']), int(s['size'])) for s in m['shards']]
+        except (ValueError, KeyError, TypeError) as e:
+            raise StagingError(f'{url} is not a data set manifest: {e!r}') from None
+        if m.get('format') != layout.DATA_FORMAT:
+            raise StagingError(f"{url}: format {m.get('format')!r}, this agent reads {layout.DATA_FORMAT!r}")
+        if any(os.path.basename(n) != n or n.startswith('.') for n, _, _ in shards):
+            raise StagingError(f'{url}: a shard name is a path; refused')
+        return body, shards
+
+    def status(self, state, total, started, **extra):
+        _write_json(self.status_file, {'state': state, 'shards': self.done_shards, 'bytes': self.done_bytes,
+                                       'totalBytes': total, 'seconds': round(time.time() - started, 1),
+                                       'dest': self.dest, **extra})
+
+    def run(self):
+        """Stage every shard; the summary {'shards', 'bytes', 'downloaded', 'seconds', 'dest'}."""
+        started = time.time()
+        body, shards = self.manifest()
+        os.makedirs(os.path.join(self.dest, PARTS), exist_ok=True)
+        try:
+            with open(os.path.join(self.dest, RECORD)) as f:
+                self.records = json.load(f)
+        except (OSError, ValueError):
+            self.records = {}
+        todo = [s for s in shards if not self.staged(*s)]
+        total, need = sum(s[2] for s in shards), sum(s[2] for s in todo)
+        self.done_shards, self.done_bytes = len(shards) - len(todo), total - need
+        free = shutil.disk_usage(self.dest).free
+        if need > free:
+            raise StagingError(f'data: {need / 1e9:.1f} GB of shards to stage into {self.dest}, {free / 1e9:.1f} GB '
+                               'free: raise dataDiskGb')
+        log.info('staging %d of %d shards (%.1f of %.1f GB) into %s', len(todo), len(shards), need / 1e9,
+                 total / 1e9, self.dest)
+        self.status('staging', total, started)
+        try:
+            with ThreadPoolExecutor(THREADS) as pool:
+                for _ in pool.map(lambda s: self.fetch(*s, total=total, started=started), todo):
+                    pass
+        except StagingError as e:
+            self.status('failed', total, started, error=str(e))
+            raise
+        with open(os.path.join(self.dest, layout.DATA_MANIFEST), 'wb') as f:
+            f.write(body)
+        shutil.rmtree(os.path.join(self.dest, PARTS), ignore_errors=True)
+        seconds = time.time() - started
+        self.status('staged', total, started, downloaded=need)
+        log.info('data staged: %d shards, %.2f GB (%.2f GB downloaded) in %.1f s', len(shards), total / 1e9,
+                 need / 1e9, seconds)
+        return {'shards': len(shards), 'bytes': total, 'downloaded': need, 'seconds': round(seconds, 1),
+                'dest': self.dest}
+
+    def staged(self, name, sha, size):
+        """True when a previous run verified this shard and the file is unchanged since."""
+        path, rec = os.path.join(self.dest, name), self.records.get(name)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return rec == [sha, size, st.st_mtime_ns] and st.st_size == size
+
+    def fetch(self, name, sha, size, total, started):
+        """Download one shard, verified on the way; a damaged copy is fetched again, then refused."""
+        part, dst, got = os.path.join(self.dest, PARTS, name), os.path.join(self.dest, name), None
+        for attempt in range(1, self.attempts + 1):
+            try:
+                digest, length = self.download(name, part)
+            except (OSError, ClientError) as e:
+                got = f'{type(e).__name__}: {e}'
+                log.warning('data shard %s: try %d: %s', name, attempt, got)
+                continue
+            if length == size and digest == sha:
+                os.replace(part, dst)
+                with self.lock:
+                    self.records[name] = [sha, size, os.stat(dst).st_mtime_ns]
+                    _write_json(os.path.join(self.dest, RECORD), self.records)
+                    self.done_shards += 1
+                    self.done_bytes += size
+                    if time.time() - self.last_log >= 2 or self.done_bytes == total:
+                        self.last_log = time.time()
+                        rate = self.done_bytes / max(1e-6, time.time() - started) / 1e6
+                        log.info('staging: %.2f of %.2f GB, %d shards done, %.0f MB/s', self.done_bytes / 1e9,
+                                 total / 1e9, self.done_shards, rate)
+                        self.status('staging', total, started)
+                return
+            got = f'{length} bytes with sha256 {digest}, the manifest says {size} bytes with sha256 {sha}'
+            log.warning('data shard %s: try %d: %s', name, attempt, got)
+        with suppress(OSError):
+            os.unlink(part)
+        raise StagingError(f'data shard {name}: not staged after {self.attempts} tries: {got}')
+
+    def download(self, name, part):
+        """(sha256, bytes) of the object as written to `part`: hashed while it streams to the disk."""
+        response = self.store.retry(self.store.s3.get_object)(Bucket=self.store.bucket, Key=self.key + name)
+        h, length = hashlib.sha256(), 0
+        with open(part, 'wb') as f:
+            for chunk in response['Body'].iter_chunks(CHUNK):
+                h.update(chunk)
+                f.write(chunk)
+                length += len(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        return h.hexdigest(), length

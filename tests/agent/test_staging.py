@@ -1,0 +1,83 @@
+"""Data staging by the real agent: a packed set in the bucket is staged, verified, before the trainer starts.
+
+A packed folder (tools.datapack, as scripts/pack.py makes it) is uploaded as `pack.py --upload` does;
+the agent stages it into paths.dataset and hands the trainer GPU_TRAINING_DATA. A damaged shard or a
+missing manifest ends the run FAILED naming the cause, and the trainer never starts on partial data.
+"""
+import hashlib
+import json
+
+import pytest
+
+from node_agent import layout
+from tools.datapack import example, packer, source, upload
+
+
+@pytest.fixture(scope='module')
+def packed(tmp_path_factory):
+    images, out = tmp_path_factory.mktemp('images'), tmp_path_factory.mktemp('packed')
+    example.make_folder(images, classes=2, per_class=12, size=32)
+    packer.pack(source.read(images), out, per_shard=5)
+    return out
+
+
+def staged_node(make_node, api, packed, s3, name='n0'):
+    node = make_node(name, api=api)
+    node.cfg['data'] = {'stage': True}
+    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
+    upload.upload(packed, s3, node.bucket, node.key(''))
+    node.train(FT_STEPS=4)
+    return node
+
+
+def test_the_data_set_is_staged_verified_before_the_trainer_starts(make_node, api_stub, packed, s3):
+    api = api_stub('alicloud')
+    node = staged_node(make_node, api, packed, s3)
+    assert node.run() == 0, node.output()
+    manifest = json.loads((packed / layout.DATA_MANIFEST).read_text())
+    for shard in manifest['shards']:
+        data = (node.tmp / 'dataset' / shard['name']).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == shard['sha256']
+    assert json.loads((node.tmp / 'dataset' / layout.DATA_MANIFEST).read_text()) == manifest
+    status = json.loads((node.tmp / 'state' / 'staging.json').read_text())
+    assert status['state'] == 'staged' and status['bytes'] == manifest['bytes'] == status['totalBytes']
+    assert node.records()[0]['env']['GPU_TRAINING_DATA'] == str(node.tmp / 'dataset')
+    assert node.marker()['state'] == 'DONE'
+    assert 'data staged: 5 shards' in node.output()
+
+
+def test_a_reused_disk_stages_only_what_is_missing(make_node, api_stub, packed, s3):
+    api = api_stub('alicloud')
+    first = staged_node(make_node, api, packed, s3)
+    assert first.run() == 0, first.output()
+    second = staged_node(make_node, api, packed, s3, name='n1')
+    second.cfg['paths']['dataset'] = first.cfg['paths']['dataset']  # the replacement finds the same disk
+    (first.tmp / 'dataset' / 'shard-000001.tar').unlink()
+    assert second.run() == 0, second.output()
+    assert 'staging 1 of 5 shards' in second.output()
+
+
+def test_a_damaged_shard_fails_the_run_naming_it_and_training_never_starts(make_node, api_stub, packed, s3):
+    api = api_stub('alicloud')
+    node = staged_node(make_node, api, packed, s3)
+    key = node.key(layout.DATA + 'shard-000003.tar')
+    body = s3.get_object(Bucket=node.bucket, Key=key)['Body'].read()
+    s3.put_object(Bucket=node.bucket, Key=key, Body=body[:-1] + bytes([body[-1] ^ 1]))
+    assert node.run(timeout=60) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and 'shard-000003.tar' in m['reason'] and 'sha256' in m['reason'], m
+    assert node.records() == []  # the trainer never ran
+    assert not (node.tmp / 'dataset' / 'shard-000003.tar').exists()
+    assert not (node.tmp / 'dataset' / layout.DATA_MANIFEST).exists()
+    assert len(api.calls('DeleteInstance')) == 1  # nothing to save: released, not left billing
+
+
+def test_no_manifest_in_the_bucket_is_a_clear_failure(make_node, api_stub, s3):
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.cfg['data'] = {'stage': True}
+    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
+    assert node.run(timeout=60) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and 'no data set at s3://' in m['reason'] and 'pack.py --upload' in m['reason']
+    assert node.records() == []
