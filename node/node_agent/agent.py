@@ -402,8 +402,8 @@ class Agent:
     def report(self):
         folder = self.cfg['paths']['state'] + '/report'
         os.makedirs(folder, exist_ok=True)
-        log.info('utilisation: %s', json.dumps(self.monitor.report(folder)))
-        for path in (self.csv, folder + '/utilisation.png', folder + '/summary.json'):
+        log.info('utilisation: %s', json.dumps(self.monitor.report(folder, self.node)))
+        for path in (self.csv, self.monitor.loader_csv, folder + '/utilisation.png', folder + '/summary.json'):
             if os.path.exists(path):
                 with open(path, 'rb') as f:
                     self.store.put_data(layout.report(self.node, os.path.basename(path)), f.read())

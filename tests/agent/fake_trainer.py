@@ -83,6 +83,12 @@ while step < steps:
             time.sleep(1)
     time.sleep(float(E.get('FT_STEP_S', 0.05)))
     step += 1
+    if E.get('FT_DATA_WAIT') and E.get('GPU_TRAINING_STATS_FILE'):
+        # The figures the example trainer reports (docs/training-contract.md), replaced atomically.
+        with open(E['GPU_TRAINING_STATS_FILE'] + '.tmp', 'w') as f:
+            json.dump({'step': step, 'imagesPerSecond': 100.0, 'dataWaitPercent': float(E['FT_DATA_WAIT']),
+                       'workers': int(E.get('FT_WORKERS', 1)), 'format': 'folder', 'amp': True}, f)
+        os.replace(E['GPU_TRAINING_STATS_FILE'] + '.tmp', E['GPU_TRAINING_STATS_FILE'])
     if step % every == 0:
         save(step)
         print(f'step {step}: checkpoint', flush=True)

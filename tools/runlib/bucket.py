@@ -117,6 +117,11 @@ class StackBucket:
                           "node": body.get("node"), "at": body.get("at")})
         return notes
 
+    def report_nodes(self) -> list[str]:
+        """The nodes that uploaded a report (report/<node>/...), by name."""
+        base = self.root + layout.REPORT
+        return sorted({o["Key"][len(base):].split("/", 1)[0] for o in self._list(base)} - {""})
+
     def download_report(self, nodes: list[str], dest: Path) -> list[Path]:
         """Copy report/<node>/* of the given nodes into dest/<node>/; the files written."""
         written = []

@@ -23,6 +23,8 @@ from .automation import AutomationError
 from .bucket import BucketError, StackBucket
 from .decide import Commands, Decision, decide
 from .markers import Verdict, assess, current
+from .report import ReportError, advice_lines, report_folder
+from .report import table as report_table
 from .watch import CostRate, Watcher, WatchResult, clock_text
 
 DEFAULT_TIMEOUT_H = 24.0
@@ -260,12 +262,26 @@ class Driver:
                  + (f", effective cost so far ~{spent:.2f} {cost.currency or ''}" if spent is not None else ""))
         if files:
             self.say(f"report: {len(files)} file(s) in {report_dir}")
+            self._utilisation(report_dir)
         elif result.markers:
             self.say("report: none in the bucket yet (the agent uploads it when a node ends)")
         for note in quarantined:
             # A node found this snapshot damaged and restored an older one; every later node skips it.
             self.say(f"quarantined snapshot {note['snapshot']}: {note['reason']} (found by {note['node']} at "
                      f"{note['at']}; nodes restore older snapshots instead)", "bold yellow")
+
+    def _utilisation(self, report_dir: Path) -> None:
+        """The run's utilisation table, diagnosis and combined plot (the same as scripts/report.py's)."""
+        try:
+            reports, run, drawn = report_folder(report_dir, self.opts.stack)
+        except ReportError as exc:
+            self.say(f"report: {exc}", "yellow")
+            return
+        self.console.print(report_table(reports, run, f"stack {self.opts.stack}: utilisation by node"))
+        for line in advice_lines(run):
+            self.say(line)
+        if drawn:
+            self.say(f"plot: {drawn}")
 
     def _act(self, stack, decision: Decision) -> int:
         style = "bold green" if decision.destroy or decision.exit_code == exitcodes.DONE else "bold yellow"

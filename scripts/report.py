@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Show a stack's training report: every node's utilisation in one table, the run's diagnosis and advice,
+and one combined plot.
+
+Each node's agent uploads report/<node>/ (summary.json, utilisation.csv, loader.csv, utilisation.png)
+to <bucket>/<prefix>/<stack>/ when it ends. This downloads them all (the bucket, prefix and endpoint
+from the stack file, credentials from the environment like run.py), or reads a folder that run.py
+already downloaded (--dir), and prints one row per node plus the whole run: GPU utilisation against
+the guide's 70% line, GPU memory, CPU busy, I/O wait, the trainer's data-loader wait and throughput,
+what held the GPUs back and what to change (docs/data.md, "The report").
+
+examples:
+  report.py medium-a100                         download out/medium-a100/report/ and show it
+  report.py medium-a100 --dir out/medium-a100/report   what run.py downloaded, offline
+  report.py medium-a100 --json                  one JSON document (nodes, run, plot)
+
+exit status: 0 shown, 1 no report found or the bucket refused, 2 bad arguments.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse_args(argv):
+    p = Parser(prog="report.py", description=__doc__.split("\n\n", 1)[0],
+               epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
+    p.add_argument("--dir", type=Path, metavar="DIR", help="read this downloaded report folder (<DIR>/<node>/...) "
+                   "instead of the bucket")
+    p.add_argument("--out", type=Path, metavar="DIR", help="where to download to (default out/<stack>/report/)")
+    p.add_argument("--endpoint", help="S3 endpoint instead of the stack's (a local test server)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document")
+    args = p.parse_args(argv)
+    from tools.stackfiles import stack_names
+
+    if args.stack not in stack_names():
+        p.error(f"no stack {args.stack!r} (stacks/Pulumi.{args.stack}.yaml); stacks: {', '.join(stack_names())}")
+    if args.dir is not None and (args.out is not None or args.endpoint):
+        p.error("--dir reads a folder: --out and --endpoint are for downloading from the bucket")
+    if args.dir is not None and not args.dir.is_dir():
+        p.error(f"--dir {str(args.dir)!r}: not a folder")
+    return args
+
+
+def download(args) -> Path:
+    """Every node's report/<node>/ from the stack's bucket into --out; the folder."""
+    from components.spec import SpecError
+    from tools.runlib.bucket import StackBucket, has_credentials
+    from tools.stackfiles import StackFileError, stack_spec
+
+    try:
+        _, spec = stack_spec(args.stack)
+    except (StackFileError, SpecError) as error:
+        raise UsageError(error.render()) from None
+    checkpoint = spec.checkpoint.output()
+    if args.endpoint:
+        checkpoint["endpoint"] = args.endpoint
+    if not has_credentials():
+        raise UsageError("no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                         "(or AWS_PROFILE) to a key of the bucket's cloud that can read it")
+    bucket = StackBucket(checkpoint, args.stack)
+    out = args.out or REPO / "out" / args.stack / "report"
+    bucket.download_report(bucket.report_nodes(), out)
+    return out
+
+
+def main(argv=None) -> int:
+    from tools.runlib.bucket import BucketError
+    from tools.runlib.report import ReportError, advice_lines, report_folder, table
+
+    try:
+        args = parse_args(argv)
+        folder = args.dir if args.dir is not None else download(args)
+        reports, run, drawn = report_folder(folder, args.stack)
+    except UsageError as error:
+        print(f"report.py: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (BucketError, ReportError) as error:
+        print(f"report.py: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps({"stack": args.stack, "folder": str(folder), "plot": str(drawn) if drawn else None,
+                          "run": run, "nodes": {n.node: n.summary for n in reports}}, indent=1))
+        return EXIT_OK
+    from rich.console import Console
+
+    console = Console()
+    console.print(table(reports, run, f"stack {args.stack}: utilisation by node"))
+    for line in advice_lines(run):
+        console.print(line, highlight=False)
+    console.print(f"plot: {drawn}" if drawn else "plot: matplotlib is not installed: no plot", highlight=False)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
