@@ -93,7 +93,8 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "uploadAttempts": 8,
         },
         # The packed data set under <prefix>/<stack>/data/ (docs/data.md), staged before training.
-        "data": {"stage": spec.data.stage},
+        # waitMinutes: how long a booting node waits for the set's manifest (run.py uploads it after `up`).
+        "data": {"stage": spec.data.stage, "waitMinutes": 30},
         "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": profile.cloud_api(spec.region)},
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},

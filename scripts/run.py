@@ -59,6 +59,9 @@ examples:
                       help="skip `up` and the watch: check the markers once, then destroy")
     parser.add_argument("--poll", type=float, default=10.0, metavar="S",
                         help="seconds between looks at the markers (default 10)")
+    parser.add_argument("--data", type=Path, default=None, metavar="DIR",
+                        help="upload this packed data set (scripts/pack.py) after `up`; default: the stack's "
+                             "data.localDir. Nodes wait data.waitMinutes for it (docs/data.md)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="where the report and the run record go (default out/<stack>/)")
     return parser
@@ -78,9 +81,32 @@ def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
     if args.keep and args.force:
         raise UsageError("--force with --keep: --force only matters when destroying")
     mode = "watch" if args.watch_only else "destroy" if args.destroy_only else "full"
+    if args.data is not None and mode != "full":
+        raise UsageError("--data is uploaded after `up`: not with --watch-only or --destroy-only "
+                         "(upload with scripts/pack.py DIR OUT --upload STACK)")
+    data_dir = args.data if mode == "full" else None
+    if data_dir is None and mode == "full":
+        data_dir = stack_data_dir(args.stack)
+    if data_dir is not None:
+        from components.dataset import read_manifest
+        try:
+            read_manifest(data_dir)
+        except ValueError as exc:
+            raise UsageError(f"--data / data.localDir: {exc}") from None
     return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or work_dir / "out" / args.stack,
                       mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
-                      poll_s=args.poll)
+                      poll_s=args.poll, data_dir=data_dir)
+
+
+def stack_data_dir(stack: str) -> Path | None:
+    """The stack's data.localDir (validated like the preview validates it), or None."""
+    from components.spec import SpecError
+    from tools.stackfiles import StackFileError, stack_spec
+    try:
+        _, spec = stack_spec(stack)
+    except (StackFileError, SpecError) as exc:
+        raise UsageError(exc.render()) from None
+    return spec.data.local_dir
 
 
 def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> int:

@@ -502,3 +502,27 @@ def test_help_lists_the_exit_codes():
     assert done.returncode == 0
     for code in (exitcodes.DONE, exitcodes.NOT_SAVED, exitcodes.DECLINED, exitcodes.INTERRUPTED):
         assert f"\n  {code} " in done.stdout
+
+
+def test_the_data_set_is_uploaded_after_up_before_the_watch(tmp_path, s3, bucket, moto_url):
+    """data.localDir (or --data) goes to <stack>/data/ right after `up`: shards, then the manifest."""
+    from tools.datapack import example, packer, source
+
+    example.make_folder(tmp_path / "images", classes=2, per_class=6, size=16)
+    packer.pack(source.read(tmp_path / "images"), tmp_path / "packed", per_shard=4)
+    stack = FakeStack(outputs_for(moto_url, bucket))
+    code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.001", "--data", str(tmp_path / "packed"))
+    manifest = json.loads((tmp_path / "packed" / "manifest.json").read_text())
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=key("data/")).get("Contents", [])}
+    assert keys == {key("data/manifest.json")} | {key("data/" + s["name"]) for s in manifest["shards"]}, out
+    assert stack.calls[0] == "up" and out.index("data set uploaded") < out.index("watching"), out
+    assert "data set uploaded: 3 shards sent, 0 already there" in out
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--data", "/nonexistent"], "--data / data.localDir: /nonexistent is not a packed data set"),
+    (["--watch-only", "--data", "."], "--data is uploaded after `up`"),
+])
+def test_bad_data_arguments_exit_2(tmp_path, args, says, capsys):
+    code = run_cli.main([STACK, *args], stack_factory=lambda *a, **k: pytest.fail("nothing may start"))
+    assert code == exitcodes.USAGE and says in capsys.readouterr().err

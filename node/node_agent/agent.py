@@ -161,7 +161,9 @@ class Agent:
         staged = None
         if self.cfg['data']['stage']:
             try:
-                staged = Stager(self.store, paths['dataset'], os.path.join(paths['state'], 'staging.json')).run()
+                staged = Stager(self.store, paths['dataset'], os.path.join(paths['state'], 'staging.json'),
+                                wait_s=self.cfg['data']['waitMinutes'] * 60,
+                                poll_s=min(15.0, self.cfg['data']['waitMinutes'] * 6)).run()
             except StagingError as e:
                 # Never train on partial data; the marker names the shard, and the node is released.
                 log.error('%s: not starting the trainer', e)

@@ -43,22 +43,33 @@ def _write_json(path, value):
 
 
 class Stager:
-    def __init__(self, store, dest, status_file, attempts=3):
+    def __init__(self, store, dest, status_file, attempts=3, wait_s=0.0, poll_s=15.0):
         self.store, self.dest, self.status_file, self.attempts = store, dest, status_file, attempts
+        # scripts/run.py uploads data.localDir right after `pulumi up` (the bucket may be the stack's own),
+        # so a booting node may look before the manifest is there: it waits this long for it.
+        self.wait_s, self.poll_s = wait_s, poll_s
         self.key = store.root + layout.DATA
         self.lock, self.done_bytes, self.done_shards = threading.Lock(), 0, 0
         self.records, self.last_log = {}, 0.0
 
     def manifest(self):
         url = f's3://{self.store.bucket}/{self.key}{layout.DATA_MANIFEST}'
-        try:
-            body = self.store.retry(self.store.s3.get_object)(
-                Bucket=self.store.bucket, Key=self.key + layout.DATA_MANIFEST)['Body'].read()
-        except ClientError as e:
-            if e.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound'):
-                raise StagingError(f'no data set at {url}: upload it first (scripts/pack.py --upload STACK, or '
-                                   'scripts/run.py, which uploads data.localDir)') from None
-            raise StagingError(f'{url}: {e}') from None
+        until = time.time() + self.wait_s
+        while True:
+            try:
+                body = self.store.retry(self.store.s3.get_object)(
+                    Bucket=self.store.bucket, Key=self.key + layout.DATA_MANIFEST)['Body'].read()
+                break
+            except ClientError as e:
+                if e.response['Error']['Code'] not in ('404', 'NoSuchKey', 'NotFound'):
+                    raise StagingError(f'{url}: {e}') from None
+                if time.time() >= until:
+                    raise StagingError(f'no data set at {url} after waiting {self.wait_s / 60:g} min: upload it '
+                                       'first (scripts/pack.py --upload STACK, or scripts/run.py, which uploads '
+                                       'data.localDir)') from None
+                log.info('waiting for the data set at %s (%.0f s left): scripts/run.py uploads it after pulumi up',
+                         url, until - time.time())
+                time.sleep(min(self.poll_s, max(0.0, until - time.time())))
         try:
             m = json.loads(body)
             shards = [(str(s['name']), str(s['sha256']), int(s['size'])) for s in m['shards']]

@@ -81,3 +81,33 @@ def test_no_manifest_in_the_bucket_is_a_clear_failure(make_node, api_stub, s3):
     m = node.marker()
     assert m['state'] == 'FAILED' and 'no data set at s3://' in m['reason'] and 'pack.py --upload' in m['reason']
     assert node.records() == []
+
+
+def test_a_node_waits_for_a_data_set_uploaded_after_it_booted(make_node, api_stub, packed, s3):
+    """run.py uploads data.localDir after `pulumi up`: a node that boots first waits for the manifest."""
+    import threading
+
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.cfg['data'] = {'stage': True, 'waitMinutes': 0.5}
+    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
+    node.train(FT_STEPS=4)
+    late = threading.Timer(3.0, lambda: upload.upload(packed, s3, node.bucket, node.key('')))
+    late.start()
+    try:
+        assert node.run(timeout=60) == 0, node.output()
+    finally:
+        late.cancel()
+    assert 'waiting for the data set at s3://' in node.output()
+    assert node.marker()['state'] == 'DONE' and len(node.records()) > 0
+
+
+def test_the_wait_for_a_data_set_ends_failed_naming_how_long(make_node, api_stub, s3):
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.cfg['data'] = {'stage': True, 'waitMinutes': 0.05}
+    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
+    assert node.run(timeout=60) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and 'after waiting 0.05 min' in m['reason'], m
+    assert node.records() == [] and len(api.calls('DeleteInstance')) == 1

@@ -42,6 +42,7 @@ class RunOptions:
     timeout_h: float = DEFAULT_TIMEOUT_H
     poll_s: float = 10.0
     settle_s: float = 600.0
+    data_dir: Optional[Path] = None  # a packed data set to upload after `up` (the stack's data.localDir)
 
     @property
     def state_file(self) -> Path:
@@ -176,6 +177,9 @@ class Driver:
         try:
             bucket = self.bucket_factory(checkpoint, str(outputs.get("stack") or opts.stack))
             baseline, since, stack_started = self._baseline(bucket, stack, up_started)
+            if opts.mode == "full" and opts.data_dir is not None:
+                self.phase = "data"
+                self._upload_data(bucket, opts.data_dir)
 
             if opts.mode == "destroy":
                 self.phase = "check"
@@ -269,6 +273,27 @@ class Driver:
             # A node found this snapshot damaged and restored an older one; every later node skips it.
             self.say(f"quarantined snapshot {note['snapshot']}: {note['reason']} (found by {note['node']} at "
                      f"{note['at']}; nodes restore older snapshots instead)", "bold yellow")
+
+    def _upload_data(self, bucket: StackBucket, folder: Path) -> None:
+        """Shards then manifest into <stack>/data/; the nodes wait for the manifest (data.waitMinutes)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+        from tools.datapack import upload
+
+        self.say(f"uploading the data set {folder} to {bucket.url}data/ (nodes wait for it)", "bold")
+        with Progress("{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+                      console=self.console, transient=True) as progress:
+            task = progress.add_task("data", total=None)
+            try:
+                sent = upload.upload(folder, bucket.s3, bucket.bucket, bucket.root,
+                                     lambda done, total: progress.update(task, completed=done, total=total))
+            except (ClientError, BotoCoreError, OSError, ValueError) as exc:
+                raise BucketError(f"uploading the data set {folder}: {exc}. The nodes wait data.waitMinutes for "
+                                  f"it: `scripts/pack.py <images> {folder} --upload {self.opts.stack}` sends what "
+                                  f"is missing, then watch with `{self.cmd.watch}`") from None
+        self.say(f"data set uploaded: {sent['sent']} shards sent, {sent['kept']} already there, "
+                 f"{sent['bytes'] / 1e9:.2f} GB in {sent['prefix']}")
 
     def _utilisation(self, report_dir: Path) -> None:
         """The run's utilisation table, diagnosis and combined plot (the same as scripts/report.py's)."""
