@@ -111,3 +111,32 @@ def test_the_wait_for_a_data_set_ends_failed_naming_how_long(make_node, api_stub
     m = node.marker()
     assert m['state'] == 'FAILED' and 'after waiting 0.05 min' in m['reason'], m
     assert node.records() == [] and len(api.calls('DeleteInstance')) == 1
+
+
+def test_after_a_reboot_recorded_shards_are_hashed_again_and_a_changed_one_fetched(make_node, api_stub, packed, s3):
+    """Shards are not flushed one by one: a record from another boot is checked against the disk."""
+    import os
+
+    api = api_stub('alicloud')
+    first = staged_node(make_node, api, packed, s3)
+    assert first.run() == 0, first.output()
+    dataset = first.tmp / 'dataset'
+    record_path = dataset / '.staged.json'
+    record = json.loads(record_path.read_text())
+    assert {len(r) for r in record.values()} == {4}, 'sha256, size, mtime and the boot id'
+    record_path.write_text(json.dumps({k: v[:3] + ['an-earlier-boot'] for k, v in record.items()}))
+    # A power loss kept the name, size and mtime but not the bytes of one shard.
+    shard = dataset / 'shard-000002.tar'
+    st = shard.stat()
+    body = bytearray(shard.read_bytes())
+    body[100] ^= 1
+    shard.write_bytes(bytes(body))
+    os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second = staged_node(make_node, api, packed, s3, name='n1')
+    second.cfg['paths']['dataset'] = str(dataset)
+    assert second.run() == 0, second.output()
+    assert 'shard-000002.tar: changed on the disk since it was verified' in second.output()
+    assert 'staging 1 of 5 shards' in second.output()
+    manifest = json.loads((packed / layout.DATA_MANIFEST).read_text())
+    want = next(s['sha256'] for s in manifest['shards'] if s['name'] == 'shard-000002.tar')
+    assert hashlib.sha256(shard.read_bytes()).hexdigest() == want
