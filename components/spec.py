@@ -799,6 +799,16 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
                     samples=manifest["samples"])
 
 
+def _size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: _Problems) -> None:
+    """With no dataDiskGb given, the data disk grows past the tier's default to hold the staged set."""
+    need = data.disk_needed_gib()
+    if values.get("dataDiskGb") is None and need is not None and need > tier.data_disk_default_gb:
+        values["dataDiskGb"] = need
+        problems.info("dataDiskGb", f"{need} GiB, sized to hold the staged data set ({data.size_gb:.1f} GB plus 10%"
+                      f" and 20 GiB for checkpoints and code; the {tier.name} tier's default is"
+                      f" {tier.data_disk_default_gb} GiB)")
+
+
 def _check_data_fits_disk(data: DataSpec, disk_gb: int, problems: _Problems) -> None:
     need = data.disk_needed_gib()
     if need is not None and disk_gb < need:
@@ -966,6 +976,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     if instance is not None and count is not None:
         _check_instance(values, tier, instance, nodes, profile, problems)
     spot_cap = _check_spot_price(values, instance, billing, problems)
+    _size_disk_for_data(values, data, tier, problems)
     data_disk = _check_data_disk(values, tier, profile, problems)
     _check_data_fits_disk(data, values.get("dataDiskGb", tier.data_disk_default_gb), problems)
     shared, shared_gb = _check_shared_storage(values, tier, profile, problems)

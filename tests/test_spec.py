@@ -141,3 +141,16 @@ def test_small_disk_gets_the_highest_level_it_allows_with_a_note():
     spec = spec_of(tier="large", gpu="H20", gpusPerNode=8, dataDiskGb=500)
     assert spec.data_disk.performance_level == "PL2"
     assert any(f.key == "dataDiskGb" and "PL3 needs at least 1261" in f.message for f in spec.findings)
+
+
+def test_an_unsized_data_disk_grows_to_hold_the_staged_data_set():
+    spec = spec_of(data={"sizeGb": 400})
+    need = spec.data.disk_needed_gib()
+    assert need > 200 and spec.data_disk.size_gb == need, (need, spec.data_disk)
+    notes = [f.message for f in spec.findings if f.key == "dataDiskGb" and f.level == "info"]
+    assert any("sized to hold the staged data set (400.0 GB" in n for n in notes), notes
+
+
+def test_a_data_disk_set_too_small_for_the_data_set_is_an_error_naming_the_need():
+    errors = errors_of(data={"sizeGb": 400}, dataDiskGb=300)
+    assert "cannot hold the staged data set (400.0 GB" in errors["dataDiskGb"], errors
