@@ -5,7 +5,7 @@ PY          := $(VENV)/bin/python
 STACK       ?= medium-a100
 ARGS        ?=
 
-.PHONY: help preview test test-all rehearse recommend bench lint clean
+.PHONY: help preview test test-all rehearse pack report recommend bench lint clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -34,8 +34,18 @@ test-all: $(VENV)/.dev ## every test, the slow drills included (what CI runs)
 lint: $(VENV)/.dev ## ruff: pyflakes and bugbear findings (pyproject.toml [tool.ruff])
 	@$(PY) -m ruff check .
 
-rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, preemption drill included
+rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, preemption drill included (ARGS="--example-data": with a packed, staged image set)
 	@$(PY) scripts/rehearse.py $(STACK) $(ARGS)
+
+IMAGES      ?=
+PACKED      ?= build/packed
+pack: $(VENV)/.dev ## pack IMAGES (a folder, one subfolder per class) into PACKED (default build/packed); without IMAGES a small generated folder; ARGS="--upload STACK"
+	@if [ -z "$(IMAGES)" ]; then $(PY) scripts/pack.py --example-images build/example-images && \
+	  $(PY) scripts/pack.py build/example-images $(PACKED) $(ARGS); \
+	else $(PY) scripts/pack.py $(IMAGES) $(PACKED) $(ARGS); fi
+
+report: $(VENV)/.dev ## every node's utilisation report of STACK from its bucket: one table, the diagnosis, one plot
+	@$(PY) scripts/report.py $(STACK) $(ARGS)
 
 recommend: $(VENV)/.runtime ## sizing and cost advisor (ARGS="--model resnet50 --images 1281167 --epochs 90 --deadline 24")
 	@$(PY) scripts/recommend.py $(ARGS)

@@ -98,6 +98,9 @@ def parse_args(argv):
     parser.add_argument("--data", type=Path, help="rehearse with this data set staged on every node: a folder made by"
                         " scripts/pack.py, or an image folder (one subfolder per class), packed first; default:"
                         " the stack's data.localDir")
+    parser.add_argument("--example-data", action="store_true",
+                        help="rehearse with a small generated image folder (4 classes of 32x32 JPEGs), packed, "
+                             "staged and trained on: the whole data path without a data set of your own")
     parser.add_argument("--keep-dir", action="store_true", help="keep the sandbox folder and print its path")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     args = parser.parse_args(argv)
@@ -105,6 +108,8 @@ def parse_args(argv):
         parser.error("--steps must be at least 40 (a checkpoint must be saved before the spot notice)")
     if args.nodes is not None and args.nodes < 1:
         parser.error("--nodes must be at least 1")
+    if args.example_data and args.data is not None:
+        parser.error("--example-data and --data: pick one")
     return args
 
 
@@ -178,6 +183,10 @@ class Rehearsal:
         from tools.datapack import packer, source, upload
 
         folder = self.args.data or self.spec.data.local_dir
+        if self.args.example_data:
+            from tools.datapack import example
+            folder = self.workdir / "example-images"
+            example.make_folder(folder, classes=4, per_class=32, size=32)
         if folder is None:
             return None
         try:
@@ -447,9 +456,13 @@ class Rehearsal:
                    f"newest snapshot verified{f', step {self.steps_in(final)}' if self.example else ''}")
         reports = self.keys(layout.REPORT)
         wanted = [self.root + layout.report(n.instance_id, "summary.json") for n in self.nodes]
+        diagnosed = ""
+        if wanted and wanted[0] in reports:  # what scripts/report.py would say of the first node (fake GPU here)
+            summary = json.loads(self.client.get_object(Bucket=self.bucket, Key=wanted[0])["Body"].read())
+            diagnosed = f"; {(summary.get('diagnosis') or {}).get('headline', 'no diagnosis')}"
         self.check("report in the bucket", all(w in reports for w in wanted),
                    f"{len(reports)} report files, summary.json for {sum(w in reports for w in wanted)} of"
-                   f" {len(wanted)} finished nodes")
+                   f" {len(wanted)} finished nodes{diagnosed}")
         releases = {n.instance_id: self.release_requests(n.instance_id) for n in self.nodes + self.retired}
         expected = {n.instance_id: 1 for n in self.nodes} | {n.instance_id: 0 for n in self.retired}
         if self.base["cluster"].get("poolName"):

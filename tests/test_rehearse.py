@@ -58,3 +58,19 @@ def test_an_image_folder_is_packed_staged_and_trained_on(tmp_path):
     assert code == 0, stderr[-4000:]
     assert checks["data staged and trained on"]["ok"] and "trainer read the staged set" in checks["data staged and trained on"]["detail"]
     assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"]
+
+
+@pytest.mark.slow  # the image-folder test above covers staging in the fast suite
+def test_example_data_rehearses_the_whole_data_path_and_the_report_diagnoses():
+    """`make rehearse ARGS=--example-data`: a generated image folder packed, staged, trained on, reported."""
+    code, document, stderr = rehearse("entry-t4", "--example-data", "--steps", "120")
+    checks = {c["name"]: c for c in document.get("checks", [])}
+    assert code == 0, stderr[-4000:]
+    assert checks["data staged and trained on"]["ok"], checks["data staged and trained on"]
+    assert "mean GPU utilisation" in checks["report in the bucket"]["detail"], checks["report in the bucket"]
+
+
+def test_example_data_and_data_together_exit_2():
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "entry-t4", "--example-data",
+                             "--data", "x"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--example-data and --data: pick one" in result.stderr
