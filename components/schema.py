@@ -36,7 +36,7 @@ KEYS: tuple[Key, ...] = (
     Key("spotFallback", "boolean", False, "Let pay-as-you-go fill the capacity that spot cannot."),
     Key("spotZones", "array", [], "Extra zones the spot pool may use besides `zone`; each must be a declared zone of the region."),
     Key("zone", "string", None, "Availability zone, one the provider declares for the region; default: the first zone that offers the instance type."),
-    Key("dataDiskGb", "integer", None, "Data disk size in GiB, within the provider's range for the disk category; default: the tier's default."),
+    Key("dataDiskGb", "integer", None, "Data disk size in GiB, within the provider's range for the disk category; default: the tier's default, or larger to hold the staged data set (data)."),
     Key("dataDiskCategory", "string", None, "Provider disk category override (SSD classes only)."),
     Key("datasetGb", "integer", None, "Training data size in GB (0 or more), for the RAM rule (RAM >= 2x data)."),
     Key("sharedStorage", "string", None,
