@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from node_agent import layout
+from node_agent import fetch, layout
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_SRC = REPO_ROOT / "node" / "node_agent"
@@ -79,11 +79,14 @@ def all_artifacts(spec) -> list[Artifact]:
     return agent_artifacts(prefix, spec.stack) + code_artifacts(prefix, spec.stack, spec.train.code_dir)
 
 
+def agent_section(prefix: str, stack: str) -> dict:
+    """node.json's `artifacts.agent`: the files the fetcher downloads and the one digest they must match."""
+    artifacts = agent_artifacts(prefix, stack)
+    return {"prefix": layout.stack_root(prefix, stack) + layout.AGENT, "files": sorted(a.relative for a in artifacts),
+            "sha256": fetch.digest({a.relative: a.sha256 for a in artifacts})}
+
+
 def node_config_section(spec) -> dict:
     """node.json's `artifacts`: what the fetcher downloads and verifies before the agent starts."""
     root = layout.stack_root(spec.checkpoint.prefix, spec.stack)
-    return {
-        "agent": {"prefix": root + layout.AGENT,
-                  "files": {a.relative: a.sha256 for a in agent_artifacts(spec.checkpoint.prefix, spec.stack)}},
-        "code": {"prefix": root + layout.CODE},
-    }
+    return {"agent": agent_section(spec.checkpoint.prefix, spec.stack), "code": {"prefix": root + layout.CODE}}

@@ -93,8 +93,9 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "uploadAttempts": 8,
         },
         # The packed data set under <prefix>/<stack>/data/ (docs/data.md), staged before training.
-        # waitMinutes: how long a booting node waits for the set's manifest (run.py uploads it after `up`).
-        "data": {"stage": spec.data.stage, "waitMinutes": 30},
+        # data.waitMinutes (the agent's default, 30) is left out: Tencent's large stacks are within bytes of
+        # their 16 KB user-data limit.
+        "data": {"stage": spec.data.stage},
         "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": profile.cloud_api(spec.region)},
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},

@@ -213,8 +213,9 @@ def bootstrap_values(cfg: dict) -> dict[str, Any]:
     agent = r.get("artifacts.agent")
     if agent is not None and agent is not _MISSING:
         files = agent.get("files") if isinstance(agent, dict) else None
-        if not isinstance(agent, dict) or not isinstance(agent.get("prefix"), str) or not isinstance(files, dict):
-            r.bad("artifacts.agent", agent, "{prefix, files: {relative path: sha256}} (docs/node-config.md)")
+        if not isinstance(agent, dict) or not isinstance(agent.get("prefix"), str) or not isinstance(files, list) \
+                or not isinstance(agent.get("sha256"), str):
+            r.bad("artifacts.agent", agent, "{prefix, files: [relative paths], sha256} (docs/node-config.md)")
     # A re-run fetches again only when the listed agent files changed.
     v["agent_files_digest"] = hashlib.sha256(json.dumps(agent if isinstance(agent, dict) else None,
                                                         sort_keys=True).encode()).hexdigest()

@@ -12,7 +12,7 @@ REQUIRED = ('stack provider region paths.checkpoints paths.state paths.logs chec
 NUMBERS = ('agent.syncIntervalSeconds=300 agent.spotPollSeconds=2 agent.utilSampleSeconds=5 agent.idleMinutes=30 '
            'agent.idleUtilPercent=5 agent.maxHours=24 agent.ttlMarginMinutes=15 agent.maxGraceSeconds=120 '
            'agent.uploadAttempts=8 agent.uploadAllowanceSeconds=30 agent.retryBaseSeconds=1 agent.peerWaitMinutes=30 '
-           'nodeCount=1 accelerator.count=1 train.gpusPerNode=1 train.rendezvousPort=29400 data.waitMinutes=0')
+           'nodeCount=1 accelerator.count=1 train.gpusPerNode=1 train.rendezvousPort=29400 data.waitMinutes=30')
 # The first choice is the default.
 CHOICES = {'train.launcher': 'direct torchrun', 'checkpoint.verify.method': 'read-back etag-md5 crc64ecma',
            'accelerator.kind': 'nvidia ascend',

@@ -3,11 +3,14 @@
     python -m node_agent.fetch --config /etc/gpu-training/node.json
 
 Part of the boot set (docs/node-config.md, "Agent delivery"): needs only the standard library,
-boto3 and the cloud runtime. node.json's `artifacts.agent` = {prefix, files: {relative path:
-sha256}}; each <bucket>/<prefix><relative path> is fetched with the node role's credentials into
-<paths.agent>/<relative path>. Nothing is written until every file matched its sha256, and each is
-renamed into place from a temp file, so a bad download never leaves a half-written agent. Exit 0 when every file verifies, 1
-when one is missing or does not match after the retries (the agent must not start), 2 bad config.
+boto3 and the cloud runtime. node.json's `artifacts.agent` = {prefix, files: [relative paths],
+sha256: digest(...)}; each <bucket>/<prefix><relative path> is fetched with the node role's
+credentials into <paths.agent>/<relative path>. One digest over every file's path and sha256 (not a
+sha256 per file) keeps user-data small: each file listed with its own hash cost ~70 encoded bytes,
+and Tencent's 16 KB limit is near. Nothing is written until the whole set matched the digest, and
+each file is renamed into place from a temp file, so a bad download never leaves a half-written
+agent. Exit 0 when the set verifies, 1 when a file is missing or the set does not match after the
+retries (the agent must not start), 2 bad config.
 """
 import argparse
 import hashlib
@@ -19,6 +22,14 @@ import time
 from .s3 import client, runtime
 
 
+def digest(hashes):
+    """One sha256 over {relative path: sha256 of its bytes}: node.json's artifacts.agent.sha256."""
+    h = hashlib.sha256()
+    for rel in sorted(hashes):
+        h.update(f'{rel}\0{hashes[rel]}\n'.encode())
+    return h.hexdigest()
+
+
 def main():
     ap = argparse.ArgumentParser(prog='node_agent.fetch', description='fetch and verify the node agent')
     ap.add_argument('--config', default='/etc/gpu-training/node.json')
@@ -27,11 +38,11 @@ def main():
         with open(path) as f:
             cfg = json.load(f)
         art, dest = cfg['artifacts']['agent'], cfg['paths']['agent']
-        files = {r: s for r, s in art['files'].items() if not (os.path.isabs(r) or '..' in r.split('/'))}
-        assert files == art['files'] and art['prefix'] and cfg['checkpoint']['bucket']
+        files = [r for r in art['files'] if isinstance(r, str) and not (os.path.isabs(r) or '..' in r.split('/'))]
+        assert files == list(art['files']) and art['prefix'] and len(art['sha256']) == 64 and cfg['checkpoint']['bucket']
     except Exception as e:  # noqa: BLE001 - any shape problem is a bad config, reported in one line
-        print(f'node_agent.fetch: {path}: artifacts.agent (prefix, files), paths.agent and checkpoint.bucket '
-              f'are required, with relative file paths: {e!r}', file=sys.stderr)
+        print(f'node_agent.fetch: {path}: artifacts.agent (prefix, files, sha256), paths.agent and '
+              f'checkpoint.bucket are required, with relative file paths: {e!r}', file=sys.stderr)
         return 2
     rt = runtime(cfg)
     role, a = (cfg.get('identity') or {}).get('roleName'), cfg.get('agent') or {}
@@ -41,9 +52,9 @@ def main():
             s3 = client(cfg, role and rt.credentials)
             bucket = cfg['checkpoint']['bucket']
             got = {r: s3.get_object(Bucket=bucket, Key=art['prefix'] + r)['Body'].read() for r in files}
-            bad = [r for r, body in got.items() if hashlib.sha256(body).hexdigest() != files[r]]
-            if bad:
-                raise ValueError(f"sha256 does not match node.json: {', '.join(sorted(bad))}")
+            if digest({r: hashlib.sha256(body).hexdigest() for r, body in got.items()}) != art['sha256']:
+                sizes = ', '.join(f'{r} ({len(got[r])} B)' for r in sorted(got))
+                raise ValueError(f"sha256 does not match node.json's artifacts.agent.sha256; fetched: {sizes}")
             # Written only once every file verified: never a mix of old and new modules.
             for rel, body in got.items():
                 dst = os.path.join(dest, rel)

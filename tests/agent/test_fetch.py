@@ -15,6 +15,7 @@ from conftest import ROOT
 from components import providers
 from components.artifacts import BOOT_SET as BOOT
 from localcloud import Metadata
+from node_agent.fetch import digest
 
 
 def setup(tmp_path, s3, bucket, moto_url, tamper=False):
@@ -36,7 +37,7 @@ def setup(tmp_path, s3, bucket, moto_url, tamper=False):
                           'addressingStyle': 'path', 'signatureVersion': 's3'},
            'agent': {'uploadAttempts': 2, 'retryBaseSeconds': 0.05},
            'endpoints': {'metadata': meta.url}, 'identity': {'roleName': meta.role},
-           'artifacts': {'agent': {'prefix': prefix, 'files': files}}}
+           'artifacts': {'agent': {'prefix': prefix, 'files': sorted(files), 'sha256': digest(files)}}}
     (tmp_path / 'node.json').write_text(json.dumps(cfg))
     return meta, files
 
@@ -73,6 +74,6 @@ def test_fetch_bad_config_exits_2(tmp_path):
     (tmp_path / 'boot' / 'node_agent').mkdir(parents=True)
     for n in BOOT:
         shutil.copy(ROOT / 'node' / 'node_agent' / n, tmp_path / 'boot' / 'node_agent' / n)
-    (tmp_path / 'node.json').write_text(json.dumps({'artifacts': {'agent': {'prefix': 'p/', 'files': {'../x.py': 'ab'}}}}))
+    (tmp_path / 'node.json').write_text(json.dumps({'artifacts': {'agent': {'prefix': 'p/', 'files': ['../x.py'], 'sha256': 'ab' * 32}}}))
     r = fetch(tmp_path)
     assert r.returncode == 2 and 'artifacts.agent' in r.stderr and 'Traceback' not in r.stderr, r.stderr

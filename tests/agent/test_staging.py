@@ -75,7 +75,7 @@ def test_a_damaged_shard_fails_the_run_naming_it_and_training_never_starts(make_
 def test_no_manifest_in_the_bucket_is_a_clear_failure(make_node, api_stub, s3):
     api = api_stub('alicloud')
     node = make_node(api=api)
-    node.cfg['data'] = {'stage': True}
+    node.cfg['data'] = {'stage': True, 'waitMinutes': 0}
     node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
     assert node.run(timeout=60) == 0, node.output()
     m = node.marker()

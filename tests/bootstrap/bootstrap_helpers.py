@@ -41,12 +41,11 @@ def load_config(name: str, *, real_address: bool = True) -> dict:
     cfg = copy.deepcopy(json.loads(_load(name)))
     if "artifacts" not in cfg:
         # Fixture files omit what changes with every agent edit: the program computes it the same way.
-        from components.artifacts import agent_artifacts
+        from components.artifacts import agent_section
         from node_agent import layout
         root = layout.stack_root(cfg["checkpoint"]["prefix"], cfg["stack"])
-        cfg["artifacts"] = {"agent": {"prefix": root + layout.AGENT, "files": {
-            a.relative: a.sha256 for a in agent_artifacts(cfg["checkpoint"]["prefix"], cfg["stack"])}},
-            "code": {"prefix": root + layout.CODE}}
+        cfg["artifacts"] = {"agent": agent_section(cfg["checkpoint"]["prefix"], cfg["stack"]),
+                            "code": {"prefix": root + layout.CODE}}
     fs = cfg["bootstrap"]["sharedFs"]
     if real_address and str(fs.get("address") or "").startswith("<"):
         fs["address"] = SAMPLE_FS_ADDRESS[fs["type"]]

@@ -82,7 +82,7 @@ def uploaded(servers, bucket, corrupt=None):
                           aws_access_key_id="test", aws_secret_access_key="test")
     client.create_bucket(Bucket=bucket)
     arts = agent_artifacts(cfg["checkpoint"]["prefix"], cfg["stack"])
-    assert {a.relative: a.sha256 for a in arts} == cfg["artifacts"]["agent"]["files"]
+    assert sorted(a.relative for a in arts) == cfg["artifacts"]["agent"]["files"]
     for a in arts:
         body = a.path.read_bytes()
         if a.relative == corrupt:
@@ -115,7 +115,7 @@ def test_a_file_that_does_not_match_node_json_stops_the_agent_from_starting(serv
     assert r.rc == 1
     steps = {s["name"]: s["result"] for s in r.status["steps"]}
     assert steps["agent_code"] == "failed" and steps["agent"] == "failed"
-    assert "sha256 does not match node.json: node_agent/agent.py" in r.log
+    assert "sha256 does not match node.json's artifacts.agent.sha256" in r.log and "node_agent/agent.py (" in r.log
     assert not (sb.path(cfg["paths"]["agent"]) / "node_agent" / "agent.py").exists()
     assert not [c for c in r.called("systemctl") if "enable" in c]
     assert "agent_code" in sb.path(cfg["paths"]["state"] + "/UNHEALTHY").read_text()
