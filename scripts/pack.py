@@ -81,21 +81,13 @@ def progress_bar(description: str, quiet: bool):
 
 def do_upload(args, folder: Path) -> dict:
     from components.spec import SpecError
-    from tools.runlib.bucket import BucketError, StackBucket, has_credentials
-    from tools.stackfiles import StackFileError, stack_spec
+    from tools.runlib.bucket import BucketError, from_stack_file
+    from tools.stackfiles import StackFileError
 
     try:
-        _, spec = stack_spec(args.upload)
+        bucket = from_stack_file(args.upload, args.endpoint)
     except (StackFileError, SpecError) as error:
         raise UsageError(error.render()) from None
-    checkpoint = spec.checkpoint.output()
-    if args.endpoint:
-        checkpoint["endpoint"] = args.endpoint
-    if not has_credentials():
-        raise UsageError("--upload: no credentials in the environment: set AWS_ACCESS_KEY_ID and "
-                         "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to a key of the bucket's cloud")
-    try:
-        bucket = StackBucket(checkpoint, args.upload)
     except BucketError as error:
         raise UsageError(f"--upload {args.upload}: {error}") from None
     update, close = progress_bar(f"upload to {bucket.url}{'data/'}", args.json)

@@ -60,20 +60,15 @@ def parse_args(argv):
 def download(args) -> Path:
     """Every node's report/<node>/ from the stack's bucket into --out; the folder."""
     from components.spec import SpecError
-    from tools.runlib.bucket import StackBucket, has_credentials
-    from tools.stackfiles import StackFileError, stack_spec
+    from tools.runlib.bucket import BucketError, from_stack_file
+    from tools.stackfiles import StackFileError
 
     try:
-        _, spec = stack_spec(args.stack)
+        bucket = from_stack_file(args.stack, args.endpoint)
     except (StackFileError, SpecError) as error:
         raise UsageError(error.render()) from None
-    checkpoint = spec.checkpoint.output()
-    if args.endpoint:
-        checkpoint["endpoint"] = args.endpoint
-    if not has_credentials():
-        raise UsageError("no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                         "(or AWS_PROFILE) to a key of the bucket's cloud that can read it")
-    bucket = StackBucket(checkpoint, args.stack)
+    except BucketError as error:
+        raise UsageError(str(error)) from None
     out = args.out or REPO / "out" / args.stack / "report"
     bucket.download_report(bucket.report_nodes(), out)
     return out

@@ -72,17 +72,6 @@ def test_a_damaged_shard_fails_the_run_naming_it_and_training_never_starts(make_
     assert len(api.calls('DeleteInstance')) == 1  # nothing to save: released, not left billing
 
 
-def test_no_manifest_in_the_bucket_is_a_clear_failure(make_node, api_stub, s3):
-    api = api_stub('alicloud')
-    node = make_node(api=api)
-    node.cfg['data'] = {'stage': True, 'waitMinutes': 0}
-    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
-    assert node.run(timeout=60) == 0, node.output()
-    m = node.marker()
-    assert m['state'] == 'FAILED' and 'no data set at s3://' in m['reason'] and 'pack.py --upload' in m['reason']
-    assert node.records() == []
-
-
 def test_a_node_waits_for_a_data_set_uploaded_after_it_booted(make_node, api_stub, packed, s3):
     """run.py uploads data.localDir after `pulumi up`: a node that boots first waits for the manifest."""
     import threading
@@ -102,15 +91,18 @@ def test_a_node_waits_for_a_data_set_uploaded_after_it_booted(make_node, api_stu
     assert node.marker()['state'] == 'DONE' and len(node.records()) > 0
 
 
-def test_the_wait_for_a_data_set_ends_failed_naming_how_long(make_node, api_stub, s3):
+@pytest.mark.parametrize('wait', [0, 0.05])
+def test_no_manifest_in_the_bucket_is_a_clear_failure_after_the_wait(make_node, api_stub, s3, wait):
     api = api_stub('alicloud')
     node = make_node(api=api)
-    node.cfg['data'] = {'stage': True, 'waitMinutes': 0.05}
+    node.cfg['data'] = {'stage': True, 'waitMinutes': wait}
     node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
     assert node.run(timeout=60) == 0, node.output()
     m = node.marker()
-    assert m['state'] == 'FAILED' and 'after waiting 0.05 min' in m['reason'], m
+    assert m['state'] == 'FAILED' and 'no data set at s3://' in m['reason'] and 'pack.py --upload' in m['reason']
+    assert f'after waiting {wait:g} min' in m['reason'], m
     assert node.records() == [] and len(api.calls('DeleteInstance')) == 1
+
 
 
 def test_after_a_reboot_recorded_shards_are_hashed_again_and_a_changed_one_fetched(make_node, api_stub, packed, s3):

@@ -32,6 +32,24 @@ def has_credentials(session: Optional[boto3.Session] = None) -> bool:
     return (session or boto3.Session()).get_credentials() is not None
 
 
+def from_stack_file(stack: str, endpoint: Optional[str] = None) -> "StackBucket":
+    """The stack's bucket as its stack file names it, offline (no Pulumi): for pack.py --upload and report.py.
+
+    Raises the stack file's StackFileError or SpecError (render() says what is wrong), and BucketError
+    when there are no credentials or no bucket. `endpoint` replaces the stack's (a local test server).
+    """
+    from tools.stackfiles import stack_spec
+
+    _, spec = stack_spec(stack)
+    checkpoint = spec.checkpoint.output()
+    if endpoint:
+        checkpoint["endpoint"] = endpoint
+    if not has_credentials():
+        raise BucketError("no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                          "(or AWS_PROFILE) to a key of the bucket's cloud")
+    return StackBucket(checkpoint, stack)
+
+
 class StackBucket:
     def __init__(self, checkpoint: Mapping, stack: str, session: Optional[boto3.Session] = None):
         missing = [k for k in ("bucket",) if not checkpoint.get(k)]
