@@ -187,11 +187,7 @@ class Stager:
                     # The record at most every 2 s, outside the lock: written with an fsync per shard under
                     # it, it serialised the threads (bench/staging_rate.py). A shard verified but not yet
                     # recorded when the node stops is only fetched again: nothing unverified is ever trusted.
-                    self.save_record()
-                    rate = self.done_bytes / max(1e-6, time.time() - started) / 1e6
-                    log.info('staging: %.2f of %.2f GB, %d shards done, %.0f MB/s', self.done_bytes / 1e9,
-                             total / 1e9, self.done_shards, rate)
-                    self.status('staging', total, started)
+                    self.save_record(total, started)
                 return
             got = f'{length} bytes with sha256 {digest}, the manifest says {size} bytes with sha256 {sha}'
             log.warning('data shard %s: try %d: %s', name, attempt, got)
@@ -199,12 +195,21 @@ class Stager:
             os.unlink(part)
         raise StagingError(f'data shard {name}: not staged after {self.attempts} tries: {got}')
 
-    def save_record(self):
-        """Write the record of the verified shards (one writer at a time, each with every shard so far)."""
-        with self.lock:
-            records = dict(self.records)
+    def save_record(self, total=None, started=None):
+        """Write the record of the verified shards, and the progress when given the totals.
+
+        One writer at a time (the files are replaced through one temporary name each); each record
+        holds every shard verified so far.
+        """
         with self.record_lock:
+            with self.lock:
+                records, done, shards = dict(self.records), self.done_bytes, self.done_shards
             _write_json(os.path.join(self.dest, RECORD), records)
+            if total is not None:
+                rate = done / max(1e-6, time.time() - started) / 1e6
+                log.info('staging: %.2f of %.2f GB, %d shards done, %.0f MB/s', done / 1e9, total / 1e9, shards,
+                         rate)
+                self.status('staging', total, started)
 
     def download(self, name, part):
         """(sha256, bytes) of the object as written to `part`: hashed while it streams to the disk."""
