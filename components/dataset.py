@@ -27,6 +27,10 @@ class DataSpec:
     size_gb: Optional[float] = None  # decimal GB
     shards: Optional[int] = None
     samples: Optional[int] = None
+    # The manifest's sha256 (data.localDir): a node stages only this set, never an earlier run's.
+    manifest_sha256: Optional[str] = None
+    # How long a booting node waits for the manifest; None: the agent's default (30 minutes).
+    wait_minutes: Optional[float] = None
 
     def disk_needed_gib(self) -> Optional[int]:
         if not self.stage or self.size_gb is None:

@@ -93,9 +93,10 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "uploadAttempts": 8,
         },
         # The packed data set under <prefix>/<stack>/data/ (docs/data.md), staged before training.
-        # data.waitMinutes (the agent's default, 30) is left out: Tencent's large stacks are within bytes of
-        # their 16 KB user-data limit.
-        "data": {"stage": spec.data.stage},
+        # Keys at their agent default are left out: Tencent's large stacks are near their 16 KB user-data.
+        "data": {"stage": spec.data.stage,
+                 **({"manifestSha256": spec.data.manifest_sha256} if spec.data.manifest_sha256 else {}),
+                 **({"waitMinutes": spec.data.wait_minutes} if spec.data.wait_minutes is not None else {})},
         "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": profile.cloud_api(spec.region)},
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},

@@ -60,7 +60,7 @@ KEYS: tuple[Key, ...] = (
         fields={"command": "string", "env": "map", "codeDir": "string", "launcher": "string"}),
     Key("data", "object", {},
         "The packed data set the nodes stage onto their disk before training (scripts/pack.py, docs/data.md).",
-        fields={"localDir": "string", "sizeGb": "number"}),
+        fields={"localDir": "string", "sizeGb": "number", "waitMinutes": "number"}),
     Key("bootstrap", "object", {},
         "Node software: driverBranch, cudaToolkit, framework (pytorch|paddle), frameworkVersion, ascendPackagesUrl.",
         fields={"driverBranch": "string", "cudaToolkit": "string", "framework": "string",

@@ -771,18 +771,25 @@ def _check_disk_size_for_category(size: int, category: str, profile: ProviderPro
                        f" {profile.display_name}; allowed: {low}-{high} GiB")
 
 
+MAX_DATA_WAIT_MINUTES = 1440  # a day: longer than any upload a node should sit billing for
+
+
 def _check_data(values: dict, problems: _Problems) -> DataSpec:
     """The `data` config: a packed folder (its manifest gives the size) or the size of a set already uploaded.
 
     Its size becomes datasetGb's default, so the RAM rule (RAM >= 2x the data) counts the staged set.
     """
     raw = values.get("data") or {}
-    local, size = raw.get("localDir"), raw.get("sizeGb")
+    local, size, wait = raw.get("localDir"), raw.get("sizeGb"), raw.get("waitMinutes")
     if size is not None and not (math.isfinite(size) and size > 0):
         problems.error("data.sizeGb", f"{_show(size)} must be a size in GB greater than 0")
         size = None
+    if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_DATA_WAIT_MINUTES):
+        problems.error("data.waitMinutes", f"{_show(wait)} must be minutes from 0 to {MAX_DATA_WAIT_MINUTES}"
+                       " (how long a booting node waits for the data set's manifest)")
+        wait = None
     if not local:
-        return DataSpec(stage=size is not None, size_gb=size)
+        return DataSpec(stage=size is not None, size_gb=size, wait_minutes=wait)
     folder = (REPO_ROOT / local).resolve()
     try:
         manifest = read_manifest(folder)
@@ -796,7 +803,8 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
     if values.get("datasetGb") is None:
         values["datasetGb"] = measured
     return DataSpec(stage=True, local_dir=folder, size_gb=measured, shards=len(manifest["shards"]),
-                    samples=manifest["samples"])
+                    samples=manifest["samples"], wait_minutes=wait,
+                    manifest_sha256=hashlib.sha256((folder / layout.DATA_MANIFEST).read_bytes()).hexdigest())
 
 
 def _size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: _Problems) -> None:

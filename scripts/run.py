@@ -60,8 +60,9 @@ examples:
     parser.add_argument("--poll", type=float, default=10.0, metavar="S",
                         help="seconds between looks at the markers (default 10)")
     parser.add_argument("--data", type=Path, default=None, metavar="DIR",
-                        help="upload this packed data set (scripts/pack.py) after `up`; default: the stack's "
-                             "data.localDir. Nodes wait data.waitMinutes for it (docs/data.md)")
+                        help="upload this packed data set (scripts/pack.py) before `up` (after it when the stack "
+                             "creates its bucket: nodes wait data.waitMinutes); default: the stack's data.localDir "
+                             "(docs/data.md)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="where the report and the run record go (default out/<stack>/)")
     return parser
@@ -82,31 +83,42 @@ def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
         raise UsageError("--force with --keep: --force only matters when destroying")
     mode = "watch" if args.watch_only else "destroy" if args.destroy_only else "full"
     if args.data is not None and mode != "full":
-        raise UsageError("--data is uploaded after `up`: not with --watch-only or --destroy-only "
+        raise UsageError("--data is uploaded with `up`: not with --watch-only or --destroy-only "
                          "(upload with scripts/pack.py DIR OUT --upload STACK)")
-    data_dir = args.data if mode == "full" else None
-    if data_dir is None and mode == "full":
-        data_dir = stack_data_dir(args.stack)
-    if data_dir is not None:
-        from components.dataset import read_manifest
-        try:
-            read_manifest(data_dir)
-        except ValueError as exc:
-            raise UsageError(f"--data / data.localDir: {exc}") from None
+    data = stack_data(args.stack, args.data) if mode == "full" else {}
     return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or work_dir / "out" / args.stack,
                       mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
-                      poll_s=args.poll, data_dir=data_dir)
+                      poll_s=args.poll, **data)
 
 
-def stack_data_dir(stack: str) -> Path | None:
-    """The stack's data.localDir (validated like the preview validates it), or None."""
+def stack_data(stack: str, override: Path | None) -> dict:
+    """The data set run.py uploads (data_dir) and the bucket its stack file names (data_bucket)."""
+    from components.dataset import DataSpec, read_manifest
     from components.spec import SpecError
     from tools.stackfiles import StackFileError, stack_spec
     try:
         _, spec = stack_spec(stack)
     except (StackFileError, SpecError) as exc:
         raise UsageError(exc.render()) from None
-    return spec.data.local_dir
+    folder = override or spec.data.local_dir
+    if folder is None:
+        return {}
+    if override is not None:
+        if not spec.data.stage:
+            raise UsageError(f"--data {override}: stack {stack} has no data config, so its nodes stage nothing; set "
+                             "data.localDir (or data.sizeGb for a set uploaded another way) in its stack file")
+        if spec.data.local_dir is not None and override.resolve() != spec.data.local_dir:
+            raise UsageError(f"--data {override}: stack {stack} is planned with data.localDir "
+                             f"{spec.data.local_dir} (its nodes stage only that manifest); change data.localDir instead")
+    try:
+        manifest = read_manifest(folder)
+    except ValueError as exc:
+        raise UsageError(f"--data / data.localDir: {exc}") from None
+    need = DataSpec(stage=True, size_gb=manifest["bytes"] / 1e9).disk_needed_gib()
+    if need > spec.data_disk.size_gb:
+        raise UsageError(f"--data {folder}: {manifest['bytes'] / 1e9:.1f} GB needs a {need} GiB data disk; stack "
+                         f"{stack} has {spec.data_disk.size_gb} GiB (dataDiskGb)")
+    return {"data_dir": folder, "data_bucket": spec.checkpoint.output(), "data_bucket_from_stack": spec.checkpoint.create}
 
 
 def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> int:

@@ -504,24 +504,59 @@ def test_help_lists_the_exit_codes():
         assert f"\n  {code} " in done.stdout
 
 
-def test_the_data_set_is_uploaded_after_up_before_the_watch(tmp_path, s3, bucket, moto_url):
-    """data.localDir (or --data) goes to <stack>/data/ right after `up`: shards, then the manifest."""
+def run_with_data(tmp_path, stack: FakeStack, checkpoint: dict, from_stack: bool, *args: str):
+    """run.py's driver with a data set to upload, as options() gives it for a stack with data.localDir."""
+    import dataclasses
+
     from tools.datapack import example, packer, source
+    from tools.runlib.driver import Driver
 
     example.make_folder(tmp_path / "images", classes=2, per_class=6, size=16)
     packer.pack(source.read(tmp_path / "images"), tmp_path / "packed", per_shard=4)
-    stack = FakeStack(outputs_for(moto_url, bucket))
-    code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.001", "--data", str(tmp_path / "packed"))
+    opts = run_cli.options([STACK, "--poll", "0.1", "--out", str(tmp_path / "out"), *args])
+    opts = dataclasses.replace(opts, data_dir=tmp_path / "packed", data_bucket=checkpoint,
+                               data_bucket_from_stack=from_stack)
+    out = io.StringIO()
+    code = Driver(opts, stack.factory, console=Console(file=out, width=220, force_terminal=False)).run()
     manifest = json.loads((tmp_path / "packed" / "manifest.json").read_text())
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=key("data/")).get("Contents", [])}
-    assert keys == {key("data/manifest.json")} | {key("data/" + s["name"]) for s in manifest["shards"]}, out
-    assert stack.calls[0] == "up" and out.index("data set uploaded") < out.index("watching"), out
-    assert "data set uploaded: 3 shards sent, 0 already there" in out
+    return code, out.getvalue(), {key("data/manifest.json")} | {key("data/" + s["name"]) for s in manifest["shards"]}
+
+
+def data_keys(s3, bucket):
+    return {o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix=key("data/")).get("Contents", [])}
+
+
+def test_the_data_set_goes_to_the_users_bucket_before_up(tmp_path, s3, bucket, moto_url):
+    """The nodes find the set when they boot: shards, then the manifest, before `pulumi up`."""
+    seen = {}
+    stack = FakeStack(outputs_for(moto_url, bucket), on_up=lambda: seen.update(keys=data_keys(s3, bucket)))
+    code, out, want = run_with_data(tmp_path, stack, outputs_for(moto_url, bucket)["checkpoint"], False,
+                                    "--yes", "--timeout", "0.001")
+    assert seen["keys"] == want, out
+    assert "data set uploaded: 3 shards sent, 0 already there" in out and out.index("data set uploaded") < \
+        out.index("pulumi up"), out
+
+
+def test_a_failed_upload_before_up_creates_nothing(tmp_path, s3, moto_url):
+    stack = FakeStack(outputs_for(moto_url, "no-such-bucket"))
+    code, out, _ = run_with_data(tmp_path, stack, outputs_for(moto_url, "no-such-bucket")["checkpoint"], False,
+                                 "--yes")
+    assert code == exitcodes.ERROR and stack.calls == [], out
+    assert "uploading the data set" in out and "Nothing was created" in out
+
+
+def test_a_bucket_the_stack_creates_gets_the_data_set_after_up(tmp_path, s3, bucket, moto_url):
+    seen = {}
+    stack = FakeStack(outputs_for(moto_url, bucket), on_up=lambda: seen.update(keys=data_keys(s3, bucket)))
+    code, out, want = run_with_data(tmp_path, stack, outputs_for(moto_url, bucket)["checkpoint"], True,
+                                    "--yes", "--timeout", "0.001")
+    assert seen["keys"] == set() and data_keys(s3, bucket) == want, out
+    assert out.index("pulumi up") < out.index("data set uploaded") < out.index("watching"), out
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--data", "/nonexistent"], "--data / data.localDir: /nonexistent is not a packed data set"),
-    (["--watch-only", "--data", "."], "--data is uploaded after `up`"),
+    (["--data", "/nonexistent"], "stack entry-t4 has no data config, so its nodes stage nothing"),
+    (["--watch-only", "--data", "."], "--data is uploaded with `up`"),
 ])
 def test_bad_data_arguments_exit_2(tmp_path, args, says, capsys):
     code = run_cli.main([STACK, *args], stack_factory=lambda *a, **k: pytest.fail("nothing may start"))

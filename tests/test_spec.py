@@ -154,3 +154,24 @@ def test_an_unsized_data_disk_grows_to_hold_the_staged_data_set():
 def test_a_data_disk_set_too_small_for_the_data_set_is_an_error_naming_the_need():
     errors = errors_of(data={"sizeGb": 400}, dataDiskGb=300)
     assert "cannot hold the staged data set (400.0 GB" in errors["dataDiskGb"], errors
+
+
+def test_a_packed_data_set_pins_its_manifest_and_the_wait_in_the_node_config(tmp_path):
+    import hashlib
+
+    from components.nodeconfig import build_node_config
+    from tools.datapack import example, packer, source
+
+    example.make_folder(tmp_path / "images", classes=2, per_class=4, size=16)
+    packer.pack(source.read(tmp_path / "images"), tmp_path / "packed", per_shard=4)
+    spec = spec_of(data={"localDir": str(tmp_path / "packed"), "waitMinutes": 90})
+    data = build_node_config(spec, shared_fs_address=None)["data"]
+    assert data == {"stage": True, "waitMinutes": 90,
+                    "manifestSha256": hashlib.sha256((tmp_path / "packed" / "manifest.json").read_bytes()).hexdigest()}
+    # Without a wait set, the agent's default holds and nothing is written (user-data bytes).
+    assert "waitMinutes" not in build_node_config(spec_of(data={"localDir": str(tmp_path / "packed")}), shared_fs_address=None)["data"]
+
+
+@pytest.mark.parametrize("wait", [-1, 1e9])
+def test_data_wait_minutes_out_of_range_is_refused_by_key(wait):
+    assert "must be minutes from 0 to 1440" in errors_of(data={"sizeGb": 1, "waitMinutes": wait})["data.waitMinutes"]

@@ -163,7 +163,8 @@ class Agent:
             try:
                 staged = Stager(self.store, paths['dataset'], os.path.join(paths['state'], 'staging.json'),
                                 wait_s=self.cfg['data']['waitMinutes'] * 60,
-                                poll_s=min(15.0, self.cfg['data']['waitMinutes'] * 6)).run()
+                                poll_s=min(15.0, self.cfg['data']['waitMinutes'] * 6),
+                                expect=self.cfg['data']['manifestSha256']).run()
             except StagingError as e:
                 # Never train on partial data; the marker names the shard, and the node is released.
                 log.error('%s: not starting the trainer', e)

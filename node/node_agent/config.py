@@ -24,7 +24,7 @@ OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env
          'checkpoint.region': None, 'checkpoint.verify.header': '', 'checkpoint.verify.contentMd5': False,
          'checkpoint.verify.flexibleChecksums': False, 'checkpoint.verify.sources': [],
          'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {},
-         'data.stage': False, 'paths.dataset': '/data/dataset'}
+         'data.stage': False, 'paths.dataset': '/data/dataset', 'data.manifestSha256': None}
 
 
 def load(path):

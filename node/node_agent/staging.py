@@ -18,16 +18,19 @@ import os
 import shutil
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import suppress
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from . import layout
 
 log = logging.getLogger('agent')
 RECORD = '.staged.json'
 PARTS = '.part'
+NOT_FOUND = ('404', 'NoSuchKey', 'NotFound')
+# A connection dropped mid-stream is botocore's error, not an OSError: both are retried per shard.
+TRANSIENT = (OSError, ClientError, BotoCoreError)
 CHUNK = 1 << 20
 THREADS = 8
 
@@ -54,34 +57,46 @@ def _write_json(path, value):
 
 
 class Stager:
-    def __init__(self, store, dest, status_file, attempts=3, wait_s=0.0, poll_s=15.0):
+    def __init__(self, store, dest, status_file, attempts=3, wait_s=0.0, poll_s=15.0, expect=None):
         self.store, self.dest, self.status_file, self.attempts = store, dest, status_file, attempts
-        # scripts/run.py uploads data.localDir right after `pulumi up` (the bucket may be the stack's own),
-        # so a booting node may look before the manifest is there: it waits this long for it.
-        self.wait_s, self.poll_s = wait_s, poll_s
+        # scripts/run.py uploads data.localDir before `pulumi up`, or right after it when the bucket is the
+        # stack's own, so a booting node may look before the manifest is there: it waits this long for it.
+        # expect: the sha256 of the manifest this stack was planned with (node.json data.manifestSha256):
+        # an earlier run's manifest still in the bucket is waited past, never staged.
+        self.wait_s, self.poll_s, self.expect = wait_s, poll_s, expect
         self.key = store.root + layout.DATA
         self.lock, self.done_bytes, self.done_shards = threading.Lock(), 0, 0
         self.records, self.last_log = {}, 0.0
         self.record_lock, self.boot = threading.Lock(), boot_id()
+
+    def read_manifest(self):
+        """The manifest's bytes, or None while there is none (storage errors are retried, then raised)."""
+        try:
+            return self.store.s3.get_object(Bucket=self.store.bucket, Key=self.key + layout.DATA_MANIFEST)['Body'].read()
+        except ClientError as e:
+            if e.response['Error']['Code'] in NOT_FOUND:
+                return None
+            raise
 
     def manifest(self):
         url = f's3://{self.store.bucket}/{self.key}{layout.DATA_MANIFEST}'
         until = time.time() + self.wait_s
         while True:
             try:
-                body = self.store.retry(self.store.s3.get_object)(
-                    Bucket=self.store.bucket, Key=self.key + layout.DATA_MANIFEST)['Body'].read()
+                body = self.store.retry(self.read_manifest)()
+            except (ClientError, BotoCoreError) as e:
+                raise StagingError(f'{url}: {e}') from None
+            got = body is not None and hashlib.sha256(body).hexdigest()
+            if body is not None and (not self.expect or got == self.expect):
                 break
-            except ClientError as e:
-                if e.response['Error']['Code'] not in ('404', 'NoSuchKey', 'NotFound'):
-                    raise StagingError(f'{url}: {e}') from None
-                if time.time() >= until:
-                    raise StagingError(f'no data set at {url} after waiting {self.wait_s / 60:g} min: upload it '
-                                       'first (scripts/pack.py --upload STACK, or scripts/run.py, which uploads '
-                                       'data.localDir)') from None
-                log.info('waiting for the data set at %s (%.0f s left): scripts/run.py uploads it after pulumi up',
-                         url, until - time.time())
-                time.sleep(min(self.poll_s, max(0.0, until - time.time())))
+            why = ('no manifest there yet' if body is None else f'the manifest there (sha256 {got[:12]}...) is '
+                   f'not the one this stack was planned with ({self.expect[:12]}...): an earlier data set')
+            if time.time() >= until:
+                raise StagingError(f'no data set at {url} after waiting {self.wait_s / 60:g} min ({why}): upload it '
+                                   'first (scripts/pack.py --upload STACK, or scripts/run.py, which uploads '
+                                   'data.localDir)')
+            log.info('waiting for the data set at %s (%.0f s left): %s', url, until - time.time(), why)
+            time.sleep(min(self.poll_s, max(0.0, until - time.time())))
         try:
             m = json.loads(body)
             shards = [(str(s['name']), str(s['sha256']), int(s['size'])) for s in m['shards']]
@@ -108,7 +123,7 @@ class Stager:
                 self.records = json.load(f)
         except (OSError, ValueError):
             self.records = {}
-        todo = [s for s in shards if not self.staged(*s)]
+        todo = self.unverified(shards, started)
         total, need = sum(s[2] for s in shards), sum(s[2] for s in todo)
         self.done_shards, self.done_bytes = len(shards) - len(todo), total - need
         free = shutil.disk_usage(self.dest).free
@@ -120,8 +135,12 @@ class Stager:
         self.status('staging', total, started)
         try:
             with ThreadPoolExecutor(THREADS) as pool:
-                for _ in pool.map(lambda s: self.fetch(*s, total=total, started=started), todo):
-                    pass
+                jobs = [pool.submit(self.fetch, *s, total=total, started=started) for s in todo]
+                done, _ = wait(jobs, return_when=FIRST_EXCEPTION)
+                failed = [j.exception() for j in done if j.exception() is not None]
+                if failed:  # the set cannot be complete: the queued shards are not worth their download
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    raise failed[0]
         except StagingError as e:
             self.save_record()  # keep what was verified, so a rerun skips it
             self.status('failed', total, started, error=str(e))
@@ -136,6 +155,16 @@ class Stager:
                  need / 1e9, seconds)
         return {'shards': len(shards), 'bytes': total, 'downloaded': need, 'seconds': round(seconds, 1),
                 'dest': self.dest}
+
+    def unverified(self, shards, started):
+        """The shards still to fetch. Recorded in an earlier boot, a shard is hashed again, in parallel."""
+        again = sum(1 for name, _, _ in shards if (self.records.get(name) or [None] * 4)[3:] != [self.boot])
+        if again and self.records:
+            log.info('verifying the shards recorded before this boot: hashing up to %d on the local disk', again)
+            self.status('verifying', sum(s[2] for s in shards), started)
+        with ThreadPoolExecutor(THREADS) as pool:
+            fine = list(pool.map(lambda s: self.staged(*s), shards))
+        return [s for s, ok in zip(shards, fine, strict=True) if not ok]
 
     def staged(self, name, sha, size):
         """True when a previous run verified this shard and the file is unchanged since.
@@ -161,7 +190,8 @@ class Stager:
         if h.hexdigest() != sha:
             log.warning('data shard %s: changed on the disk since it was verified: fetching it again', name)
             return False
-        self.records[name] = [sha, size, st.st_mtime_ns, self.boot]
+        with self.lock:
+            self.records[name] = [sha, size, st.st_mtime_ns, self.boot]
         return True
 
     def fetch(self, name, sha, size, total, started):
@@ -170,7 +200,7 @@ class Stager:
         for attempt in range(1, self.attempts + 1):
             try:
                 digest, length = self.download(name, part)
-            except (OSError, ClientError) as e:
+            except TRANSIENT as e:
                 got = f'{type(e).__name__}: {e}'
                 log.warning('data shard %s: try %d: %s', name, attempt, got)
                 continue

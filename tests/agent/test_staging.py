@@ -132,3 +132,30 @@ def test_after_a_reboot_recorded_shards_are_hashed_again_and_a_changed_one_fetch
     manifest = json.loads((packed / layout.DATA_MANIFEST).read_text())
     want = next(s['sha256'] for s in manifest['shards'] if s['name'] == 'shard-000002.tar')
     assert hashlib.sha256(shard.read_bytes()).hexdigest() == want
+
+
+def test_an_earlier_data_set_in_the_bucket_is_waited_past_never_staged(make_node, api_stub, packed, s3, tmp_path):
+    """A rerun with a changed set: nodes boot while the bucket still holds the last run's manifest."""
+    import threading
+
+    from tools.datapack import example, packer, source
+
+    api = api_stub('alicloud')
+    old = tmp_path / 'old'
+    example.make_folder(tmp_path / 'old-images', classes=2, per_class=6, size=16)
+    packer.pack(source.read(tmp_path / 'old-images'), old, per_shard=4)
+    node = make_node(api=api)
+    upload.upload(old, s3, node.bucket, node.key(''))
+    expected = hashlib.sha256((packed / layout.DATA_MANIFEST).read_bytes()).hexdigest()
+    node.cfg['data'] = {'stage': True, 'waitMinutes': 0.5, 'manifestSha256': expected}
+    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
+    node.train(FT_STEPS=4)
+    late = threading.Timer(3.0, lambda: upload.upload(packed, s3, node.bucket, node.key('')))
+    late.start()
+    try:
+        assert node.run(timeout=60) == 0, node.output()
+    finally:
+        late.cancel()
+    assert 'is not the one this stack was planned with' in node.output()
+    staged = (node.tmp / 'dataset' / layout.DATA_MANIFEST).read_bytes()
+    assert hashlib.sha256(staged).hexdigest() == expected and node.marker()['state'] == 'DONE'

@@ -42,7 +42,9 @@ class RunOptions:
     timeout_h: float = DEFAULT_TIMEOUT_H
     poll_s: float = 10.0
     settle_s: float = 600.0
-    data_dir: Optional[Path] = None  # a packed data set to upload after `up` (the stack's data.localDir)
+    data_dir: Optional[Path] = None  # a packed data set to upload (the stack's data.localDir, or --data)
+    data_bucket: Optional[Mapping] = None  # the bucket as the stack file names it (checkpoint output)
+    data_bucket_from_stack: bool = False   # checkpoint.create: the bucket exists only after `up`
 
     @property
     def state_file(self) -> Path:
@@ -141,6 +143,18 @@ class Driver:
         try:
             self.phase = "select"
             stack = self.stack_factory(opts.stack, opts.work_dir, create=opts.mode == "full")
+            data_pending = opts.mode == "full" and opts.data_dir is not None
+            if data_pending and not opts.data_bucket_from_stack:
+                # Before `up`, into the user's bucket: the nodes find the set when they boot, and a failed
+                # upload has created nothing.
+                self.phase = "data"
+                try:
+                    self._upload_data(self.bucket_factory(opts.data_bucket, opts.stack), opts.data_dir)
+                except BucketError as exc:
+                    self.say(f"error: {exc}", "bold red")
+                    self.say("Nothing was created: fix the cause and run this command again.")
+                    return exitcodes.ERROR
+                data_pending = False
             if opts.mode == "full":
                 self.phase = "up"
                 self.say(f"pulumi up --stack {opts.stack}", "bold")
@@ -177,9 +191,14 @@ class Driver:
         try:
             bucket = self.bucket_factory(checkpoint, str(outputs.get("stack") or opts.stack))
             baseline, since, stack_started = self._baseline(bucket, stack, up_started)
-            if opts.mode == "full" and opts.data_dir is not None:
+            if data_pending:  # the stack made the bucket: the nodes wait for the set (data.waitMinutes)
                 self.phase = "data"
-                self._upload_data(bucket, opts.data_dir)
+                try:
+                    self._upload_data(bucket, opts.data_dir)
+                except BucketError as exc:
+                    raise BucketError(f"{exc}. The nodes wait data.waitMinutes for it: `scripts/pack.py <images> "
+                                      f"{opts.data_dir} --upload {opts.stack}` sends what is missing, then watch "
+                                      f"with `{self.cmd.watch}`") from None
 
             if opts.mode == "destroy":
                 self.phase = "check"
@@ -276,22 +295,21 @@ class Driver:
 
     def _upload_data(self, bucket: StackBucket, folder: Path) -> None:
         """Shards then manifest into <stack>/data/; the nodes wait for the manifest (data.waitMinutes)."""
+        from boto3.exceptions import S3UploadFailedError
         from botocore.exceptions import BotoCoreError, ClientError
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
         from tools.datapack import upload
 
-        self.say(f"uploading the data set {folder} to {bucket.url}data/ (nodes wait for it)", "bold")
+        self.say(f"uploading the data set {folder} to {bucket.url}data/", "bold")
         with Progress("{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
                       console=self.console, transient=True) as progress:
             task = progress.add_task("data", total=None)
             try:
                 sent = upload.upload(folder, bucket.s3, bucket.bucket, bucket.root,
                                      lambda done, total: progress.update(task, completed=done, total=total))
-            except (ClientError, BotoCoreError, OSError, ValueError) as exc:
-                raise BucketError(f"uploading the data set {folder}: {exc}. The nodes wait data.waitMinutes for "
-                                  f"it: `scripts/pack.py <images> {folder} --upload {self.opts.stack}` sends what "
-                                  f"is missing, then watch with `{self.cmd.watch}`") from None
+            except (ClientError, BotoCoreError, S3UploadFailedError, OSError, ValueError) as exc:
+                raise BucketError(f"uploading the data set {folder}: {exc}") from None
         self.say(f"data set uploaded: {sent['sent']} shards sent, {sent['kept']} already there, "
                  f"{sent['bytes'] / 1e9:.2f} GB in {sent['prefix']}")
 
