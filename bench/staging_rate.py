@@ -3,7 +3,7 @@
 A packed-set manifest and its shards (random bytes) go into a local S3 server (moto, in its own
 process on 127.0.0.1). Each round then downloads the whole set three ways into a fresh folder:
   - the agent's Stager (node_agent/staging.py): 8 threads, each shard hashed (sha256) while it
-    streams, fsynced, checked against the manifest and renamed, progress recorded;
+    streams, checked against the manifest and renamed, the record and progress written every 2 s;
   - boto3 download_file of every object with the same 8 threads, nothing verified;
   - boto3 download_file one object after another (the simplest script a user would write).
 Prints each way's median MB/s over the rounds and the ratio of staging to the parallel download

@@ -13,8 +13,10 @@ examples:
   report.py medium-a100                         download out/medium-a100/report/ and show it
   report.py medium-a100 --dir out/medium-a100/report   what run.py downloaded, offline
   report.py medium-a100 --json                  one JSON document (nodes, run, plot)
+  report.py medium-a100 --all                   every node that ever reported, not only the newest run's
 
-exit status: 0 shown, 1 no report found or the bucket refused, 2 bad arguments.
+exit status: 0 shown, 1 no report found, no credentials, or object storage refused or did not answer,
+2 bad arguments.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def parse_args(argv):
                    "instead of the bucket")
     p.add_argument("--out", type=Path, metavar="DIR", help="where to download to (default out/<stack>/report/)")
     p.add_argument("--endpoint", help="S3 endpoint instead of the stack's (a local test server)")
+    p.add_argument("--all", action="store_true", help="every report in the folder; default: the newest run's "
+                   "(reports of a stack's earlier runs stay in the bucket)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     args = p.parse_args(argv)
     from tools.stackfiles import stack_names
@@ -60,45 +64,44 @@ def parse_args(argv):
 def download(args) -> Path:
     """Every node's report/<node>/ from the stack's bucket into --out; the folder."""
     from components.spec import SpecError
-    from tools.runlib.bucket import BucketError, from_stack_file
+    from tools.runlib.bucket import from_stack_file
     from tools.stackfiles import StackFileError
 
     try:
         bucket = from_stack_file(args.stack, args.endpoint)
     except (StackFileError, SpecError) as error:
         raise UsageError(error.render()) from None
-    except BucketError as error:
-        raise UsageError(str(error)) from None
     out = args.out or REPO / "out" / args.stack / "report"
     bucket.download_report(bucket.report_nodes(), out)
     return out
 
 
 def main(argv=None) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
+    from rich.console import Console
+
     from tools.runlib.bucket import BucketError
-    from tools.runlib.report import ReportError, advice_lines, report_folder, table
+    from tools.runlib.report import ReportError, render, report_folder
 
     try:
         args = parse_args(argv)
         folder = args.dir if args.dir is not None else download(args)
-        reports, run, drawn = report_folder(folder, args.stack)
+        result = report_folder(folder, args.stack, every_run=args.all)
     except UsageError as error:
         print(f"report.py: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (BucketError, ReportError) as error:
         print(f"report.py: {error}", file=sys.stderr)
         return EXIT_FAILED
+    except (BotoCoreError, ClientError) as error:  # an endpoint that does not answer, a refused request
+        print(f"report.py: object storage: {error}", file=sys.stderr)
+        return EXIT_FAILED
     if args.json:
-        print(json.dumps({"stack": args.stack, "folder": str(folder), "plot": str(drawn) if drawn else None,
-                          "run": run, "nodes": {n.node: n.summary for n in reports}}, indent=1))
+        print(json.dumps({"stack": args.stack, "folder": str(folder), "plot": str(result.plot) if result.plot else None,
+                          "run": result.run, "nodes": {n.node: n.summary for n in result.nodes},
+                          "earlierRuns": [n.node for n in result.earlier]}, indent=1))
         return EXIT_OK
-    from rich.console import Console
-
-    console = Console()
-    console.print(table(reports, run, f"stack {args.stack}: utilisation by node"))
-    for line in advice_lines(run):
-        console.print(line, highlight=False)
-    console.print(f"plot: {drawn}" if drawn else "plot: matplotlib is not installed: no plot", highlight=False)
+    render(Console(), result, args.stack)
     return EXIT_OK
 
 

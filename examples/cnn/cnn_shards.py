@@ -38,6 +38,8 @@ def decode(data: bytes, size: int) -> torch.Tensor:
 
 
 class PackedImages(Dataset):
+    FORMAT = "packed"  # what the trainer reports (GPU_TRAINING_STATS_FILE "format")
+
     def __init__(self, folder: Path, image_size: int):
         manifest = json.loads((folder / MANIFEST).read_text())
         self.folder, self.image_size, self.classes = folder, image_size, list(manifest["classes"])
@@ -63,6 +65,8 @@ class PackedImages(Dataset):
 
 
 class FolderImages(Dataset):
+    FORMAT = "folder"  # what the trainer reports (GPU_TRAINING_STATS_FILE "format")
+
     def __init__(self, folder: Path, image_size: int):
         self.classes = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
         self.items = [(path, label) for label, name in enumerate(self.classes)

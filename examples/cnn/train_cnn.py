@@ -424,7 +424,7 @@ class Trainer:
             return
         stats = {"step": self.step, "imagesPerSecond": round(images_per_s, 1), "dataWaitPercent": round(wait_pct, 1),
                  "workers": self.workers, "data": str(self.args.data) if self.args.data else "generated",
-                 "format": type(self.dataset).__name__.removesuffix("Images").lower() if self.args.data else "generated",
+                 "format": getattr(self.dataset, "FORMAT", "generated"),
                  "amp": self.amp,
                  "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         tmp = f"{self.args.stats_file}.tmp"

@@ -190,7 +190,7 @@ class Agent:
         env = {**os.environ, **self.env_file(), **{k: str(v) for k, v in train['env'].items()}, 'CKPT_DIR': ckpt,
                'RESUME_FROM': ckpt if restored or any(os.scandir(ckpt)) else '', 'NODE_RANK': str(rank),
                'MASTER_ADDR': master, 'MASTER_PORT': port,
-               'GPU_TRAINING_STATS_FILE': os.path.join(paths['state'], 'trainer-stats.json')}
+               'GPU_TRAINING_STATS_FILE': self.monitor.stats_file}
         if staged:
             env['GPU_TRAINING_DATA'] = paths['dataset']  # the trainer reads the staged shards from here
         if paths['venv']:

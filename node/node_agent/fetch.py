@@ -52,9 +52,11 @@ def main():
             s3 = client(cfg, role and rt.credentials)
             bucket = cfg['checkpoint']['bucket']
             got = {r: s3.get_object(Bucket=bucket, Key=art['prefix'] + r)['Body'].read() for r in files}
-            if digest({r: hashlib.sha256(body).hexdigest() for r, body in got.items()}) != art['sha256']:
-                sizes = ', '.join(f'{r} ({len(got[r])} B)' for r in sorted(got))
-                raise ValueError(f"sha256 does not match node.json's artifacts.agent.sha256; fetched: {sizes}")
+            hashes = {r: hashlib.sha256(body).hexdigest() for r, body in got.items()}
+            if digest(hashes) != art['sha256']:
+                # Each file's own hash, to compare with the checkout's (components.artifacts): which one differs.
+                fetched = ', '.join(f'{r} ({len(got[r])} B, sha256 {hashes[r]})' for r in sorted(got))
+                raise ValueError(f"sha256 does not match node.json's artifacts.agent.sha256; fetched: {fetched}")
             # Written only once every file verified: never a mix of old and new modules.
             for rel, body in got.items():
                 dst = os.path.join(dest, rel)

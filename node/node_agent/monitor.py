@@ -187,6 +187,8 @@ class Monitor:
                                   host)
         except ImportError:
             s['plot'] = 'matplotlib is not installed on the node: no utilisation.png'
+        except Exception as e:  # the numbers and the diagnosis stand without the picture
+            s['plot'] = f'no utilisation.png: {type(e).__name__}: {e}'
         with open(os.path.join(out, 'summary.json'), 'w') as f:
             json.dump(s, f, indent=1)
         return s

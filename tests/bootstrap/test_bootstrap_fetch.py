@@ -4,6 +4,7 @@ takes role credentials from a hardened-metadata stub and downloads from a moto S
 127.0.0.1 (docs/node-config.md, "Agent delivery")."""
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -115,7 +116,9 @@ def test_a_file_that_does_not_match_node_json_stops_the_agent_from_starting(serv
     assert r.rc == 1
     steps = {s["name"]: s["result"] for s in r.status["steps"]}
     assert steps["agent_code"] == "failed" and steps["agent"] == "failed"
-    assert "sha256 does not match node.json's artifacts.agent.sha256" in r.log and "node_agent/agent.py (" in r.log
+    assert "sha256 does not match node.json's artifacts.agent.sha256" in r.log
+    tampered = (AGENT_SRC / "agent.py").read_bytes() + b"\n# changed after pulumi up\n"
+    assert f"node_agent/agent.py ({len(tampered)} B, sha256 {hashlib.sha256(tampered).hexdigest()})" in r.log
     assert not (sb.path(cfg["paths"]["agent"]) / "node_agent" / "agent.py").exists()
     assert not [c for c in r.called("systemctl") if "enable" in c]
     assert "agent_code" in sb.path(cfg["paths"]["state"] + "/UNHEALTHY").read_text()

@@ -23,8 +23,7 @@ from .automation import AutomationError
 from .bucket import BucketError, StackBucket
 from .decide import Commands, Decision, decide
 from .markers import Verdict, assess, current
-from .report import ReportError, advice_lines, report_folder
-from .report import table as report_table
+from .report import ReportError, render, report_folder
 from .watch import CostRate, Watcher, WatchResult, clock_text
 
 DEFAULT_TIMEOUT_H = 24.0
@@ -285,7 +284,7 @@ class Driver:
                  + (f", effective cost so far ~{spent:.2f} {cost.currency or ''}" if spent is not None else ""))
         if files:
             self.say(f"report: {len(files)} file(s) in {report_dir}")
-            self._utilisation(report_dir)
+            self._utilisation(report_dir, sorted({m.node for m in result.markers}))
         elif result.markers:
             self.say("report: none in the bucket yet (the agent uploads it when a node ends)")
         for note in quarantined:
@@ -313,18 +312,14 @@ class Driver:
         self.say(f"data set uploaded: {sent['sent']} shards sent, {sent['kept']} already there, "
                  f"{sent['bytes'] / 1e9:.2f} GB in {sent['prefix']}")
 
-    def _utilisation(self, report_dir: Path) -> None:
-        """The run's utilisation table, diagnosis and combined plot (the same as scripts/report.py's)."""
+    def _utilisation(self, report_dir: Path, nodes: list[str]) -> None:
+        """This run's utilisation table, diagnosis and combined plot (the same as scripts/report.py's)."""
         try:
-            reports, run, drawn = report_folder(report_dir, self.opts.stack)
+            render(self.console, report_folder(report_dir, self.opts.stack, nodes), self.opts.stack)
         except ReportError as exc:
             self.say(f"report: {exc}", "yellow")
-            return
-        self.console.print(report_table(reports, run, f"stack {self.opts.stack}: utilisation by node"))
-        for line in advice_lines(run):
-            self.say(line)
-        if drawn:
-            self.say(f"plot: {drawn}")
+        except Exception as exc:  # diagnostics only: never in the way of the decision to destroy
+            self.say(f"report: not shown ({type(exc).__name__}: {exc}); the files are in {report_dir}", "yellow")
 
     def _act(self, stack, decision: Decision) -> int:
         style = "bold green" if decision.destroy or decision.exit_code == exitcodes.DONE else "bold yellow"

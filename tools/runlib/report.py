@@ -18,6 +18,8 @@ from rich.table import Table
 from node_agent import diagnosis, monitor, plot
 
 COMBINED_PLOT = "run-utilisation.png"
+# Reports further apart than this belong to different runs (a spot replacement starts within minutes).
+RUN_GAP_S = 3600
 
 
 @dataclass
@@ -31,15 +33,24 @@ class NodeReport:
     def diagnosis(self) -> dict:
         return self.summary.get("diagnosis") or diagnosis.diagnose(self.summary)
 
+    @property
+    def span(self) -> tuple[Optional[float], Optional[float]]:
+        """(first, last) sample time, from the samples or the summary."""
+        if self.rows:
+            return float(self.rows[0]["time"]), float(self.rows[-1]["time"])
+        return self.summary.get("firstSample"), self.summary.get("lastSample")
+
 
 class ReportError(Exception):
     """No report could be read: the message says where we looked."""
 
 
-def load(folder: Path) -> list[NodeReport]:
-    """Every <folder>/<node>/ that holds a summary.json or utilisation.csv, by node name."""
+def load(folder: Path, nodes: Optional[list[str]] = None) -> list[NodeReport]:
+    """Every <folder>/<node>/ (of `nodes`, when given) that holds a summary.json or utilisation.csv, by name."""
     reports = []
     for node_dir in sorted(p for p in Path(folder).iterdir() if p.is_dir()) if Path(folder).is_dir() else []:
+        if nodes is not None and node_dir.name not in nodes:
+            continue
         rows = monitor.read_csv(node_dir / "utilisation.csv", monitor.COLS)
         loader_rows = monitor.read_csv(node_dir / "loader.csv", monitor.LOADER_COLS)
         try:
@@ -58,12 +69,36 @@ def load(folder: Path) -> list[NodeReport]:
     return reports
 
 
+def latest_run(reports: list[NodeReport], gap_s: float = RUN_GAP_S) -> tuple[list[NodeReport], list[NodeReport]]:
+    """(the newest run's reports, the earlier ones): reports are kept in the bucket across runs of a stack.
+
+    A run is the newest report and every report whose samples reach within gap_s of the run's earliest
+    (a preempted node and its replacement, the nodes of one multi-node job); a report without sample
+    times belongs to no run and is left out with the earlier ones.
+    """
+    timed = sorted((r for r in reports if r.span[0] is not None), key=lambda r: r.span[0])
+    if not timed:
+        return reports, []
+    run, start = [timed[-1]], timed[-1].span[0]
+    for report in reversed(timed[:-1]):
+        if (report.span[1] or report.span[0]) < start - gap_s:
+            break
+        run.append(report)
+        start = min(start, report.span[0])
+    chosen = {r.node for r in run}
+    return [r for r in reports if r.node in chosen], [r for r in reports if r.node not in chosen]
+
+
 def run_summary(reports: list[NodeReport]) -> dict:
     """The whole run's means over every node's samples, and its diagnosis with the first node's facts."""
     rows = [dict(r, gpu=f"{n.node}/{r['gpu']}" if r["gpu"] else "") for n in reports for r in n.rows]
-    loader_rows = [r for n in reports for r in n.loader_rows]
+    loader_rows = sorted((r for n in reports for r in n.loader_rows), key=lambda r: float(r["time"]))
     rows.sort(key=lambda r: float(r["time"]))
     summary = monitor.summarise(rows, loader_rows)
+    if not rows:  # summaries without their samples: the nodes' own means, averaged
+        for k in ("gpuUtilMean", "gpuMemUsedPercent", "cpuBusyMean", "iowaitMean", "dataWaitMean",
+                  "imagesPerSecondMean"):
+            summary[k] = monitor.mean(n.summary.get(k) for n in reports)
     facts = next((n.summary["context"] for n in reports if isinstance(n.summary.get("context"), dict)), {})
     summary["context"] = facts
     summary["diagnosis"] = diagnosis.diagnose(summary, {**facts, "workers": summary["workers"]})
@@ -124,12 +159,38 @@ def advice_lines(run: dict) -> list[str]:
     return [d["headline"], d["evidence"], *(f"fix: {a}" for a in d["advice"])]
 
 
-def report_folder(folder: Path, stack: str, plot_path: Optional[Path] = None) -> tuple[list[NodeReport], dict, Optional[Path]]:
-    """Load, summarise and plot a downloaded report folder; (reports, run summary, plot path or None)."""
-    reports = load(folder)
+@dataclass
+class RunReport:
+    nodes: list[NodeReport]
+    run: dict
+    plot: Optional[Path]
+    earlier: list[NodeReport] = field(default_factory=list)  # other runs' reports, left out
+    plot_error: Optional[str] = None
+
+
+def report_folder(folder: Path, stack: str, nodes: Optional[list[str]] = None,
+                  every_run: bool = False) -> RunReport:
+    """Load, summarise and plot a downloaded report folder: the given nodes, else the newest run's."""
+    reports, earlier = load(folder, nodes), []
+    if nodes is None and not every_run:
+        reports, earlier = latest_run(reports)
     run = run_summary(reports)
+    result = RunReport(reports, run, None, earlier)
     try:
-        drawn = draw(reports, run, plot_path or Path(folder) / COMBINED_PLOT, stack)
+        result.plot = draw(reports, run, Path(folder) / COMBINED_PLOT, stack)
     except ImportError:
-        drawn = None
-    return reports, run, drawn
+        result.plot_error = "matplotlib is not installed: no plot"
+    except Exception as exc:  # the table and the advice stand without the picture
+        result.plot_error = f"no plot: {type(exc).__name__}: {exc}"
+    return result
+
+
+def render(console, result: RunReport, stack: str) -> None:
+    """The table, the run's diagnosis with its advice, and where the plot is (scripts/report.py, run.py)."""
+    console.print(table(result.nodes, result.run, f"stack {stack}: utilisation by node"))
+    for line in advice_lines(result.run):
+        console.print(line, highlight=False)
+    if result.earlier:
+        console.print(f"left out: {len(result.earlier)} report(s) of earlier runs "
+                      f"({', '.join(r.node for r in result.earlier)}; report.py --all includes them)", highlight=False)
+    console.print(f"plot: {result.plot}" if result.plot else result.plot_error, highlight=False)
