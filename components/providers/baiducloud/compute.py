@@ -1,0 +1,15 @@
+"""Baidu AI Cloud nodes: encrypted disks, required metadata tokens, the node role, a cloud-side TTL.
+
+Contract: components/providers/contract.py ComputePart; docs/providers.md. The two clouds build it as a
+components.providers.base.NodesComponent whose on_demand() and spot_pool() share one NodeLaunch.
+"""
+from __future__ import annotations
+
+import pulumi
+
+from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
+
+
+def create(spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
+           user_data: pulumi.Output, expires_at: pulumi.Output) -> ComputeParts:
+    raise NotImplementedError("baiducloud: compute.create is not written yet (docs/providers.md)")
