@@ -70,6 +70,11 @@ def profile(name: str) -> ProviderProfile:
     return importlib.import_module(f"{_package(name)}.profile").PROFILE
 
 
+def owner_of(type_token: str) -> str | None:
+    """The registered provider whose parts create resources of this type (its profile's type_prefixes)."""
+    return next((name for name in names() if profile(name).owns(type_token)), None)
+
+
 def preview_module(name: str) -> ModuleType:
     """The provider's answers to the preview's mock engine (pure data; tools.mockrun)."""
     return importlib.import_module(f"{_package(name)}.preview")

@@ -206,6 +206,15 @@ class ProviderProfile:
     tag_value_source: str = "not confirmed for this cloud: the smallest limit known (Alibaba's) applies"
     # The checkpoint bucket the shipped stack files name: validation warns while a stack still uses it.
     example_bucket: Optional[str] = None
+    # Prefixes of the type tokens of the resources its parts create; empty: "<name>:" (a bridged Pulumi
+    # provider's package). A provider of dynamic resources names its own (pulumi-python:dynamic/<module>:).
+    type_prefixes: tuple[str, ...] = ()
+    # Spot nodes are kept by a pool that replaces reclaimed ones and that the agent retires before it
+    # releases its node (cluster.poolName). False: spot nodes are single instances (no pool to retire).
+    spot_pool: bool = True
+
+    def owns(self, type_token: str) -> bool:
+        return type_token.startswith(self.type_prefixes or (f"{self.name}:",))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,4 @@
-"""Baidu AI Cloud: the provider package for the `baiducloud` cloud (started from components/providers/_template).
-
-scripts/new_provider.py made this package and its registry line. Every module below says what it
-must provide and raises or refuses until it does; docs/providers.md is the checklist, and
-tests/providers/test_contract.py with tests/test_conformance.py tell what is still missing.
+"""Baidu AI Cloud: BCC GPU instances, VPC, IAM, KMS and BOS, built as Pulumi dynamic resources over
+bce-python-sdk (dynamic.py), since no Pulumi provider exists for Baidu and the Terraform provider has no
+bid (spot) instances. Docs: docs/baiducloud.md (what is built, the sources, what is unverified).
 """

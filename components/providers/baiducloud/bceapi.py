@@ -23,8 +23,8 @@ from typing import Any, Callable
 
 ACCESS_KEY_ENV, SECRET_KEY_ENV, TOKEN_ENV = "BAIDUCLOUD_ACCESS_KEY", "BAIDUCLOUD_SECRET_KEY", "BAIDUCLOUD_SESSION_TOKEN"
 ENDPOINT_ENV = "BAIDUCLOUD_ENDPOINT"
-# Throttling codes: BCC API "错误码" (cloud.baidu.com/doc/BCC/s/Ojwvyo6nz) lists RequestLimitExceeded
-# ("请求过于频繁") ; 429 is the HTTP status of a throttled request across BCE services.
+# Throttling: HTTP 429, or one of these codes. The codes are not confirmed from a Baidu error-code list
+# (none was found in the sources read): retrying an unlisted throttling code is the cost of a miss.
 THROTTLE_CODES = ("RequestLimitExceeded", "TooManyRequests", "Throttling")
 NOT_FOUND_CODES = ("NoSuchObject", "NoSuchInstance", "Instance.NotFound", "InstanceNotFound", "NotFound",
                    "NoSuchVpc", "NoSuchSubnet", "SecurityGroup.NotFound", "EntityNotExist", "NoSuchEntity")
@@ -66,8 +66,7 @@ def credentials() -> Any:
     if not key or not secret:
         raise CredentialsMissing(f"Baidu AI Cloud credentials: set {ACCESS_KEY_ENV} and {SECRET_KEY_ENV}"
                                  " (read at each call, never stored in the Pulumi state)")
-    token = os.environ.get(TOKEN_ENV)
-    return BceCredentials(key, secret, token) if token else BceCredentials(key, secret)
+    return BceCredentials(key, secret)
 
 
 def endpoint(service: str, region: str) -> str:
@@ -80,12 +79,34 @@ def endpoint(service: str, region: str) -> str:
     return f"https://{host}.{region}.baidubce.com"
 
 
+def with_security_token(client, token: str | None):
+    """STS credentials need x-bce-security-token on every request. bce-python-sdk 0.9.79 sends it for
+    BOS, CFC and BTS only (grep STS_SECURITY_TOKEN), not for BCC, VPC, IAM or KMS, so it is added here,
+    before signing (the signer signs every x-bce-* header)."""
+    if not token:
+        return client
+    name = "_send_iam_request" if hasattr(client, "_send_iam_request") else "_send_request"
+    original = getattr(client, name)
+
+    def send(http_method, path, body=None, headers=None, *args, **kwargs):
+        headers = dict(headers or {})
+        headers[b"x-bce-security-token"] = token.encode()
+        return original(http_method, path, body, headers, *args, **kwargs)
+
+    setattr(client, name, send)
+    return client
+
+
 def client(service: str, settings: Settings):
     """A fresh SDK client for `service` (bcc | vpc | subnet | iam | kms) with the current credentials."""
+    return with_security_token(_client(service, settings), os.environ.get(TOKEN_ENV))
+
+
+def _client(service: str, settings: Settings):
     from baidubce.bce_client_configuration import BceClientConfiguration
     from baidubce.retry.retry_policy import NoRetryPolicy
 
-    config = BceClientConfiguration(credentials=credentials(), endpoint=endpoint(
+    config = BceClientConfiguration(credentials=credentials(), security_token=os.environ.get(TOKEN_ENV), endpoint=endpoint(
         "vpc" if service == "subnet" else service, settings.region), retry_policy=NoRetryPolicy(),
         connection_timeout_in_mills=settings.timeout_ms)
     if service == "bcc":

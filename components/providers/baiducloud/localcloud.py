@@ -34,6 +34,13 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from localcloud import ApiStub, MetadataStub
 
 ACCESS_KEY, SECRET_KEY = "AKlocalbaidu0000", "SKlocalbaidusecret0000000000000000"
+# The stand-ins' STS: a role credential's secret is derived from its key id, so the API stand-in can
+# check a node's signature without being told the metadata stand-in's credentials.
+_STS_MASTER = b"gpu-training local STS"
+
+
+def sts_secret(key_id: str) -> str:
+    return hmac.new(_STS_MASTER, key_id.encode(), hashlib.sha256).hexdigest()[:32]
 SSD_TYPES = ("enhanced_ssd_pl1", "enhanced_ssd_pl2", "cloud_hp1")
 
 
@@ -45,6 +52,11 @@ class Metadata(MetadataStub):
     token_header = None
     spot_path = "spot/termination-time"  # not documented by Baidu: no reclaim notice reaches the VM
     region, zone = "bj", "cn-bj-a"
+
+    def __init__(self, instance_id=None, ip="10.0.0.5", role="node-role"):
+        super().__init__(instance_id, ip, role)
+        self.key_id = f"STS.{self.instance_id}"
+        self.secret = sts_secret(self.key_id)
 
     @staticmethod
     def new_instance_id():
@@ -82,14 +94,21 @@ def expected_signature(secret: str, method: str, path: str, query: list[tuple[st
     return hmac.new(signing_key.encode(), canonical.encode(), hashlib.sha256).hexdigest()
 
 
-def verify(method, path, query, headers, access_key=ACCESS_KEY, secret=SECRET_KEY) -> str | None:
-    """Why the request's bce-auth-v1 signature is wrong, or None when it is right."""
+def verify(method, path, query, headers) -> str | None:
+    """Why the request's bce-auth-v1 signature is wrong, or None when it is right. Keys: the deployer's
+    (ACCESS_KEY) and any role credential of the metadata stand-in (STS.<instance id>)."""
     auth = headers.get("authorization", "")
     parts = auth.split("/")
     if len(parts) != 6 or parts[0] != "bce-auth-v1":
         return "no bce-auth-v1 authorization"
     _, key, stamp, expires, signed, signature = parts
-    if key != access_key:
+    if key == ACCESS_KEY:
+        secret = SECRET_KEY
+    elif key.startswith("STS."):
+        secret = sts_secret(key)
+        if not headers.get("x-bce-security-token"):
+            return "a role credential without its x-bce-security-token"
+    else:
         return f"unknown access key {key}"
     signed_names = [n for n in signed.split(";") if n]
     want = expected_signature(secret, method, path, query, headers, f"bce-auth-v1/{key}/{stamp}/{expires}", signed_names)
@@ -113,6 +132,7 @@ def _need(body: dict, *names: str):
 class CloudApi(ApiStub):
     """BCC/VPC/IAM/KMS as one server (BAIDUCLOUD_ENDPOINT points every client here)."""
     release_actions = ("ReleaseInstance",)
+    peers_action = "ListInstances"
 
     def __init__(self, instances=(), boot_polls: int = 1):
         self.boot_polls = boot_polls
@@ -124,9 +144,25 @@ class CloudApi(ApiStub):
         self.rejected: list[dict] = []  # requests refused for their signature or body
         self.cv = threading.Lock()
         super().__init__(instances)
-        for instance_id, ip in self.instances:
-            self.state["instance"][instance_id] = {"id": instance_id, "status": "Running", "internalIp": ip,
-                                                   "polls": 0, "tags": []}
+
+    @property
+    def instances(self) -> list:
+        return [(i["id"], i["internalIp"]) for i in self.state["instance"].values() if i["status"] == "Running"]
+
+    @instances.setter
+    def instances(self, pairs) -> None:
+        """What the tests and the rehearsal set: these instances run (others are forgotten)."""
+        self.state["instance"] = {k: v for k, v in self.state["instance"].items() if k in {i for i, _ in pairs}}
+        for instance_id, ip in pairs:
+            if instance_id not in self.state["instance"]:
+                self.add_instance(instance_id, ip)
+
+    def add_instance(self, instance_id: str, ip: str, tags: dict | None = None) -> None:
+        """A running instance the node runtime can list and release (default tag: the tests' stack 'st')."""
+        tags = tags or {"gpu-training:stack": "st"}
+        self.state["instance"][instance_id] = {"id": instance_id, "name": instance_id, "status": "Running",
+                                               "internalIp": ip, "polls": 0,
+                                               "tags": [{"tagKey": k, "tagValue": v} for k, v in tags.items()]}
 
     # -- fault injection
     def fail_next(self, count: int = 1, status: int = 500, code: str = "InternalError", after: bool = False):
@@ -146,8 +182,11 @@ class CloudApi(ApiStub):
         parts = urlsplit(path)
         query = parse_qsl(parts.query, keep_blank_values=True)
         data = json.loads(body) if body else {}
-        return _action(method, parts.path, dict(query)), {"path": parts.path, "query": dict(query), "body": data,
-                                                            "raw_query": query}
+        params = {"path": parts.path, "query": dict(query), "body": data, "raw_query": query}
+        if "tags" in params["query"]:  # ListInstances' tag filter, "<key>:<value>" (bcc_client.list_instances)
+            key, _, value = params["query"]["tags"].rpartition(":")
+            params["tag"] = {"key": key, "value": value}
+        return _action(method, parts.path, dict(query)), params
 
     def answer(self, method, path, headers, body):
         lowered = {k.lower(): v for k, v in headers.items()}
@@ -228,6 +267,13 @@ class CloudApi(ApiStub):
             return 200, {"instance": {"id": instance["id"], "name": instance["name"], "status": instance["status"],
                                       "internalIp": instance["internalIp"], "publicIp": "",
                                       "autoReleaseTime": instance.get("releaseTime"), "spec": instance.get("spec")}}
+        if action == "ListInstances":
+            key, _, value = (query.get("tags") or "").rpartition(":")
+            wanted = query.get("status")
+            found = [i for i in state["instance"].values() if wanted in (None, i["status"])
+                     and (not key or any(t.get("tagKey") == key and t.get("tagValue") == value for t in i["tags"]))]
+            return 200, {"instances": [{"id": i["id"], "internalIp": i["internalIp"], "status": i["status"]}
+                                       for i in found], "isTruncated": False}
         if action == "AutoReleaseInstance":
             instance = self._get("instance", path.rsplit("/", 1)[1])
             moment = body.get("releaseTime") or ""
@@ -373,7 +419,6 @@ class CloudApi(ApiStub):
                 "userData": body.get("userData"), "tags": body.get("tags") or [],
                 "created": datetime.now(timezone.utc).isoformat()}
             ids.append(instance_id)
-        self.instances = [(i, v["internalIp"]) for i, v in self.state["instance"].items()]
         return {"instanceIds": ids, "orderId": uuid.uuid4().hex}
 
     def _put(self, kind, prefix, body):
@@ -403,7 +448,7 @@ _ROUTES = [
     ("POST", r"/v2/instance/role", "bind", "BindInstanceRole"), ("POST", r"/v2/instance/role", "unbind", "UnbindInstanceRole"),
     ("PUT", r"/v2/instance/[^/]+", "autorelease", "AutoReleaseInstance"),
     ("PUT", r"/v2/instance/[^/]+", "modifyAttribute", "ModifyInstance"),
-    ("GET", r"/v2/instance/[^/]+", None, "GetInstance"), ("DELETE", r"/v2/instance/[^/]+", None, "ReleaseInstance"),
+    ("GET", r"/v2/instance", None, "ListInstances"), ("GET", r"/v2/instance/[^/]+", None, "GetInstance"), ("DELETE", r"/v2/instance/[^/]+", None, "ReleaseInstance"),
     ("POST", r"/v1/role", None, "CreateRole"), ("GET", r"/v1/role/[^/]+", None, "GetRole"),
     ("PUT", r"/v1/role/[^/]+", None, "UpdateRole"), ("DELETE", r"/v1/role/[^/]+", None, "DeleteRole"),
     ("POST", r"/v1/policy", None, "CreatePolicy"), ("DELETE", r"/v1/policy/[^/]+", None, "DeletePolicy"),
