@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -45,6 +46,7 @@ class Field:
     api: str = ""  # the field's name in the API request body
     source: str = ""
     output: bool = False  # filled in by the provider (never compared by diff)
+    one: bool = False  # a single nested object (the engine sends the object, not a list)
 
     def fact(self, name: str) -> dict:
         out: dict[str, Any] = {"type": self.type, "tf": self.api or name}
@@ -54,7 +56,9 @@ class Field:
         if self.validate:
             out["validate"] = self.validate
         if self.block is not None:
-            out.update(max_items=1, max_items_one=True, block={k: f.fact(k) for k, f in self.block.items()})
+            out["block"] = {k: f.fact(k) for k, f in self.block.items()}
+            if self.one:
+                out.update(max_items=1, max_items_one=True)
         if self.source:
             out["source"] = self.source
         if self.output:
@@ -141,7 +145,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "onDemandPrice": Field("number", replace=True),
         "rootDiskSizeInGb": Field("int", replace=True, validate={"kind": "int_range", "min": 40, "max": 2048}),
         "rootDiskStorageType": Field("string", replace=True, validate=one_of(*SSD_TYPES)),
-        "dataDisk": Field("list", True, True, block={
+        "dataDisk": Field("list", True, True, one=True, block={
             "cdsSizeInGB": Field("int", True, validate={"kind": "int_range", "min": 5, "max": 32765}),
             "storageType": Field("string", True, validate=one_of(*SSD_TYPES)),
             "encryptKey": Field("string", True),
@@ -151,13 +155,14 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "networkCapacityInMbps": Field("int", replace=True, validate={"kind": "int_range", "min": 0, "max": 200}),
         "keypairId": Field("string", replace=True),
         "releaseTime": Field("string", True, validate={"kind": "rfc3339"}),
-        "tags": Field("map", replace=True),
+        # Changed in place: BindInstanceToTags / UnbindInstanceFromTags (PUT /v2/instance/{id}/tag).
+        "tags": Field("map"),
         "deletionProtection": Field("int", replace=True, validate={"kind": "int_one_of", "values": [0]}),
         # Outputs the provider fills in (declared as inputs so the engine's registration carries them).
         "internalIp": Field("string", output=True),
         "publicIp": Field("string", output=True),
     },
-    "BosObject": {
+    "BucketObject": {
         "region": Field("string", True, True),
         "bucket": Field("string", True, True),
         "key": Field("string", True, True),
@@ -603,6 +608,14 @@ class BccInstanceProvider(BaiduProvider):
                 "publicIp": instance.get("public_ip"), "name": instance.get("name", inputs.get("name"))}
 
     def _update(self, id_, olds, news):
+        before, after = olds.get("tags") or {}, news.get("tags") or {}
+        gone = {k: v for k, v in before.items() if after.get(k) != v}
+        added = {k: v for k, v in after.items() if before.get(k) != v}
+        bcc = bceapi.client("bcc", self.settings())
+        if gone:
+            self.api(id_, "UnbindInstanceFromTags", lambda: bcc.unbind_instance_from_tags(id_, _tags(gone)))
+        if added:
+            self.api(id_, "BindInstanceToTags", lambda: bcc.bind_instance_to_tags(id_, _tags(added)))
         if olds.get("releaseTime") != news.get("releaseTime"):
             self._set_release_time(id_, news["releaseTime"])
         if olds.get("name") != news.get("name"):
@@ -652,11 +665,11 @@ S3_ENDPOINT_ENV = "BAIDUCLOUD_S3_ENDPOINT"
 
 
 @dataclass
-class BosObjectProvider(BaiduProvider):
+class BucketObjectProvider(BaiduProvider):
     """One object in BOS, put through the S3-compatible API (profile.object_store: SigV4, virtual hosts)."""
 
     def __post_init__(self):
-        self.kind = "BosObject"
+        self.kind = "BucketObject"
 
     def _s3(self):
         import os
@@ -683,7 +696,7 @@ class BosObjectProvider(BaiduProvider):
                                   ContentMD5=inputs["contentMd5"])
         except ClientError as error:
             meta = error.response.get("ResponseMetadata", {})
-            raise BceApiError(f"BosObject {inputs['bucket']}/{inputs['key']}", "PutObject",
+            raise BceApiError(f"BucketObject {inputs['bucket']}/{inputs['key']}", "PutObject",
                               error.response.get("Error", {}).get("Code"), meta.get("HTTPStatusCode"),
                               error.response.get("Error", {}).get("Message", "")) from None
 
@@ -713,42 +726,57 @@ class BosObjectProvider(BaiduProvider):
 
 PROVIDERS = {"Vpc": VpcProvider, "Subnet": SubnetProvider, "SecurityGroup": SecurityGroupProvider,
              "KmsKey": KmsKeyProvider, "IamRole": IamRoleProvider, "IamRolePolicy": IamRolePolicyProvider,
-             "BccInstance": BccInstanceProvider, "RoleBinding": RoleBindingProvider, "BosObject": BosObjectProvider}
+             "BccInstance": BccInstanceProvider, "RoleBinding": RoleBindingProvider, "BucketObject": BucketObjectProvider}
 
 
 # ---------------------------------------------------------------- the Pulumi resources
 
-class Vpc(dyn.Resource, module="baiducloud", name="Vpc"):
+class _Resource(dyn.Resource):
+    """pulumi.dynamic.Resource, leaving the pickler as it found it.
+
+    pulumi 3.272's serialize_provider (pulumi/dynamic/dynamic.py) sets pickle._Pickler._batch_setitems and
+    save_dict to sorting wrappers on every call and restores only pickle.Pickler, so each dynamic resource
+    wraps the wrapper of the one before: one process that serializes ~900 providers (a test session,
+    a large program) fails with RecursionError (the symptom of pulumi/pulumi#17803)."""
+
+    def __init__(self, provider, name, props, opts=None):
+        saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
+        try:
+            super().__init__(provider, name, props, opts)
+        finally:
+            pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
+
+class Vpc(_Resource, module="baiducloud", name="Vpc"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(VpcProvider(region), name, {**props, "region": region}, opts)
 
 
-class Subnet(dyn.Resource, module="baiducloud", name="Subnet"):
+class Subnet(_Resource, module="baiducloud", name="Subnet"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(SubnetProvider(region), name, {**props, "region": region}, opts)
 
 
-class SecurityGroup(dyn.Resource, module="baiducloud", name="SecurityGroup"):
+class SecurityGroup(_Resource, module="baiducloud", name="SecurityGroup"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(SecurityGroupProvider(region), name, {**props, "region": region}, opts)
 
 
-class KmsKey(dyn.Resource, module="baiducloud", name="KmsKey"):
+class KmsKey(_Resource, module="baiducloud", name="KmsKey"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(KmsKeyProvider(region), name, {**props, "region": region}, opts)
 
 
-class IamRole(dyn.Resource, module="baiducloud", name="IamRole"):
+class IamRole(_Resource, module="baiducloud", name="IamRole"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(IamRoleProvider(region), name, {**props, "region": region}, opts)
 
 
-class IamRolePolicy(dyn.Resource, module="baiducloud", name="IamRolePolicy"):
+class IamRolePolicy(_Resource, module="baiducloud", name="IamRolePolicy"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(IamRolePolicyProvider(region), name, {**props, "region": region}, opts)
 
 
-class BccInstance(dyn.Resource, module="baiducloud", name="BccInstance"):
+class BccInstance(_Resource, module="baiducloud", name="BccInstance"):
     internalIp: pulumi.Output[str]
     publicIp: pulumi.Output[str]
 
@@ -757,11 +785,11 @@ class BccInstance(dyn.Resource, module="baiducloud", name="BccInstance"):
                          {**props, "region": region, "internalIp": None, "publicIp": None}, opts)
 
 
-class BosObject(dyn.Resource, module="baiducloud", name="BosObject"):
+class BucketObject(_Resource, module="baiducloud", name="BucketObject"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(BosObjectProvider(region), name, {**props, "region": region}, opts)
+        super().__init__(BucketObjectProvider(region), name, {**props, "region": region}, opts)
 
 
-class RoleBinding(dyn.Resource, module="baiducloud", name="RoleBinding"):
+class RoleBinding(_Resource, module="baiducloud", name="RoleBinding"):
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(RoleBindingProvider(region), name, {**props, "region": region}, opts)

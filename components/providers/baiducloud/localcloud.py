@@ -286,6 +286,12 @@ class CloudApi(ApiStub):
             self._get("instance", instance_id)
             del state["instance"][instance_id]
             return 200, {}
+        if action in ("BindInstanceTags", "UnbindInstanceTags"):
+            instance = self._get("instance", path.split("/")[3])
+            change = body.get("changeTags") or []
+            kept = [t for t in instance["tags"] if t not in change] if action.startswith("Unbind") else instance["tags"]
+            instance["tags"] = kept + (change if action.startswith("Bind") else [])
+            return 200, {}
         if action == "ModifyInstance":
             self._get("instance", path.rsplit("/", 1)[1])["name"] = body.get("name")
             return 200, {}
@@ -447,6 +453,8 @@ _ROUTES = [
     ("POST", r"/v2/instanceBySpec", None, "CreateInstanceBySpec"), ("POST", r"/v2/instance/bid", None, "CreateBidInstance"),
     ("POST", r"/v2/instance/role", "bind", "BindInstanceRole"), ("POST", r"/v2/instance/role", "unbind", "UnbindInstanceRole"),
     ("PUT", r"/v2/instance/[^/]+", "autorelease", "AutoReleaseInstance"),
+    ("PUT", r"/v2/instance/[^/]+/tag", "bind", "BindInstanceTags"),
+    ("PUT", r"/v2/instance/[^/]+/tag", "unbind", "UnbindInstanceTags"),
     ("PUT", r"/v2/instance/[^/]+", "modifyAttribute", "ModifyInstance"),
     ("GET", r"/v2/instance", None, "ListInstances"), ("GET", r"/v2/instance/[^/]+", None, "GetInstance"), ("DELETE", r"/v2/instance/[^/]+", None, "ReleaseInstance"),
     ("POST", r"/v1/role", None, "CreateRole"), ("GET", r"/v1/role/[^/]+", None, "GetRole"),

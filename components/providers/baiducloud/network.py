@@ -12,6 +12,7 @@ from components.providers.base import NetworkParts, PartContext
 from components.spec import Spec
 
 VPC_CIDR = "10.42.0.0/16"
+EXPIRY_TAG = "gpu-training:expires-at"
 
 
 def subnet_cidr(index: int) -> str:
@@ -33,7 +34,9 @@ class Network(pulumi.ComponentResource):
     def __init__(self, spec: Spec, ctx: PartContext):
         super().__init__("gpu-training:baiducloud:Network", f"{ctx.name}-network", None, ctx.opts())
         child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
+        # Not the expiry tag: it moves with maxHours, and bce-python-sdk's VPC and subnet clients have no
+        # call that changes a tag, so a changed tag would replace the network (dynamic.SCHEMAS).
+        tags = {k: v for k, v in ctx.tags.items() if k != EXPIRY_TAG}
         self.zone = spec.zone
         self.vpc = dynamic.Vpc(f"{ctx.name}-vpc", {"name": f"gpu-training-{spec.stack}", "cidr": VPC_CIDR,
                                                   "description": "gpu-training nodes", "tags": tags},

@@ -114,7 +114,7 @@ def checks(spec) -> Iterable[tuple[str, str]]:
 
 # ---------------------------------------------------------------- billing (components/billing.py)
 def keeps_billing(spec) -> tuple[Lingering, ...]:
-    return (Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BosObject",
+    return (Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BucketObject",
                       "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"),
             Lingering("KMS key of the data disk (pending deletion for 7 days after destroy)", TYPE_PREFIX + "KmsKey",
                       "1 key", "KMS price list", None, "pulumi destroy, then the pending window"))

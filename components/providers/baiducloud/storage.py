@@ -1,5 +1,5 @@
 """Baidu AI Cloud storage: the node agent and the training code in BOS, put through BOS's S3 API (one
-dynamic BosObject per file; a changed file is a changed contentMd5 and is put again). The checkpoint
+dynamic BucketObject per file; a changed file is a changed contentMd5 and is put again). The checkpoint
 bucket is the user's (checkpoint.create is refused on Baidu) and no shared file system is built."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class Storage(pulumi.ComponentResource):
         super().__init__("gpu-training:baiducloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
         child = pulumi.ResourceOptions(parent=self)
         for index, artifact in enumerate(all_artifacts(spec)):
-            dynamic.BosObject(f"{ctx.name}-file-{index}", {
+            dynamic.BucketObject(f"{ctx.name}-file-{index}", {
                 "bucket": spec.checkpoint.bucket, "key": artifact.key, "source": artifact.source,
                 "contentMd5": artifact.md5_base64}, spec.region, child)
         self.register_outputs({})
