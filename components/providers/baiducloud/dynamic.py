@@ -205,6 +205,9 @@ def facts_document() -> dict:
 
 # ---------------------------------------------------------------- the provider base
 
+UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc.UNKNOWN: a preview's unknown
+
+
 def _clean(props: dict) -> dict:
     return {k: v for k, v in props.items() if not k.startswith("__")}
 
@@ -223,23 +226,30 @@ class BaiduProvider(dyn.ResourceProvider):
     first_wait_s: float = 1.0
     ready_timeout_s: float = 1800.0
     poll_s: float = 10.0
+    timeout_ms: int = 30_000
     kind: str = field(default="", init=False)
     serialize_as_secret_always = False  # nothing secret is in it; kept readable so a test can prove it
 
     def settings(self) -> Settings:
-        return Settings(self.region, attempts=self.attempts, first_wait_s=self.first_wait_s)
+        return Settings(self.region, attempts=self.attempts, first_wait_s=self.first_wait_s,
+                        timeout_ms=self.timeout_ms)
 
     def api(self, what: str, call_name: str, function):
         return bceapi.call(self.settings(), f"{self.kind} {what}", call_name, function)
 
     # -- Pulumi's methods
     def check(self, olds: dict, news: dict) -> dyn.CheckResult:
-        failures = []
-        for name, spec in SCHEMAS[self.kind].items():
-            value = news.get(name)
-            if spec.required and value in (None, ""):
-                failures.append(dyn.CheckFailure(name, f"{self.kind}: {name} is required"))
-        failures += [dyn.CheckFailure(p, m) for p, m in self._check(news)]
+        """The inputs against SCHEMAS, with the same checker the facts tests use (facts.check_block);
+        values unknown during a preview are not judged."""
+        from components.providers.facts import check_block
+
+        known = {k: v for k, v in _clean(news).items() if v != UNKNOWN_VALUE}
+        fields = {name: f.fact(name) for name, f in SCHEMAS[self.kind].items()}
+        problems: list = []
+        check_block(fields, known, "", problems)
+        failures = [dyn.CheckFailure(p.path, f"{self.kind}: {p.path}: {p.message}") for p in problems
+                    if p.kind != "missing" or p.path.split(".")[0] not in news]
+        failures += [dyn.CheckFailure(p, m) for p, m in self._check(known)]
         return dyn.CheckResult(news, failures)
 
     def _check(self, news: dict) -> list[tuple[str, str]]:
