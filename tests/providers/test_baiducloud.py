@@ -92,6 +92,16 @@ def test_a_retried_create_makes_no_second_instance(api, network, fault):
     assert list(api.state["instance"]) == [made.id], "one instance, not one per attempt"
 
 
+def test_a_create_that_failed_with_its_work_done_is_found_again_by_the_next_up(api, network):
+    """Retries exhausted while the instance was made (the last answer lost): Pulumi records no resource,
+    and the next `pulumi up` creates again with the same inputs, hence the same client token."""
+    api.fail_next(1, 500, "InternalError", after=True)
+    with pytest.raises(BceApiError, match="CreateInstanceBySpec failed: InternalError"):
+        provider("BccInstance", attempts=1).create(instance_inputs(network))
+    again = provider("BccInstance").create(instance_inputs(network))
+    assert list(api.state["instance"]) == [again.id]
+
+
 def test_a_bid_instance_is_created_with_a_custom_price(api, network):
     made = provider("BccInstance").create(instance_inputs(
         network, paymentTiming="bid", bidModel="custom", bidPrice=30.5, onDemandPrice=40))
