@@ -212,6 +212,9 @@ class ProviderProfile:
     # Spot nodes are kept by a pool that replaces reclaimed ones and that the agent retires before it
     # releases its node (cluster.poolName). False: spot nodes are single instances (no pool to retire).
     spot_pool: bool = True
+    # A reclaimed spot node is told first (a notice in its metadata: node_runtime.spot_notice). False: it
+    # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
+    reclaim_notice: bool = True
 
     def owns(self, type_token: str) -> bool:
         return type_token.startswith(self.type_prefixes or (f"{self.name}:",))

@@ -26,6 +26,8 @@ PREFIX = '/1.0/meta-data/'
 FORMATS = {
     'instance-shortid': (r'i-[0-9A-Za-z]{8}', 'BCC instance ids: i- and 8 letters or digits (i-jL2s2hBI, SDK docs)'),
     'local-ipv4': (r'([0-9]{1,3}\.){3}[0-9]{1,3}', 'an IPv4 address'),
+    'region': (r'[a-z]{2,4}', 'BCE region names: bj, gz, su, bd, fwh, hkg (BOS doc "服务域名")'),
+    'azone': (r'[a-z]{2,}(-[a-z0-9]+){1,3}', 'BCC zone names, e.g. cn-bj-a (BCC API zoneName)'),
 }
 
 
@@ -52,6 +54,10 @@ class Runtime:
 
     def instance_id(self):
         return self._read('instance-shortid')
+
+    def placement(self):
+        """(region, zone) of this instance."""
+        return self._read('region'), self._read('azone')
 
     def private_ip(self):
         return self._read('local-ipv4')

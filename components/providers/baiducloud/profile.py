@@ -182,4 +182,5 @@ PROFILE = ProviderProfile(
     example_bucket="my-gpu-training-checkpoints",
     type_prefixes=(TYPE_PREFIX,),
     spot_pool=False,  # bid instances, no pool (compute.py)
+    reclaim_notice=False,  # none documented for bid instances (node_runtime.py)
 )
