@@ -109,6 +109,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "cudaToolkit": spec.bootstrap["cudaToolkit"],
             "framework": spec.bootstrap["framework"],
             "frameworkVersion": spec.bootstrap["frameworkVersion"],
+            "frameworkIndexUrl": spec.bootstrap.get("frameworkIndexUrl") or None,
             "sharedFs": {
                 "type": spec.shared_storage,
                 "address": shared_fs_address if spec.shared_storage != "none" else None,
