@@ -114,6 +114,15 @@ def sdk_default(region: str) -> Optional[str]:
     return None
 
 
+def spot_cap(spec: Any) -> Optional[float]:
+    """The spot price cap: the user's cap, never above a known on-demand price of the pool's types; the
+    lowest known on-demand price without one; None when neither is known."""
+    known = [row.price.on_demand_per_hour for row in spec.pool_types if row.price.known]
+    if spec.spot_max_price is not None:
+        return min([spec.spot_max_price, *known])
+    return min(known) if known else None
+
+
 def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
     return ()
 

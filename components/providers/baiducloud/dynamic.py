@@ -742,64 +742,58 @@ PROVIDERS = {"Vpc": VpcProvider, "Subnet": SubnetProvider, "SecurityGroup": Secu
 # ---------------------------------------------------------------- the Pulumi resources
 
 class _Resource(dyn.Resource):
-    """pulumi.dynamic.Resource, leaving the pickler as it found it.
+    """A Baidu dynamic resource: `name`, its inputs and the region; its provider is PROVIDERS[kind] (the
+    class's `name=`), with the output inputs of its schema declared empty so they show as outputs.
 
-    pulumi 3.272's serialize_provider (pulumi/dynamic/dynamic.py) sets pickle._Pickler._batch_setitems and
-    save_dict to sorting wrappers on every call and restores only pickle.Pickler, so each dynamic resource
-    wraps the wrapper of the one before: one process that serializes ~900 providers (a test session,
-    a large program) fails with RecursionError (the symptom of pulumi/pulumi#17803)."""
+    It also leaves the pickler as it found it. pulumi 3.272's serialize_provider
+    (pulumi/dynamic/dynamic.py) sets pickle._Pickler._batch_setitems and save_dict to sorting wrappers on
+    every call and restores only pickle.Pickler, so each dynamic resource wraps the wrapper of the one
+    before: one process that serializes ~900 providers (a test session, a large program) fails with
+    RecursionError (the symptom of pulumi/pulumi#17803)."""
 
-    def __init__(self, provider, name, props, opts=None):
+    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
+        kind = self._resource_type_name.rsplit(":", 1)[1]
+        outputs = {k: None for k, f in SCHEMAS[kind].items() if f.output}
         saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
         try:
-            super().__init__(provider, name, props, opts)
+            super().__init__(PROVIDERS[kind](region), name, {**props, "region": region, **outputs}, opts)
         finally:
             pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
 
+
+# One class per kind: the class statement's module/name give the type token (pulumi-python:dynamic/baiducloud:<Kind>).
 class Vpc(_Resource, module="baiducloud", name="Vpc"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(VpcProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class Subnet(_Resource, module="baiducloud", name="Subnet"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(SubnetProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class SecurityGroup(_Resource, module="baiducloud", name="SecurityGroup"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(SecurityGroupProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class KmsKey(_Resource, module="baiducloud", name="KmsKey"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(KmsKeyProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class IamRole(_Resource, module="baiducloud", name="IamRole"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(IamRoleProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class IamRolePolicy(_Resource, module="baiducloud", name="IamRolePolicy"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(IamRolePolicyProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class BccInstance(_Resource, module="baiducloud", name="BccInstance"):
     internalIp: pulumi.Output[str]
     publicIp: pulumi.Output[str]
 
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(BccInstanceProvider(region), name,
-                         {**props, "region": region, "internalIp": None, "publicIp": None}, opts)
-
 
 class BucketObject(_Resource, module="baiducloud", name="BucketObject"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(BucketObjectProvider(region), name, {**props, "region": region}, opts)
+    pass
 
 
 class RoleBinding(_Resource, module="baiducloud", name="RoleBinding"):
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(RoleBindingProvider(region), name, {**props, "region": region}, opts)
+    pass

@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
                                        ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note)
+                                       has_public_address, inbound_note, spot_cap)
 
 # The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
 TYPE_PREFIX = "pulumi-python:dynamic/baiducloud:"
@@ -81,14 +81,6 @@ def cloud_api(region: str) -> str:
 
 def cloud_api_default(spec) -> tuple[str, ...]:
     return (f"bcc.{spec.region}.baidubce.com",)
-
-
-def spot_cap(spec) -> Optional[float]:
-    """The bid price: the user's cap, never above a known pay-as-you-go price."""
-    known = [row.price.on_demand_per_hour for row in spec.pool_types if row.price.known]
-    if spec.spot_max_price is not None:
-        return min([spec.spot_max_price, *known])
-    return min(known) if known else None
 
 
 def checks(spec) -> Iterable[tuple[str, str]]:
