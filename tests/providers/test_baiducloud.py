@@ -281,3 +281,33 @@ def test_refused_configs_name_the_key(override, key):
     with pytest.raises(ProgramExit) as stop:
         run_program(config, "bd-large-a100")
     assert stop.value.code == 2 and key in stop.value.stderr and "Traceback" not in stop.value.stderr
+
+
+# ---------------------------------------------------------------- PaddlePaddle on the nodes
+
+def test_paddle_gets_the_wheel_index_of_the_nodes_cuda_version(plan_for):
+    from components.bootstrap import decode, node_config_of
+
+    plan = plan_for("bd-large-a100", "bootstrap.framework=paddle")
+    (node,) = plan.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
+    boot = node_config_of(decode(node.inputs["userData"]))["bootstrap"]
+    assert (boot["framework"], boot["frameworkVersion"], boot["cudaToolkit"], boot["driverBranch"]) == \
+        ("paddle", "3.2.0", "12-6", "560")
+    assert boot["frameworkIndexUrl"] == "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
+    nine = plan_for("bd-large-a100", "bootstrap.framework=paddle", "bootstrap.cudaToolkit=12-9",
+                    "bootstrap.driverBranch=575")
+    (node,) = nine.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
+    assert node_config_of(decode(node.inputs["userData"]))["bootstrap"]["frameworkIndexUrl"].endswith("/cu129/")
+
+
+@pytest.mark.parametrize("override,key", [
+    (("bootstrap.cudaToolkit=12-4",), "bootstrap.cudaToolkit"),
+    (("bootstrap.cudaToolkit=12-6", "bootstrap.driverBranch=550"), "bootstrap.driverBranch"),
+    (("bootstrap.frameworkIndexUrl=ftp://mirror/paddle",), "bootstrap.frameworkIndexUrl")])
+def test_paddle_refuses_a_cuda_without_an_index_and_a_driver_too_old(override, key):
+    from tools.mockrun import ProgramExit
+
+    config = apply_overrides(load_stack_config("bd-large-a100"), ("bootstrap.framework=paddle", *override))
+    with pytest.raises(ProgramExit) as stop:
+        run_program(config, "bd-large-a100")
+    assert stop.value.code == 2 and key in stop.value.stderr and "Traceback" not in stop.value.stderr
