@@ -16,6 +16,9 @@ in the new source and the run fails if one is gone, so a stale quirk cannot surv
 
 Any schema construct the parser does not understand stops the run with its file:line.
 
+A cloud whose bridge.yaml says `kind: dynamic` (Baidu: the project's own Pulumi dynamic resources)
+has no Terraform source: its facts are its python_module's facts_document(), written without --source.
+
 examples:
   git -C ~/src/terraform-provider-alicloud checkout 81c43b67
   scripts/provider_facts.py alicloud --source ~/src/terraform-provider-alicloud \\
@@ -23,6 +26,7 @@ examples:
       --module github.com/denverdino/aliyungo=~/src/aliyungo
   scripts/provider_facts.py tencentcloud --source ~/src/terraform-provider-tencentcloud \\
       --module github.com/aws/aws-sdk-go=~/src/aws-sdk-go
+  scripts/provider_facts.py baiducloud
 
 Exit status: 0 written, 2 bad arguments, 1 the source could not be read (the message says where).
 """
