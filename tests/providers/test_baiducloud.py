@@ -145,6 +145,19 @@ def test_a_wrong_secret_is_refused_by_the_signature_check(api, monkeypatch):
     assert api.state["vpc"] == {}
 
 
+def test_sts_credentials_carry_their_security_token(api, monkeypatch):
+    """bce-python-sdk 0.9.79's BCC/VPC clients do not send x-bce-security-token themselves (bceapi
+    adds it); the stand-in refuses a role key without it, as BCE refuses an STS key without its token."""
+    from components.providers.baiducloud.localcloud import sts_secret
+
+    monkeypatch.setenv(bceapi.ACCESS_KEY_ENV, "STS.deployer")
+    monkeypatch.setenv(bceapi.SECRET_KEY_ENV, sts_secret("STS.deployer"))
+    monkeypatch.setenv(bceapi.TOKEN_ENV, "sts-session-token")
+    made = provider("Vpc").create({"region": REGION, "name": "v", "cidr": "10.42.0.0/16"})
+    (request,) = api.calls("CreateVpc")
+    assert request["headers"]["x-bce-security-token"] == "sts-session-token" and made.id in api.state["vpc"]
+
+
 def test_missing_credentials_are_named_not_a_traceback_from_the_sdk(api, monkeypatch):
     monkeypatch.delenv(bceapi.SECRET_KEY_ENV)
     with pytest.raises(bceapi.CredentialsMissing, match=bceapi.SECRET_KEY_ENV):

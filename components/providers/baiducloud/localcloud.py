@@ -196,14 +196,14 @@ class CloudApi(ApiStub):
             return self._error(400, "MalformedJSON", "the body is not JSON")
         record = {"action": action, "params": {k: v for k, v in params.items() if k != "raw_query"},
                   "headers": lowered, "method": method, "time": time.time()}
+        problem = verify(method, params["path"], params["raw_query"], lowered)
+        if problem:  # refused before anything counts: `requests` holds signed requests only
+            self.rejected.append({**record, "why": problem})
+            return self._error(401, "SignatureDoesNotMatch", problem)
         with self.lock:
             self.requests.append(record)
             fault = self.faults.pop(0) if self.faults else None
             delay = self.delays.pop(0) if self.delays else None
-        problem = verify(method, params["path"], params["raw_query"], lowered)
-        if problem:
-            self.rejected.append({**record, "why": problem})
-            return self._error(401, "SignatureDoesNotMatch", problem)
         if fault and not fault[2]:
             return self._error(fault[0], fault[1], "injected fault")
         if delay and not delay[1]:
