@@ -193,6 +193,25 @@ def test_diff_replaces_on_spec_and_updates_the_release_time_and_tags_in_place(ap
     assert not p.diff(made.id, {**made.outs, **later, "internalIp": "10.42.0.9"}, later).changes, "computed outputs are not a change"
 
 
+def test_the_release_policy_changes_in_place_and_named_kinds_are_deleted_before_replaced(api):
+    """The release policy names the instances, so a new node changes its document: updated in place
+    (UpdatePolicy), never replaced by a policy of the same name that the old one's delete would remove."""
+    p = provider("IamRolePolicy")
+    provider("IamRole").create({"region": REGION, "name": "r", "assumeRolePolicyDocument": "{}"})
+    olds = {"region": REGION, "roleName": "r", "policyName": "r-release", "document": '{"ids": ["i-1"]}'}
+    made = p.create(olds)
+    news = dict(olds, document='{"ids": ["i-2"]}')
+    assert p.diff(made.id, olds, news).replaces == []
+    p.update(made.id, olds, news)
+    assert api.state["policy"]["r-release"]["document"] == news["document"]
+    renamed = p.diff(made.id, olds, dict(olds, policyName="r-other"))
+    assert renamed.replaces == ["policyName"] and renamed.delete_before_replace
+    key = provider("KmsKey").diff("k", {"description": "a"}, {"description": "b"})
+    assert key.replaces == ["description"] and key.delete_before_replace
+    vpc = provider("Vpc").diff("v", {"cidr": "10.42.0.0/16"}, {"cidr": "10.43.0.0/16"})
+    assert vpc.replaces == ["cidr"] and not vpc.delete_before_replace
+
+
 def test_security_group_rules_change_in_place(api, network):
     p = provider("SecurityGroup")
     olds = {"region": REGION, "name": "g", "vpcId": "x", "rules": [{"direction": "ingress", "sourceIp": "10.42.0.0/16"}]}

@@ -126,7 +126,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "region": Field("string", True, True),
         "roleName": Field("string", True, True),
         "policyName": Field("string", True, True),
-        "document": Field("string", True, True),
+        # Changed in place (UpdatePolicy): the release policy's document changes with every new instance.
+        "document": Field("string", True),
     },
     "BccInstance": {
         "region": Field("string", True, True),
@@ -205,6 +206,7 @@ def facts_document() -> dict:
 
 # ---------------------------------------------------------------- the provider base
 
+IDENTIFIED_BY_NAME = ("IamRole", "IamRolePolicy", "KmsKey")
 UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc.UNKNOWN: a preview's unknown
 
 
@@ -278,7 +280,10 @@ class BaiduProvider(dyn.ResourceProvider):
         changed = [name for name, spec in fields.items()
                    if not spec.output and _clean(olds).get(name) != _clean(news).get(name)]
         replaces = [name for name in changed if fields[name].replace]
-        return dyn.DiffResult(changes=bool(changed), replaces=replaces, stables=[], delete_before_replace=False)
+        # A kind found by its name (IAM) or description (KMS) cannot have its replacement made first:
+        # the new one would be the old one, and deleting the old one would delete it.
+        return dyn.DiffResult(changes=bool(changed), replaces=replaces, stables=[],
+                              delete_before_replace=bool(replaces) and self.kind in IDENTIFIED_BY_NAME)
 
     def update(self, id_: str, olds: dict, news: dict) -> dyn.UpdateResult:
         outs = self._update(id_, _clean(olds), _clean(news)) or {}
@@ -508,6 +513,11 @@ class IamRolePolicyProvider(BaiduProvider):
                 raise
         self.api(name, "AttachPolicyToRole", lambda: iam.attach_policy_to_role(_b(inputs["roleName"]), _b(name)))
         return f"{inputs['roleName']}/{name}", {}
+
+    def _update(self, id_, olds, news):
+        iam = bceapi.client("iam", self.settings())
+        self.api(id_, "UpdatePolicy", lambda: iam.update_policy(news["policyName"], {
+            "document": news["document"], "description": "gpu-training node role"}))
 
     def _read(self, id_, inputs):
         role, name = id_.split("/", 1)

@@ -375,6 +375,10 @@ class CloudApi(ApiStub):
         if action == "ListPoliciesFromRole":
             role = path.split("/")[3]
             return 200, {"policies": [{"name": p} for r, p in state["attach"] if r == role]}
+        if action == "UpdatePolicy":
+            json.loads(body.get("document") or "")
+            self._get("policy", path.rsplit("/", 1)[1]).update(document=body["document"])
+            return 200, {}
         if action == "DeletePolicy":
             name = path.rsplit("/", 1)[1]
             self._get("policy", name)
@@ -459,7 +463,7 @@ _ROUTES = [
     ("GET", r"/v2/instance", None, "ListInstances"), ("GET", r"/v2/instance/[^/]+", None, "GetInstance"), ("DELETE", r"/v2/instance/[^/]+", None, "ReleaseInstance"),
     ("POST", r"/v1/role", None, "CreateRole"), ("GET", r"/v1/role/[^/]+", None, "GetRole"),
     ("PUT", r"/v1/role/[^/]+", None, "UpdateRole"), ("DELETE", r"/v1/role/[^/]+", None, "DeleteRole"),
-    ("POST", r"/v1/policy", None, "CreatePolicy"), ("DELETE", r"/v1/policy/[^/]+", None, "DeletePolicy"),
+    ("POST", r"/v1/policy", None, "CreatePolicy"), ("POST", r"/v1/policy/[^/]+", None, "UpdatePolicy"), ("DELETE", r"/v1/policy/[^/]+", None, "DeletePolicy"),
     ("PUT", r"/v1/role/[^/]+/policy/[^/]+", None, "AttachPolicyToRole"),
     ("DELETE", r"/v1/role/[^/]+/policy/[^/]+", None, "DetachPolicyFromRole"),
     ("GET", r"/v1/role/[^/]+/policy", None, "ListPoliciesFromRole"),
