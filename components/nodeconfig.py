@@ -103,7 +103,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
         "identity": {"roleName": role or role_name(spec)},
         "artifacts": artifacts.node_config_section(spec),
         "cluster": {"tagKey": "gpu-training:stack", "tagValue": spec.stack,
-                    "poolName": pool_name(spec) if spec.spot else None},
+                    "poolName": pool_name(spec) if spec.spot and spec.profile.spot_pool else None},
         "bootstrap": {
             "aptMirror": profile.apt_mirror,
             "pipIndex": profile.pip_index,
@@ -112,6 +112,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "cudaToolkit": spec.bootstrap["cudaToolkit"],
             "framework": spec.bootstrap["framework"],
             "frameworkVersion": spec.bootstrap["frameworkVersion"],
+            "frameworkIndexUrl": spec.bootstrap.get("frameworkIndexUrl") or None,
             "sharedFs": {
                 "type": spec.shared_storage,
                 "address": shared_fs_address if spec.shared_storage != "none" else None,

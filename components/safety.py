@@ -123,10 +123,10 @@ def adapters() -> dict[str, dict]:
 
 
 def adapter_for(type_token: str) -> dict:
-    cloud = type_token.split(":", 1)[0]
-    from components.providers import names
+    from components.providers import owner_of
 
-    return adapter(cloud) if cloud in names() else {}
+    cloud = owner_of(type_token)
+    return adapter(cloud) if cloud else {}
 
 
 # ---------------------------------------------------------------- paths

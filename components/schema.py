@@ -62,9 +62,10 @@ KEYS: tuple[Key, ...] = (
         "The packed data set the nodes stage onto their disk before training (scripts/pack.py, docs/data.md).",
         fields={"localDir": "string", "sizeGb": "number", "waitMinutes": "number"}),
     Key("bootstrap", "object", {},
-        "Node software: driverBranch, cudaToolkit, framework (pytorch|paddle), frameworkVersion, ascendPackagesUrl.",
+        "Node software: driverBranch, cudaToolkit, framework (pytorch|paddle), frameworkVersion, frameworkIndexUrl"
+        " (paddle: the PaddlePaddle wheel index of cudaToolkit by default), ascendPackagesUrl.",
         fields={"driverBranch": "string", "cudaToolkit": "string", "framework": "string",
-                "frameworkVersion": "string", "ascendPackagesUrl": "string"}),
+                "frameworkVersion": "string", "frameworkIndexUrl": "string", "ascendPackagesUrl": "string"}),
     Key("tags", "object", {}, "Extra tags put on every resource that takes tags.", fields={"*": "string"}),
 )
 
@@ -77,5 +78,6 @@ BOOTSTRAP_DEFAULTS = {
     "cudaToolkit": "12-4",
     "framework": "pytorch",
     "frameworkVersion": "2.4.1",
+    "frameworkIndexUrl": "",
     "ascendPackagesUrl": "",
 }

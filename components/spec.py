@@ -482,8 +482,8 @@ def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes
         elif instance.nvlink is None:
             problems.warning("nodes", f"NVLink on {instance.name} is unconfirmed by the provider's docs")
         if instance.rdma in ("none", "unknown"):
-            problems.warning("nodes", f"{instance.name} has no confirmed RDMA: inter-node traffic uses TCP"
-                             f" at {instance.network_gbps} Gbit/s")
+            speed = f"{instance.network_gbps} Gbit/s" if instance.network_gbps is not None else "a speed the catalog does not know"
+            problems.warning("nodes", f"{instance.name} has no confirmed RDMA: inter-node traffic uses TCP at {speed}")
         elif instance.rdma not in profile.rdma_enabled:
             problems.warning("nodes", f"{instance.name} supports {instance.rdma}, but {profile.display_name} stacks"
                              " do not set it up (no RDMA interface, no driver): NCCL between nodes uses TCP"
@@ -618,7 +618,10 @@ def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
 def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> dict:
     """The node software keys: checked with the bootstrap's own rules (components/bootstrap/config.py),
     so a value the bootstrap would refuse at `pulumi up` is refused here, by its key."""
-    merged = {**schema.BOOTSTRAP_DEFAULTS, **values.get("bootstrap", {})}
+    given = values.get("bootstrap", {})
+    merged = {**schema.BOOTSTRAP_DEFAULTS, **given}
+    if merged["framework"] == "paddle":
+        _paddle_defaults(merged, given, problems)
     if merged["framework"] not in bootstrap_rules.FRAMEWORKS:
         problems.error("bootstrap.framework", f"{_show(merged['framework'])} is not allowed; allowed:"
                        f" {', '.join(bootstrap_rules.FRAMEWORKS)}")
@@ -626,6 +629,10 @@ def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> d
                        ("frameworkVersion", bootstrap_rules.FRAMEWORK_VERSION)):
         if not rule.accepts(merged[name]):
             problems.error(f"bootstrap.{name}", f"{_show(merged[name])} is not allowed; expected {rule.allowed}")
+    index = merged["frameworkIndexUrl"]
+    if index and not bootstrap_rules.FRAMEWORK_INDEX_URL.accepts(index):
+        problems.error("bootstrap.frameworkIndexUrl", f"{_show(index)} is not allowed; expected"
+                       f" {bootstrap_rules.FRAMEWORK_INDEX_URL.allowed}")
     url = merged["ascendPackagesUrl"]
     if url and not bootstrap_rules.ASCEND_PACKAGES_URL.accepts(url):
         problems.error("bootstrap.ascendPackagesUrl", f"{_show(url)} is not allowed; expected"
@@ -634,6 +641,27 @@ def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> d
         problems.error("bootstrap.ascendPackagesUrl", "Ascend nodes need the location of the driver, firmware"
                        " and CANN run-packages (an object storage URL or a path on the shared FS)")
     return merged
+
+
+def _paddle_defaults(merged: dict, given: dict, problems: _Problems) -> None:
+    """PaddlePaddle's own defaults (version, CUDA toolkit, driver) and the wheel index that matches the
+    CUDA toolkit (components/bootstrap/paddle.py); the user's values win, checked the same way."""
+    from components.bootstrap import paddle
+
+    for key, default in (("frameworkVersion", paddle.DEFAULT_VERSION), ("cudaToolkit", paddle.DEFAULT_CUDA_TOOLKIT)):
+        merged[key] = given.get(key, default)
+    if "driverBranch" not in given:
+        merged["driverBranch"] = str(paddle.MIN_DRIVER_BRANCH.get(merged["cudaToolkit"], merged["driverBranch"]))
+    if not given.get("frameworkIndexUrl"):
+        merged["frameworkIndexUrl"] = paddle.index_for(merged["cudaToolkit"]) or ""
+        if not merged["frameworkIndexUrl"]:
+            problems.error("bootstrap.cudaToolkit", f"{_show(merged['cudaToolkit'])}: no PaddlePaddle GPU wheel index"
+                           f" is known for it; allowed: {', '.join(paddle.INDEXED_TOOLKITS)}, or set"
+                           " bootstrap.frameworkIndexUrl to the index of your CUDA version")
+    wanted = paddle.driver_too_old(merged["driverBranch"], merged["cudaToolkit"])
+    if wanted:
+        problems.error("bootstrap.driverBranch", f"{_show(merged['driverBranch'])} is too old for CUDA"
+                       f" {merged['cudaToolkit']}: at least {wanted} (CUDA Toolkit release notes, driver table)")
 
 
 def _check_tags(values: dict, profile: ProviderProfile, problems: _Problems) -> dict:

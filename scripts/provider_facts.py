@@ -16,6 +16,9 @@ in the new source and the run fails if one is gone, so a stale quirk cannot surv
 
 Any schema construct the parser does not understand stops the run with its file:line.
 
+A cloud whose bridge.yaml says `kind: dynamic` (Baidu: the project's own Pulumi dynamic resources)
+has no Terraform source: its facts are its python_module's facts_document(), written without --source.
+
 examples:
   git -C ~/src/terraform-provider-alicloud checkout 81c43b67
   scripts/provider_facts.py alicloud --source ~/src/terraform-provider-alicloud \\
@@ -23,6 +26,7 @@ examples:
       --module github.com/denverdino/aliyungo=~/src/aliyungo
   scripts/provider_facts.py tencentcloud --source ~/src/terraform-provider-tencentcloud \\
       --module github.com/aws/aws-sdk-go=~/src/aws-sdk-go
+  scripts/provider_facts.py baiducloud
 
 Exit status: 0 written, 2 bad arguments, 1 the source could not be read (the message says where).
 """
@@ -50,8 +54,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="provider_facts.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cloud", help="a provider with a bridge.yaml: " + ", ".join(provider_facts.clouds()))
-    parser.add_argument("--source", required=True, type=Path,
-                        help="a checkout of the Terraform provider at the commit to read")
+    parser.add_argument("--source", type=Path,
+                        help="a checkout of the Terraform provider at the commit to read (required unless the"
+                             " cloud's bridge.yaml says kind: dynamic: then its module's facts_document() is written)")
     parser.add_argument("--module", action="append", default=[], metavar="GO_MODULE=DIR",
                         help="a checkout of a Go module the schemas take constants from (bridge.yaml lists"
                              " them with the versions the provider's go.mod requires); repeatable")
@@ -215,7 +220,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"error: cloud {args.cloud!r} has no bridge.yaml; known: {', '.join(provider_facts.clouds())}",
               file=sys.stderr)
         return EXIT_BAD_ARGS
-    if not (args.source / "go.mod").is_file():
+    if provider_facts.bridged_by(args.cloud) == "dynamic":
+        # The project's own dynamic resources: their schemas are the provider (bridge.yaml kind: dynamic).
+        import importlib
+
+        module = importlib.import_module(provider_facts.bridge(args.cloud)["sdk"]["python_module"])
+        output = args.output or provider_facts.facts_path(args.cloud)
+        output.write_text(json.dumps(module.facts_document(), indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {output}")
+        return 0
+    if args.source is None or not (args.source / "go.mod").is_file():
         print(f"error: --source {args.source} is not a Go module checkout (no go.mod)", file=sys.stderr)
         return EXIT_BAD_ARGS
     modules = {}

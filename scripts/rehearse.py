@@ -372,14 +372,25 @@ class Rehearsal:
 
         self.wait_for(saved_enough, "a complete checkpoint in the bucket", first)
         victim = first[0]
-        victim.metadata.notice = datetime.now(timezone.utc) + timedelta(seconds=90)
-        noticed = time.time()
-        self.say(f"  spot notice posted to {victim.instance_id}")
-        marker = self.wait_for(lambda: (m := self.marker(victim)) and m["state"] != "RUNNING" and m,
-                               f"the PREEMPTED marker of {victim.instance_id}", first)
-        self.check("preempted", marker["state"] == "PREEMPTED",
-                   f"{victim.instance_id}: {marker['state']} ({marker.get('reason')}) "
-                   f"{time.time() - noticed:.1f} s after the notice")
+        from components import providers
+
+        if providers.profile(self.provider).reclaim_notice:
+            victim.metadata.notice = datetime.now(timezone.utc) + timedelta(seconds=90)
+            noticed = time.time()
+            self.say(f"  spot notice posted to {victim.instance_id}")
+            marker = self.wait_for(lambda: (m := self.marker(victim)) and m["state"] != "RUNNING" and m,
+                                   f"the PREEMPTED marker of {victim.instance_id}", first)
+            self.check("preempted", marker["state"] == "PREEMPTED",
+                       f"{victim.instance_id}: {marker['state']} ({marker.get('reason')}) "
+                       f"{time.time() - noticed:.1f} s after the notice")
+        else:
+            # No reclaim notice reaches a node on this cloud (profile.reclaim_notice): the node stops
+            # without warning, as if powered off; what was uploaded before is the resume point.
+            os.killpg(victim.process.pid, signal.SIGKILL)
+            victim.process.wait(timeout=30)
+            self.say(f"  {victim.instance_id} reclaimed without notice (killed)")
+            self.check("preempted", victim.process.returncode == -signal.SIGKILL,
+                       f"{victim.instance_id}: stopped without notice (this cloud posts none)")
         # The reclaimed node's agent ends; the other nodes' agents wait for the cluster to re-form.
         self.wait_exit([victim])
         # Under torchrun only rank 0 logs steps, and rendezvous may make any node rank 0: read them all

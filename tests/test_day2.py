@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from components import artifacts, clock
+from components import artifacts, clock, providers
 from tools.mockrun import Plan, PlannedResource, provider_answers, run_program
 from components.providers import facts
 from tools.stackfiles import apply_overrides, load_stack_config, stack_names
@@ -278,6 +278,10 @@ def test_a_second_up_without_a_change_changes_nothing(stack):
 @pytest.mark.parametrize("change", [c for c in MUST_REPLACE if c != "none"])
 @pytest.mark.parametrize("stack", STACKS)
 def test_a_change_replaces_only_what_it_must(stack, change):
+    provider = load_stack_config(stack).get("gpu-training:provider", "alicloud")
+    if change == "newer image" and not any("image" in token.lower() for token in
+                                           getattr(providers.preview_module(provider), "CALL_ANSWERS", {})):
+        pytest.skip(f"{provider} looks its image up at deploy time only: no lookup in the plan to change")
     first, second = planned(stack, change)
     report = diff(first, second)
     inputs = {(r.type, r.name): r.inputs for r in first.resources}

@@ -20,13 +20,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from components import safety
 from components.bootstrap import decode, node_config_of
 from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")
-NODE_TYPES = ("alicloud:ecs/instance:Instance", "alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate",
-              "tencentcloud:Instance/instance:Instance", "tencentcloud:As/scalingConfig:ScalingConfig")
+NODE_TYPES = tuple(t for adapter in safety.adapters().values() for t in adapter.get("nodes", []))
 VARIANTS = [(stack, ()) for stack in stack_names()] + [
     ("entry-t4", ("billing=spot", "checkpoint.bucket=my-bucket")),
     ("large-a100", ("billing=spot",)),

@@ -50,6 +50,7 @@ DRIVER_BRANCH = ValueRule(re.compile(r"[0-9]{3,4}(-server|-open)?"),
                           "a driver branch such as '550' (optionally '550-server' or '550-open')")
 CUDA_TOOLKIT = ValueRule(re.compile(r"[0-9]{2}-[0-9]{1,2}"), "a CUDA version such as '12-4'")
 FRAMEWORK_VERSION = ValueRule(re.compile(r"[0-9][0-9A-Za-z.+]*"), "a version such as '2.4.1'")
+FRAMEWORK_INDEX_URL = ValueRule(re.compile(_URL.pattern[1:-1]), "an http(s) URL of a pip index")
 ASCEND_PACKAGES_URL = ValueRule(re.compile(rf"{_URL.pattern[1:-1]}|{_PATH.pattern[1:-1]}"),
                                 "an http(s) URL or an absolute path on the node (e.g. on the shared FS)")
 

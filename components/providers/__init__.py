@@ -25,6 +25,7 @@ from components.providers.base import ProviderProfile
 REGISTRY: dict[str, str] = {
     "alicloud": "components.providers.alicloud",
     "tencentcloud": "components.providers.tencentcloud",
+    "baiducloud": "components.providers.baiducloud",
 }
 
 PARTS = ("network", "identity", "storage", "compute")
@@ -67,6 +68,11 @@ def package_dir(name: str) -> Path:
 
 def profile(name: str) -> ProviderProfile:
     return importlib.import_module(f"{_package(name)}.profile").PROFILE
+
+
+def owner_of(type_token: str) -> str | None:
+    """The registered provider whose parts create resources of this type (its profile's type_prefixes)."""
+    return next((name for name in names() if profile(name).owns(type_token)), None)
 
 
 def preview_module(name: str) -> ModuleType:

@@ -114,6 +114,15 @@ def sdk_default(region: str) -> Optional[str]:
     return None
 
 
+def spot_cap(spec: Any) -> Optional[float]:
+    """The spot price cap: the user's cap, never above a known on-demand price of the pool's types; the
+    lowest known on-demand price without one; None when neither is known."""
+    known = [row.price.on_demand_per_hour for row in spec.pool_types if row.price.known]
+    if spec.spot_max_price is not None:
+        return min([spec.spot_max_price, *known])
+    return min(known) if known else None
+
+
 def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
     return ()
 
@@ -206,6 +215,18 @@ class ProviderProfile:
     tag_value_source: str = "not confirmed for this cloud: the smallest limit known (Alibaba's) applies"
     # The checkpoint bucket the shipped stack files name: validation warns while a stack still uses it.
     example_bucket: Optional[str] = None
+    # Prefixes of the type tokens of the resources its parts create; empty: "<name>:" (a bridged Pulumi
+    # provider's package). A provider of dynamic resources names its own (pulumi-python:dynamic/<module>:).
+    type_prefixes: tuple[str, ...] = ()
+    # Spot nodes are kept by a pool that replaces reclaimed ones and that the agent retires before it
+    # releases its node (cluster.poolName). False: spot nodes are single instances (no pool to retire).
+    spot_pool: bool = True
+    # A reclaimed spot node is told first (a notice in its metadata: node_runtime.spot_notice). False: it
+    # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
+    reclaim_notice: bool = True
+
+    def owns(self, type_token: str) -> bool:
+        return type_token.startswith(self.type_prefixes or (f"{self.name}:",))
 
 
 @dataclass(frozen=True)

@@ -64,9 +64,18 @@ def load(cloud: str) -> "ProviderFacts":
 
 
 def for_type(type_token: str) -> Optional["ProviderFacts"]:
-    """The facts of the provider a Pulumi type token belongs to (alicloud:ecs/... -> alicloud)."""
-    cloud = type_token.split(":", 1)[0]
+    """The facts of the provider a Pulumi type token belongs to (alicloud:ecs/... -> alicloud; a dynamic
+    resource's pulumi-python:dynamic/baiducloud:... -> baiducloud, by its profile's type_prefixes)."""
+    from components.providers import owner_of
+
+    cloud = owner_of(type_token)
     return load(cloud) if cloud in clouds() and facts_path(cloud).is_file() else None
+
+
+def bridged_by(cloud: str) -> str:
+    """What the facts come from: "terraform" (a bridged provider's Go source) or "dynamic" (the
+    project's own dynamic resources, whose schemas are the provider: bridge.yaml `kind`)."""
+    return bridge(cloud).get("kind", "terraform")
 
 
 # ---------------------------------------------------------------- Go regular expressions

@@ -57,11 +57,12 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> Path:
     return path
 
 
-def find_candidates(root: Path, depth: int = SEARCH_DEPTH) -> list[Candidate]:
-    """Checkpoint files under ``root`` (a file or a directory), newest step first."""
+def find_candidates(root: Path, depth: int = SEARCH_DEPTH, pattern: re.Pattern = CHECKPOINT_RE) -> list[Candidate]:
+    """Checkpoint files under ``root`` (a file or a directory), newest step first; ``pattern`` names
+    them and captures the step (train_paddle.py's files end in .npz)."""
     root = Path(root)
     if root.is_file():
-        match = CHECKPOINT_RE.match(root.name)
+        match = pattern.match(root.name)
         return [Candidate(int(match.group(1)) if match else -1, root)]
     found: list[Candidate] = []
 
@@ -74,7 +75,7 @@ def find_candidates(root: Path, depth: int = SEARCH_DEPTH) -> list[Candidate]:
             if entry.name.startswith("."):
                 continue  # temporary files of an unfinished write, or hidden state
             if entry.is_file():
-                match = CHECKPOINT_RE.match(entry.name)
+                match = pattern.match(entry.name)
                 if match:
                     found.append(Candidate(int(match.group(1)), Path(entry.path)))
             elif entry.is_dir() and level < depth:
@@ -109,7 +110,7 @@ class NoUsableCheckpoint(Exception):
 
 
 def load_newest(candidates: Iterable[Candidate], load: Callable[[Path], dict],
-                warn: Callable[[str], None]) -> tuple[Candidate, dict] | None:
+                warn: Callable[[str], None], fmt: str = FORMAT) -> tuple[Candidate, dict] | None:
     """Load the newest candidate that is complete and ours; older ones are the fallback.
 
     Returns None when there is no candidate at all; raises NoUsableCheckpoint when every
@@ -120,8 +121,8 @@ def load_newest(candidates: Iterable[Candidate], load: Callable[[Path], dict],
     for candidate in candidates:
         try:
             state = load(candidate.path)
-            if not isinstance(state, dict) or state.get("format") != FORMAT:
-                raise ValueError(f"not a {FORMAT} checkpoint")
+            if not isinstance(state, dict) or state.get("format") != fmt:
+                raise ValueError(f"not a {fmt} checkpoint")
             return candidate, state
         except Exception as exc:  # a truncated or foreign file: fall back to the previous one
             problems.append(f"{candidate.path}: {type(exc).__name__}: {exc}")
@@ -131,7 +132,7 @@ def load_newest(candidates: Iterable[Candidate], load: Callable[[Path], dict],
     return None
 
 
-def rotate(directory: Path, keep_last: int, current_step: int) -> list[Path]:
+def rotate(directory: Path, keep_last: int, current_step: int, pattern: re.Pattern = CHECKPOINT_RE) -> list[Path]:
     """Delete old checkpoints in ``directory``, keeping the newest ``keep_last`` (0 keeps all).
 
     Files with a step beyond ``current_step`` are never touched: they belong to a later run that
@@ -139,7 +140,7 @@ def rotate(directory: Path, keep_last: int, current_step: int) -> list[Path]:
     """
     if keep_last <= 0:
         return []
-    ours = [c for c in find_candidates(directory, depth=1) if c.step <= current_step]
+    ours = [c for c in find_candidates(directory, depth=1, pattern=pattern) if c.step <= current_step]
     removed = []
     for candidate in ours[keep_last:]:
         candidate.path.unlink(missing_ok=True)

@@ -79,7 +79,7 @@ def test_peers_come_from_the_cloud_api_filtered_by_the_stack_tag(meta, cloud):
     api = CloudApi(cloud, [(two, '10.0.0.2'), (one, '10.0.0.1')])
     try:
         assert sorted(runtime(cloud, m, api.url).peers()) == [(one, '10.0.0.1'), (two, '10.0.0.2')]
-        (req,) = api.calls('DescribeInstances')
+        (req,) = api.calls(api.peers_action)
         text = str(req['params'])
         assert 'gpu-training:stack' in text and "'st'" in text, req['params']
     finally:

@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
                                        ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note)
+                                       has_public_address, inbound_note, spot_cap)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -128,14 +128,6 @@ def cloud_api_default(spec) -> tuple[str, ...]:
 def bucket_appid(bucket: str) -> Optional[str]:
     match = BUCKET_RE.match(bucket)
     return match.group("appid") if match else None
-
-
-def spot_cap(spec) -> Optional[float]:
-    """The SPOTPAID max price for the pool: the user's cap, else the lowest known on-demand price."""
-    known = [row.price.on_demand_per_hour for row in spec.pool_types if row.price.known]
-    if spec.spot_max_price is not None:
-        return min([spec.spot_max_price, *known])
-    return min(known) if known else None
 
 
 def checks(spec) -> Iterable[tuple[str, str]]:

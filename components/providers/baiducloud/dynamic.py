@@ -1,0 +1,809 @@
+"""Baidu AI Cloud resources as Pulumi dynamic resources over bce-python-sdk (no Pulumi provider exists).
+
+Each resource type is a `pulumi.dynamic.Resource` subclass with its own type token
+(`pulumi-python:dynamic/baiducloud:<Kind>`, from `module=`/`name=` in the class statement) and a
+`ResourceProvider` that Pulumi pickles into the state. What every provider here does:
+
+- `check` validates the inputs against SCHEMAS (the same data provider_facts.json is generated from)
+  and refuses a bid price above the pay-as-you-go price.
+- `create` is idempotent: the request carries a client token derived from the resource's name and
+  inputs, so a create retried after a timeout or a throttled answer gets the resource the first
+  attempt made; it returns only once the resource is usable (an instance Running).
+- `diff` says which changed inputs replace (SCHEMAS' `replace`) and which update in place.
+- `read` returns what the cloud has now (refresh), or no id when the resource is gone.
+- `delete` treats "not found" as done, so a retried delete succeeds.
+- Credentials come from the environment inside each call (bceapi.py), never from inputs: the pickled
+  provider holds only its region and retry settings (tests/providers/test_baiducloud.py checks the
+  serialized provider and the recorded inputs for the secret).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+import pulumi.dynamic as dyn
+
+from components.providers.baiducloud import bceapi
+from components.providers.baiducloud.bceapi import BceApiError, Settings
+from components.providers.baiducloud.profile import TYPE_PREFIX
+
+SDK_DOC = "bce-python-sdk 0.9.79"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One input: its type, whether a change replaces the resource, what the API accepts."""
+    type: str  # string | int | bool | list | map | number
+    required: bool = False
+    replace: bool = False
+    validate: Optional[dict] = None
+    block: Optional[dict] = None  # nested fields (an object: type list with one item)
+    api: str = ""  # the field's name in the API request body
+    source: str = ""
+    output: bool = False  # filled in by the provider (never compared by diff)
+    one: bool = False  # a single nested object (the engine sends the object, not a list)
+
+    def fact(self, name: str) -> dict:
+        out: dict[str, Any] = {"type": self.type, "tf": self.api or name}
+        out["required" if self.required else "optional"] = True
+        if self.replace:
+            out["force_new"] = True
+        if self.validate:
+            out["validate"] = self.validate
+        if self.block is not None:
+            out["block"] = {k: f.fact(k) for k, f in self.block.items()}
+            if self.one:
+                out.update(max_items=1, max_items_one=True)
+        if self.source:
+            out["source"] = self.source
+        if self.output:
+            out["computed"] = True
+        return out
+
+
+def one_of(*values: str) -> dict:
+    return {"kind": "one_of", "values": list(values)}
+
+
+_BCC = "cloud.baidu.com/doc/BCC/s/njwvympu0 (Python SDK: create_instance_by_spec) and bce-python-sdk 0.9.79 bcc_model"
+# Data disk storage types the program may send: the SSD classes (profile.py refuses the HDD ones).
+SSD_TYPES = ("enhanced_ssd_pl1", "enhanced_ssd_pl2", "cloud_hp1")
+_NAME = {"kind": "length", "min": 1, "max": 65, "unit": "runes"}  # BCC InstanceModel.name: 1-65 characters
+
+SCHEMAS: dict[str, dict[str, Field]] = {
+    "Vpc": {
+        "region": Field("string", True, True),
+        "name": Field("string", True, True, {"kind": "length", "min": 1, "max": 65, "unit": "runes"}),
+        "cidr": Field("string", True, True, {"kind": "cidr"}),
+        "description": Field("string"),
+        "tags": Field("map", replace=True),
+    },
+    "Subnet": {
+        "region": Field("string", True, True),
+        "name": Field("string", True, True, {"kind": "length", "min": 1, "max": 65, "unit": "runes"}),
+        "zoneName": Field("string", True, True),
+        "cidr": Field("string", True, True, {"kind": "cidr"}),
+        "vpcId": Field("string", True, True),
+        "tags": Field("map", replace=True),
+    },
+    "SecurityGroup": {
+        "region": Field("string", True, True),
+        "name": Field("string", True, True),
+        "vpcId": Field("string", True, True),
+        "description": Field("string", replace=True, api="desc"),
+        # Ingress rules: changed in place (authorize / revoke), never by replacing the group.
+        "rules": Field("list", block={
+            "direction": Field("string", True, validate=one_of("ingress", "egress")),
+            "protocol": Field("string", validate=one_of("", "tcp", "udp", "icmp")),
+            "portRange": Field("string"),
+            "sourceIp": Field("string"),
+            "destIp": Field("string"),
+            "ethertype": Field("string", validate=one_of("IPv4", "IPv6")),
+            "remark": Field("string"),
+        }),
+        "tags": Field("map", replace=True),
+    },
+    "KmsKey": {
+        "region": Field("string", True, True),
+        # The key is found again by its description (CreateKey has no client token).
+        "description": Field("string", True, True),
+        "keySpec": Field("string", True, True, one_of("AES_128", "AES_256", "BAIDU_AES_256")),
+        "protectedBy": Field("string", True, True, one_of("HSM", "SOFTWARE")),
+        "pendingWindowInDays": Field("int", validate={"kind": "int_range", "min": 7, "max": 30}),
+    },
+    "IamRole": {
+        "region": Field("string", True, True),
+        "name": Field("string", True, True, {"kind": "length", "min": 1, "max": 64, "unit": "runes"}),
+        "description": Field("string"),
+        "assumeRolePolicyDocument": Field("string", True, True),
+    },
+    "IamRolePolicy": {
+        "region": Field("string", True, True),
+        "roleName": Field("string", True, True),
+        "policyName": Field("string", True, True),
+        # Changed in place (UpdatePolicy): the release policy's document changes with every new instance.
+        "document": Field("string", True),
+    },
+    "BccInstance": {
+        "region": Field("string", True, True),
+        "name": Field("string", True, False, _NAME),
+        "hostname": Field("string", replace=True),
+        "spec": Field("string", True, True),
+        "cpuCount": Field("int", True, True, api="cpuCount"),
+        "memoryCapacityInGB": Field("int", True, True),
+        "imageId": Field("string", True, True),
+        "zoneName": Field("string", True, True),
+        "subnetId": Field("string", True, True),
+        "securityGroupId": Field("string", True, True),
+        "paymentTiming": Field("string", True, True, one_of("Postpaid", "bid"), source=_BCC),
+        "bidModel": Field("string", replace=True, validate=one_of("custom")),
+        "bidPrice": Field("number", replace=True),
+        "onDemandPrice": Field("number", replace=True),
+        "rootDiskSizeInGb": Field("int", replace=True, validate={"kind": "int_range", "min": 40, "max": 2048}),
+        "rootDiskStorageType": Field("string", replace=True, validate=one_of(*SSD_TYPES)),
+        "dataDisk": Field("list", True, True, one=True, block={
+            "cdsSizeInGB": Field("int", True, validate={"kind": "int_range", "min": 5, "max": 32765}),
+            "storageType": Field("string", True, validate=one_of(*SSD_TYPES)),
+            "encryptKey": Field("string", True),
+            "deleteWithInstance": Field("bool"),
+        }),
+        "userData": Field("string", replace=True),
+        "networkCapacityInMbps": Field("int", replace=True, validate={"kind": "int_range", "min": 0, "max": 200}),
+        "keypairId": Field("string", replace=True),
+        "releaseTime": Field("string", True, validate={"kind": "rfc3339"}),
+        # Changed in place: BindInstanceToTags / UnbindInstanceFromTags (PUT /v2/instance/{id}/tag).
+        "tags": Field("map"),
+        "deletionProtection": Field("int", replace=True, validate={"kind": "int_one_of", "values": [0]}),
+        # Outputs the provider fills in (declared as inputs so the engine's registration carries them).
+        "internalIp": Field("string", output=True),
+        "publicIp": Field("string", output=True),
+    },
+    "BucketObject": {
+        "region": Field("string", True, True),
+        "bucket": Field("string", True, True),
+        "key": Field("string", True, True),
+        "source": Field("string", True),
+        "contentMd5": Field("string", True),  # a changed file is a changed input: it is uploaded again
+    },
+    "RoleBinding": {
+        "region": Field("string", True, True),
+        "roleName": Field("string", True, True),
+        "instanceIds": Field("list", True, True),
+    },
+}
+
+
+def facts_resources() -> dict:
+    """provider_facts.json's `resources`: every dynamic type's inputs, as the facts checker reads them."""
+    out = {}
+    for kind, fields in SCHEMAS.items():
+        inputs = {name: f.fact(name) for name, f in fields.items()}
+        # The engine also receives the pickled provider (pulumi.dynamic.Resource, PROVIDER_KEY).
+        inputs["__provider"] = {"type": "string", "required": True, "tf": "__provider", "force_new": False,
+                                "note": "the serialized ResourceProvider (pulumi/dynamic/dynamic.py)"}
+        out[TYPE_PREFIX + kind] = {"tf_resource": kind, "source": f"components/providers/baiducloud/dynamic.py:{kind}",
+                                   "inputs": inputs}
+    return out
+
+
+def facts_document() -> dict:
+    """provider_facts.json for Baidu: written by scripts/provider_facts.py (bridge.yaml kind: dynamic)."""
+    from importlib.metadata import version
+
+    return {"_about": "generated by scripts/provider_facts.py from components/providers/baiducloud/dynamic.py"
+                      " SCHEMAS: the inputs each dynamic provider's check() accepts and diff() replaces on",
+            "cloud": "baiducloud",
+            "provider": {"kind": "dynamic", "repository": None, "commit": None,
+                         "module": "components.providers.baiducloud.dynamic"},
+            "sdk": {"package": "bce-python-sdk", "version": "0.9.79", "installed": version("bce-python-sdk")},
+            "resources": facts_resources(), "hand_written": {}}
+
+
+# ---------------------------------------------------------------- the provider base
+
+IDENTIFIED_BY_NAME = ("IamRole", "IamRolePolicy", "KmsKey")
+UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc.UNKNOWN: a preview's unknown
+
+
+def _clean(props: dict) -> dict:
+    return {k: v for k, v in props.items() if not k.startswith("__")}
+
+
+def client_token(kind: str, props: dict) -> str:
+    """The same inputs give the same token: a retried create is answered with the first one's resource."""
+    stable = json.dumps({"kind": kind, **_clean(props)}, sort_keys=True, default=str)
+    return "gpu-training-" + hashlib.sha256(stable.encode()).hexdigest()[:40]
+
+
+@dataclass
+class BaiduProvider(dyn.ResourceProvider):
+    """Shared lifecycle: subclasses give `kind`, `_create`, `_read`, `_delete` and, optionally, `_update`."""
+    region: str
+    attempts: int = 6
+    first_wait_s: float = 1.0
+    ready_timeout_s: float = 1800.0
+    poll_s: float = 10.0
+    timeout_ms: int = 30_000
+    kind: str = field(default="", init=False)
+    serialize_as_secret_always = False  # nothing secret is in it; kept readable so a test can prove it
+
+    def settings(self) -> Settings:
+        return Settings(self.region, attempts=self.attempts, first_wait_s=self.first_wait_s,
+                        timeout_ms=self.timeout_ms)
+
+    def api(self, what: str, call_name: str, function):
+        return bceapi.call(self.settings(), f"{self.kind} {what}", call_name, function)
+
+    # -- Pulumi's methods
+    def check(self, olds: dict, news: dict) -> dyn.CheckResult:
+        """The inputs against SCHEMAS, with the same checker the facts tests use (facts.check_block);
+        values unknown during a preview are not judged."""
+        from components.providers.facts import check_block
+
+        known = {k: v for k, v in _clean(news).items() if v != UNKNOWN_VALUE}
+        fields = {name: f.fact(name) for name, f in SCHEMAS[self.kind].items()}
+        problems: list = []
+        check_block(fields, known, "", problems)
+        failures = [dyn.CheckFailure(p.path, f"{self.kind}: {p.path}: {p.message}") for p in problems
+                    if p.kind != "missing" or p.path.split(".")[0] not in news]
+        failures += [dyn.CheckFailure(p, m) for p, m in self._check(known)]
+        return dyn.CheckResult(news, failures)
+
+    def _check(self, news: dict) -> list[tuple[str, str]]:
+        return []
+
+    def create(self, props: dict) -> dyn.CreateResult:
+        inputs = _clean(props)
+        token = client_token(self.kind, inputs)
+        resource_id, outs = self._create(inputs, token)
+        return dyn.CreateResult(resource_id, {**inputs, **outs, "clientToken": token})
+
+    def read(self, id_: str, props: dict) -> dyn.ReadResult:
+        try:
+            current = self._read(id_, _clean(props))
+        except BceApiError as error:
+            if error.not_found:
+                current = None
+            else:
+                raise
+        if current is None:
+            return dyn.ReadResult(None, {})
+        return dyn.ReadResult(id_, {**_clean(props), **current})
+
+    def diff(self, id_: str, olds: dict, news: dict) -> dyn.DiffResult:
+        fields = SCHEMAS[self.kind]
+        changed = [name for name, spec in fields.items()
+                   if not spec.output and _clean(olds).get(name) != _clean(news).get(name)]
+        replaces = [name for name in changed if fields[name].replace]
+        # A kind found by its name (IAM) or description (KMS) cannot have its replacement made first:
+        # the new one would be the old one, and deleting the old one would delete it.
+        return dyn.DiffResult(changes=bool(changed), replaces=replaces, stables=[],
+                              delete_before_replace=bool(replaces) and self.kind in IDENTIFIED_BY_NAME)
+
+    def update(self, id_: str, olds: dict, news: dict) -> dyn.UpdateResult:
+        outs = self._update(id_, _clean(olds), _clean(news)) or {}
+        return dyn.UpdateResult({**_clean(olds), **_clean(news), **outs})
+
+    def delete(self, id_: str, props: dict) -> None:
+        try:
+            self._delete(id_, _clean(props))
+        except BceApiError as error:
+            if not error.not_found:
+                raise
+
+    # -- what a kind fills in
+    def _create(self, inputs: dict, token: str) -> tuple[str, dict]:
+        raise NotImplementedError
+
+    def _read(self, id_: str, inputs: dict) -> Optional[dict]:
+        raise NotImplementedError
+
+    def _update(self, id_: str, olds: dict, news: dict) -> Optional[dict]:
+        return None
+
+    def _delete(self, id_: str, inputs: dict) -> None:
+        raise NotImplementedError
+
+
+def _tags(tags: Optional[dict]):
+    """BCC calls take TagModel objects (they send each one's __dict__)."""
+    from baidubce.services.bcc.bcc_model import TagModel
+    return [TagModel(k, v) for k, v in sorted((tags or {}).items())]
+
+
+def _tag_dicts(tags: Optional[dict]) -> list[dict]:
+    """The VPC and subnet calls put `tags` into the body as given: the JSON objects themselves."""
+    return [{"tagKey": k, "tagValue": v} for k, v in sorted((tags or {}).items())]
+
+
+# ---------------------------------------------------------------- VPC, subnet, security group
+
+@dataclass
+class VpcProvider(BaiduProvider):
+    def __post_init__(self):
+        self.kind = "Vpc"
+
+    def _create(self, inputs, token):
+        vpc = bceapi.client("vpc", self.settings())
+        got = bceapi.body(self.api(inputs["name"], "CreateVpc", lambda: vpc.create_vpc(
+            inputs["name"], inputs["cidr"], description=inputs.get("description"), client_token=token,
+            tags=_tag_dicts(inputs.get("tags")))))
+        return got["vpc_id"], {}
+
+    def _read(self, id_, inputs):
+        vpc = bceapi.body(self.api(id_, "GetVpc", lambda: bceapi.client("vpc", self.settings()).get_vpc(id_)))["vpc"]
+        return {"name": vpc["name"], "cidr": vpc["cidr"], "description": vpc.get("description")}
+
+    def _update(self, id_, olds, news):
+        self.api(id_, "UpdateVpc", lambda: bceapi.client("vpc", self.settings()).update_vpc(
+            id_, news["name"], description=news.get("description")))
+
+    def _delete(self, id_, inputs):
+        self.api(id_, "DeleteVpc", lambda: bceapi.client("vpc", self.settings()).delete_vpc(id_))
+
+
+@dataclass
+class SubnetProvider(BaiduProvider):
+    def __post_init__(self):
+        self.kind = "Subnet"
+
+    def _create(self, inputs, token):
+        subnets = bceapi.client("subnet", self.settings())
+        got = bceapi.body(self.api(inputs["name"], "CreateSubnet", lambda: subnets.create_subnet(
+            inputs["name"], inputs["zoneName"], inputs["cidr"], inputs["vpcId"], client_token=token,
+            tags=_tag_dicts(inputs.get("tags")))))
+        return got["subnet_id"], {}
+
+    def _read(self, id_, inputs):
+        got = bceapi.body(self.api(id_, "GetSubnet", lambda: bceapi.client("subnet", self.settings()).get_subnet(id_)))
+        subnet = got["subnet"]
+        return {"name": subnet["name"], "cidr": subnet["cidr"], "zoneName": subnet["zone_name"],
+                "vpcId": subnet["vpc_id"]}
+
+    def _delete(self, id_, inputs):
+        self.api(id_, "DeleteSubnet", lambda: bceapi.client("subnet", self.settings()).delete_subnet(id_))
+
+
+def _rule(rule: dict):
+    from baidubce.services.bcc.bcc_model import SecurityGroupRuleModel
+    return SecurityGroupRuleModel(remark=rule.get("remark"), direction=rule["direction"],
+                                  ethertype=rule.get("ethertype", "IPv4"), portRange=rule.get("portRange", ""),
+                                  protocol=rule.get("protocol", ""), sourceIp=rule.get("sourceIp"),
+                                  destIp=rule.get("destIp"))
+
+
+@dataclass
+class SecurityGroupProvider(BaiduProvider):
+    def __post_init__(self):
+        self.kind = "SecurityGroup"
+
+    def _check(self, news):
+        # No world-open SSH (or any port) from this program, whatever the caller passes.
+        return [(f"rules[{i}]", f"SecurityGroup: ingress from {r.get('sourceIp')} is open to the world")
+                for i, r in enumerate(news.get("rules") or [])
+                if r.get("direction") == "ingress" and r.get("sourceIp") in ("0.0.0.0/0", "::/0", "all")]
+
+    def _create(self, inputs, token):
+        bcc = bceapi.client("bcc", self.settings())
+        got = bceapi.body(self.api(inputs["name"], "CreateSecurityGroup", lambda: bcc.create_security_group(
+            inputs["name"], [_rule(r) for r in inputs.get("rules") or []], vpc_id=inputs["vpcId"],
+            desc=inputs.get("description"), client_token=token, tags=_tags(inputs.get("tags")))))
+        return got["security_group_id"], {}
+
+    def _read(self, id_, inputs):
+        bcc = bceapi.client("bcc", self.settings())
+        got = bceapi.body(self.api(id_, "ListSecurityGroups", lambda: bcc.list_security_groups(security_group_id=id_)))
+        groups = [g for g in got.get("security_groups") or [] if g["id"] == id_]
+        if not groups:
+            return None
+        rules = [{"direction": r["direction"], "protocol": r.get("protocol", ""), "portRange": r.get("port_range", ""),
+                  "sourceIp": r.get("source_ip"), "destIp": r.get("dest_ip"), "ethertype": r.get("ethertype", "IPv4"),
+                  "remark": r.get("remark")} for r in groups[0].get("rules") or []]
+        return {"name": groups[0]["name"], "rules": [{k: v for k, v in r.items() if v not in (None,)} for r in rules]}
+
+    def _update(self, id_, olds, news):
+        bcc = bceapi.client("bcc", self.settings())
+        before, after = olds.get("rules") or [], news.get("rules") or []
+        for rule in after:
+            if rule not in before:
+                self.api(id_, "AuthorizeSecurityGroupRule", lambda r=rule: bcc.authorize_security_group_rule(
+                    id_, _rule(r), client_token=client_token("rule+" + id_, r)))
+        for rule in before:
+            if rule not in after:
+                self.api(id_, "RevokeSecurityGroupRule", lambda r=rule: bcc.revoke_security_group_rule(id_, _rule(r)))
+
+    def _delete(self, id_, inputs):
+        self.api(id_, "DeleteSecurityGroup", lambda: bceapi.client("bcc", self.settings()).delete_security_group(id_))
+
+
+# ---------------------------------------------------------------- KMS key (disk encryption)
+
+@dataclass
+class KmsKeyProvider(BaiduProvider):
+    def __post_init__(self):
+        self.kind = "KmsKey"
+
+    def _find(self, description: str) -> Optional[str]:
+        kms = bceapi.client("kms", self.settings())
+        got = bceapi.body(self.api(description, "ListKeys", lambda: kms.list_masterKey(1000)))
+        found = [k["key_id"] for k in got.get("keys") or [] if k.get("description") == description
+                 and k.get("key_state") not in ("PendingDeletion",)]
+        return found[0] if found else None
+
+    def _create(self, inputs, token):
+        # CreateKey takes no client token: a retried create first finds the key the earlier attempt made.
+        existing = self._find(inputs["description"])
+        if existing:
+            return existing, {}
+        kms = bceapi.client("kms", self.settings())
+        got = bceapi.body(self.api(inputs["description"], "CreateKey", lambda: kms.create_masterKey(
+            inputs["description"], inputs["protectedBy"], inputs["keySpec"], "BAIDU_KMS")))
+        return got["key_metadata"]["key_id"], {}
+
+    def _read(self, id_, inputs):
+        kms = bceapi.client("kms", self.settings())
+        got = bceapi.body(self.api(id_, "DescribeKey", lambda: kms.describe_masterKey(id_)))
+        meta = got["key_metadata"]
+        if meta.get("key_state") == "PendingDeletion":
+            return None
+        return {"description": meta.get("description"), "keySpec": meta.get("key_spec")}
+
+    def _delete(self, id_, inputs):
+        kms = bceapi.client("kms", self.settings())
+        days = int(inputs.get("pendingWindowInDays") or 7)
+        self.api(id_, "ScheduleKeyDeletion", lambda: kms.scheduleDelete_masterKey(id_, days))
+
+
+# ---------------------------------------------------------------- IAM role and its policies
+
+def _b(text: str) -> bytes:
+    """The IAM client builds its paths from bytes (iam_client.py: b"/role/" + role_name)."""
+    return text.encode()
+
+
+@dataclass
+class IamRoleProvider(BaiduProvider):
+    def __post_init__(self):
+        self.kind = "IamRole"
+
+    def _create(self, inputs, token):
+        iam = bceapi.client("iam", self.settings())
+        try:
+            self.api(inputs["name"], "CreateRole", lambda: iam.create_role({
+                "name": inputs["name"], "description": inputs.get("description", ""),
+                "assumeRolePolicyDocument": inputs["assumeRolePolicyDocument"]}))
+        except BceApiError as error:
+            # CreateRole has no client token: a retried create meets the role the first attempt made.
+            if error.status != 409 and "Exist" not in (error.code or ""):
+                raise
+        return inputs["name"], {}
+
+    def _read(self, id_, inputs):
+        got = bceapi.body(self.api(id_, "GetRole", lambda: bceapi.client("iam", self.settings()).get_role(_b(id_))))
+        return {"name": got["name"], "description": got.get("description")}
+
+    def _update(self, id_, olds, news):
+        self.api(id_, "UpdateRole", lambda: bceapi.client("iam", self.settings()).update_role(
+            _b(id_), {"description": news.get("description", "")}))
+
+    def _delete(self, id_, inputs):
+        self.api(id_, "DeleteRole", lambda: bceapi.client("iam", self.settings()).delete_role(_b(id_)))
+
+
+@dataclass
+class IamRolePolicyProvider(BaiduProvider):
+    """A custom policy attached to a role: created, then attached; detached, then deleted."""
+
+    def __post_init__(self):
+        self.kind = "IamRolePolicy"
+
+    def _create(self, inputs, token):
+        iam = bceapi.client("iam", self.settings())
+        name = inputs["policyName"]
+        try:
+            self.api(name, "CreatePolicy", lambda: iam.create_policy({"name": name, "document": inputs["document"],
+                                                                      "description": "gpu-training node role"}))
+        except BceApiError as error:
+            if error.status != 409 and "Exist" not in (error.code or ""):
+                raise
+        self.api(name, "AttachPolicyToRole", lambda: iam.attach_policy_to_role(_b(inputs["roleName"]), _b(name)))
+        return f"{inputs['roleName']}/{name}", {}
+
+    def _update(self, id_, olds, news):
+        iam = bceapi.client("iam", self.settings())
+        self.api(id_, "UpdatePolicy", lambda: iam.update_policy(news["policyName"], {
+            "document": news["document"], "description": "gpu-training node role"}))
+
+    def _read(self, id_, inputs):
+        role, name = id_.split("/", 1)
+        got = bceapi.body(self.api(id_, "ListPoliciesFromRole", lambda: bceapi.client(
+            "iam", self.settings()).list_policies_from_role(_b(role))))
+        return {} if any(p.get("name") == name for p in got.get("policies") or []) else None
+
+    def _delete(self, id_, inputs):
+        role, name = id_.split("/", 1)
+        iam = bceapi.client("iam", self.settings())
+        try:
+            self.api(id_, "DetachPolicyFromRole", lambda: iam.detach_policy_from_role(_b(role), _b(name)))
+        except BceApiError as error:
+            if not error.not_found:
+                raise
+        self.api(id_, "DeletePolicy", lambda: iam.delete_policy(_b(name)))
+
+
+# ---------------------------------------------------------------- BCC instances
+
+RUNNING, GONE = "Running", ("Deleted", "Recycled")
+FAILED = ("Error", "CreateFailed", "Failed")
+
+
+@dataclass
+class BccInstanceProvider(BaiduProvider):
+    """One BCC instance with its SSD CDS data disk: Postpaid (pay-as-you-go) or bid with a price cap."""
+
+    def __post_init__(self):
+        self.kind = "BccInstance"
+
+    def _check(self, news):
+        problems = []
+        if news.get("paymentTiming") == "bid":
+            price, cap = news.get("bidPrice"), news.get("onDemandPrice")
+            if news.get("bidModel") != "custom" or price in (None, ""):
+                problems.append(("bidPrice", "BccInstance: a bid instance needs bidModel custom and a bidPrice"
+                                             " (a market bid has no cap)"))
+            elif cap not in (None, "") and float(price) > float(cap):
+                problems.append(("bidPrice", f"BccInstance: bid price {price} is above the pay-as-you-go price"
+                                             f" {cap}; the cap must never exceed it"))
+        return problems
+
+    def _create(self, inputs, token):
+        from baidubce.services.bcc.bcc_model import Billing, CreateCdsModel
+
+        bcc = bceapi.client("bcc", self.settings())
+        disk = inputs["dataDisk"]
+        cds = [CreateCdsModel(cdsSizeInGB=int(disk["cdsSizeInGB"]), storageType=disk["storageType"],
+                              encryptKey=disk["encryptKey"], deleteWithInstance=disk.get("deleteWithInstance", True))]
+        common = dict(create_cds_list=cds, root_disk_size_in_gb=int(inputs.get("rootDiskSizeInGb") or 100),
+                      root_disk_storage_type=inputs.get("rootDiskStorageType"), name=inputs["name"],
+                      hostname=inputs.get("hostname"), zone_name=inputs["zoneName"], subnet_id=inputs["subnetId"],
+                      security_group_id=inputs["securityGroupId"], tags=_tags(inputs.get("tags")),
+                      key_pair_id=inputs.get("keypairId"), user_data=inputs.get("userData"), client_token=token,
+                      network_capacity_in_mbps=int(inputs.get("networkCapacityInMbps") or 0),
+                      spec=inputs["spec"])
+        if inputs["paymentTiming"] == "bid":
+            # The documented Python path for bid instances: POST /v2/instance/bid (bcc_client.create_instance_of_bid).
+            call_name = "CreateBidInstance"
+            send = lambda: bcc.create_instance_of_bid(  # noqa: E731
+                int(inputs["cpuCount"]), int(inputs["memoryCapacityInGB"]), inputs["imageId"],
+                billing=Billing("Postpaid"), bid_model="custom", bid_price=str(inputs["bidPrice"]), **common)
+        else:
+            call_name = "CreateInstanceBySpec"
+            common.pop("spec")
+            send = lambda: bcc.create_instance_by_spec(  # noqa: E731
+                inputs["spec"], inputs["imageId"], billing=Billing("Postpaid"), **common)
+        got = bceapi.body(self.api(inputs["name"], call_name, send))
+        instance_id = got["instance_ids"][0]
+        outs = self._wait_running(instance_id, inputs["name"])
+        # The cloud-side TTL: BCC releases the instance at releaseTime even if nothing else does.
+        self._set_release_time(instance_id, inputs["releaseTime"])
+        return instance_id, outs
+
+    def _wait_running(self, instance_id: str, name: str) -> dict:
+        bcc = bceapi.client("bcc", self.settings())
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            instance = bceapi.body(self.api(f"{name} ({instance_id})", "GetInstance",
+                                            lambda: bcc.get_instance(instance_id)))["instance"]
+            status = instance.get("status")
+            if status == RUNNING:
+                return {"status": status, "internalIp": instance.get("internal_ip"),
+                        "publicIp": instance.get("public_ip")}
+            if status in FAILED or status in GONE:
+                raise BceApiError(f"BccInstance {name} ({instance_id})", "GetInstance", status, 200,
+                                  f"the instance became {status} instead of Running")
+            if time.monotonic() > deadline:
+                raise BceApiError(f"BccInstance {name} ({instance_id})", "GetInstance", "Timeout", None,
+                                  f"still {status} after {self.ready_timeout_s:.0f} s")
+            time.sleep(self.poll_s)
+
+    def _set_release_time(self, instance_id: str, release_time: str) -> None:
+        moment = release_time.replace("+00:00", "Z")
+        if "." in moment:
+            moment = moment.split(".")[0] + "Z"
+        bcc = bceapi.client("bcc", self.settings())
+        self.api(instance_id, "AutoReleaseInstance", lambda: bcc.auto_release_instance(
+            instance_id, release_time=moment, client_token=client_token("release+" + instance_id, {"t": moment})))
+
+    def _read(self, id_, inputs):
+        instance = bceapi.body(self.api(id_, "GetInstance", lambda: bceapi.client(
+            "bcc", self.settings()).get_instance(id_)))["instance"]
+        if instance.get("status") in GONE:
+            return None
+        return {"status": instance.get("status"), "internalIp": instance.get("internal_ip"),
+                "publicIp": instance.get("public_ip"), "name": instance.get("name", inputs.get("name"))}
+
+    def _update(self, id_, olds, news):
+        before, after = olds.get("tags") or {}, news.get("tags") or {}
+        gone = {k: v for k, v in before.items() if after.get(k) != v}
+        added = {k: v for k, v in after.items() if before.get(k) != v}
+        bcc = bceapi.client("bcc", self.settings())
+        if gone:
+            self.api(id_, "UnbindInstanceFromTags", lambda: bcc.unbind_instance_from_tags(id_, _tags(gone)))
+        if added:
+            self.api(id_, "BindInstanceToTags", lambda: bcc.bind_instance_to_tags(id_, _tags(added)))
+        if olds.get("releaseTime") != news.get("releaseTime"):
+            self._set_release_time(id_, news["releaseTime"])
+        if olds.get("name") != news.get("name"):
+            self.api(id_, "ModifyInstanceAttributes", lambda: bceapi.client(
+                "bcc", self.settings()).modify_instance_attributes(id_, name=news["name"]))
+
+    def _delete(self, id_, inputs):
+        self.api(id_, "ReleaseInstance", lambda: bceapi.client("bcc", self.settings()).release_instance(id_))
+
+
+@dataclass
+class RoleBindingProvider(BaiduProvider):
+    """Binds the node role to the instances (BCC BindInstanceRole): their metadata service then serves
+    the role's temporary credentials."""
+
+    def __post_init__(self):
+        self.kind = "RoleBinding"
+
+    def _create(self, inputs, token):
+        bcc = bceapi.client("bcc", self.settings())
+        self.api(inputs["roleName"], "BindInstanceRole", lambda: bcc.bind_instance_role(
+            list(inputs["instanceIds"]), inputs["roleName"], client_token=token))
+        return f"{inputs['roleName']}:{','.join(inputs['instanceIds'])}", {}
+
+    def _read(self, id_, inputs):
+        bcc = bceapi.client("bcc", self.settings())
+        alive = []
+        for instance_id in inputs.get("instanceIds") or []:
+            try:
+                got = bceapi.body(self.api(instance_id, "GetInstance", lambda i=instance_id: bcc.get_instance(i)))
+                if got["instance"].get("status") not in GONE:
+                    alive.append(instance_id)
+            except BceApiError as error:
+                if not error.not_found:
+                    raise
+        return {"instanceIds": alive} if alive else None
+
+    def _delete(self, id_, inputs):
+        bcc = bceapi.client("bcc", self.settings())
+        self.api(inputs["roleName"], "UnbindInstanceRole", lambda: bcc.unbind_instance_role(
+            list(inputs["instanceIds"]), inputs["roleName"]))
+
+
+# ---------------------------------------------------------------- BOS objects (through BOS's S3 API)
+
+S3_ENDPOINT_ENV = "BAIDUCLOUD_S3_ENDPOINT"
+
+
+@dataclass
+class BucketObjectProvider(BaiduProvider):
+    """One object in BOS, put through the S3-compatible API (profile.object_store: SigV4, virtual hosts)."""
+
+    def __post_init__(self):
+        self.kind = "BucketObject"
+
+    def _s3(self):
+        import os
+
+        import boto3
+        from botocore.config import Config
+
+        bceapi.credentials()  # the same variables, the same message when they are missing
+        endpoint = os.environ.get(S3_ENDPOINT_ENV) or f"https://s3.{self.region}.bcebos.com"
+        return boto3.client("s3", endpoint_url=endpoint, region_name=self.region,
+                            aws_access_key_id=os.environ[bceapi.ACCESS_KEY_ENV],
+                            aws_secret_access_key=os.environ[bceapi.SECRET_KEY_ENV],
+                            aws_session_token=os.environ.get(bceapi.TOKEN_ENV),
+                            config=Config(signature_version="s3v4", s3={"addressing_style": "virtual"},
+                                          request_checksum_calculation="when_required",
+                                          response_checksum_validation="when_required"))
+
+    def _put(self, inputs):
+        from botocore.exceptions import ClientError
+
+        data = open(inputs["source"], "rb").read()
+        try:
+            self._s3().put_object(Bucket=inputs["bucket"], Key=inputs["key"], Body=data,
+                                  ContentMD5=inputs["contentMd5"])
+        except ClientError as error:
+            meta = error.response.get("ResponseMetadata", {})
+            raise BceApiError(f"BucketObject {inputs['bucket']}/{inputs['key']}", "PutObject",
+                              error.response.get("Error", {}).get("Code"), meta.get("HTTPStatusCode"),
+                              error.response.get("Error", {}).get("Message", "")) from None
+
+    def _create(self, inputs, token):
+        self._put(inputs)  # a PUT of the same bytes is idempotent
+        return f"{inputs['bucket']}/{inputs['key']}", {}
+
+    def _read(self, id_, inputs):
+        from botocore.exceptions import ClientError
+
+        bucket, key = id_.split("/", 1)
+        try:
+            self._s3().head_object(Bucket=bucket, Key=key)
+        except ClientError as error:
+            if error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404:
+                return None
+            raise
+        return {}
+
+    def _update(self, id_, olds, news):
+        self._put(news)
+
+    def _delete(self, id_, inputs):
+        bucket, key = id_.split("/", 1)
+        self._s3().delete_object(Bucket=bucket, Key=key)  # S3 answers 204 for a missing key too
+
+
+PROVIDERS = {"Vpc": VpcProvider, "Subnet": SubnetProvider, "SecurityGroup": SecurityGroupProvider,
+             "KmsKey": KmsKeyProvider, "IamRole": IamRoleProvider, "IamRolePolicy": IamRolePolicyProvider,
+             "BccInstance": BccInstanceProvider, "RoleBinding": RoleBindingProvider, "BucketObject": BucketObjectProvider}
+
+
+# ---------------------------------------------------------------- the Pulumi resources
+
+class _Resource(dyn.Resource):
+    """A Baidu dynamic resource: `name`, its inputs and the region; its provider is PROVIDERS[kind] (the
+    class's `name=`), with the output inputs of its schema declared empty so they show as outputs.
+
+    It also leaves the pickler as it found it. pulumi 3.272's serialize_provider
+    (pulumi/dynamic/dynamic.py) sets pickle._Pickler._batch_setitems and save_dict to sorting wrappers on
+    every call and restores only pickle.Pickler, so each dynamic resource wraps the wrapper of the one
+    before: one process that serializes ~900 providers (a test session, a large program) fails with
+    RecursionError (the symptom of pulumi/pulumi#17803)."""
+
+    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
+        kind = self._resource_type_name.rsplit(":", 1)[1]
+        outputs = {k: None for k, f in SCHEMAS[kind].items() if f.output}
+        saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
+        try:
+            super().__init__(PROVIDERS[kind](region), name, {**props, "region": region, **outputs}, opts)
+        finally:
+            pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
+
+
+# One class per kind: the class statement's module/name give the type token (pulumi-python:dynamic/baiducloud:<Kind>).
+class Vpc(_Resource, module="baiducloud", name="Vpc"):
+    pass
+
+
+class Subnet(_Resource, module="baiducloud", name="Subnet"):
+    pass
+
+
+class SecurityGroup(_Resource, module="baiducloud", name="SecurityGroup"):
+    pass
+
+
+class KmsKey(_Resource, module="baiducloud", name="KmsKey"):
+    pass
+
+
+class IamRole(_Resource, module="baiducloud", name="IamRole"):
+    pass
+
+
+class IamRolePolicy(_Resource, module="baiducloud", name="IamRolePolicy"):
+    pass
+
+
+class BccInstance(_Resource, module="baiducloud", name="BccInstance"):
+    internalIp: pulumi.Output[str]
+    publicIp: pulumi.Output[str]
+
+
+class BucketObject(_Resource, module="baiducloud", name="BucketObject"):
+    pass
+
+
+class RoleBinding(_Resource, module="baiducloud", name="RoleBinding"):
+    pass

@@ -1,0 +1,178 @@
+"""Baidu AI Cloud's declared capabilities, disk classes, endpoints and value rules (pure data, no SDK).
+
+Sources (docs/baiducloud.md lists them with what is unverified):
+- BCC Python SDK doc "实例" (cloud.baidu.com/doc/BCC/s/njwvympu0): create_instance_by_spec, the data
+  disk storage types (enhanced_ssd_pl1 ...), CDS sizes "0~5120G", root disk [40, 2048] GB,
+  instance names 1-65 characters.
+- BOS docs "服务域名" (cloud.baidu.com/doc/BOS/s/xjwvyq9l4): S3 endpoints s3.<region>.bcebos.com for
+  bj, gz, su, bd, fwh, hkg, path-style and virtual-hosted; "兼容签名认证" (/doc/BOS/s/Hjwvyq84s):
+  AWS Signature Version 4, single-chunk and multi-chunk payloads, region names bj/bd/su/gz/fwh/hkg;
+  "兼容工具" (/doc/BOS/s/ojwvyq973): boto3 with signature_version s3v4 and region_name 'bj'.
+- bce-python-sdk 0.9.79 bcc_client.py: bid instances (POST /v2/instance/bid, bidModel/bidPrice),
+  auto release (PUT /v2/instance/{id}?autorelease), instance roles (bind_instance_role).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
+                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       has_public_address, inbound_note, spot_cap)
+
+# The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
+TYPE_PREFIX = "pulumi-python:dynamic/baiducloud:"
+
+# Tier disk class -> CDS storage type: general-purpose SSD, enhanced SSD PL1, enhanced SSD PL2.
+_TYPE_FOR_CLASS = {"standard": "cloud_hp1", "high": "enhanced_ssd_pl1", "extreme": "enhanced_ssd_pl2"}
+# CDS sizes: "CDS磁盘容量,必须为大于0的整数,单位为GB,大小为0~5120G" (BCC Python SDK doc, create_instance_by_spec).
+DATA_DISK_SIZES = {t: (1, 5120) for t in _TYPE_FOR_CLASS.values()}
+S3_REGIONS = ("bj", "gz", "su", "bd", "fwh", "hkg")  # BOS "服务域名": the regions with an S3 endpoint
+
+
+def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDisk:
+    return DataDisk(category or _TYPE_FOR_CLASS[disk_class], None, size_gb)
+
+
+# BOS's S3 API: whether it returns an MD5 ETag for multipart uploads or accepts botocore's default
+# x-amz-checksum-* headers is not stated in the docs above, so the agent reads uploads back.
+BOS_VERIFICATION = StoreVerification("read-back", sources=(
+    "https://cloud.baidu.com/doc/BOS/s/Hjwvyq84s", *NO_FLEXIBLE_CHECKSUMS))
+
+
+def object_store(region: str) -> ObjectStore:
+    # Virtual-hosted buckets and SigV4 as in BOS's boto3 sample; no in-VPC S3 endpoint is documented,
+    # so nodes use the same one (node_endpoint None).
+    return ObjectStore(f"https://s3.{region}.bcebos.com", "virtual", "s3v4", verification=BOS_VERIFICATION)
+
+
+# ---------------------------------------------------------------- egress (components/egress.py)
+# Nodes reach BOS's S3 endpoint, the BCC API (self-release) and the package indexes through their own
+# public address (networkCapacityInMbps, billed by traffic: BCC SDK doc, internet_charge_type); no
+# in-VPC endpoint for them is documented in the sources above.
+PUBLIC_BANDWIDTH_MBPS = 100
+INSTANCE = TYPE_PREFIX + "BccInstance"
+
+
+def routes(spec) -> tuple[Route, ...]:
+    vpc = Route("vpc", "inside the stack's VPC: the instance metadata service and the other nodes",
+                "not billed: traffic between instances of a VPC")
+    if not has_public_address(spec):
+        return (vpc,)
+    return (vpc, Route(
+        "internet", f"each node's own public address, outbound only (capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s); "
+        + inbound_note(spec),
+        "per GB of outbound traffic while a node runs, rate unknown here (BCC price list); the address goes"
+        " with the node",
+        evidence=((INSTANCE, "networkCapacityInMbps"),)))
+
+
+def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
+    return (
+        EndpointRule(r"^169\.254\.169\.254$", ("vpc",),
+                     "the BCC instance metadata service, link-local (unverified: see docs/baiducloud.md)"),
+        EndpointRule(r".*", ("internet",), "outside the VPC: reached through a public address only"),
+    )
+
+
+def cloud_api(region: str) -> str:
+    """The BCC API the node agent calls to release its own instance."""
+    return f"https://bcc.{region}.baidubce.com"
+
+
+def cloud_api_default(spec) -> tuple[str, ...]:
+    return (f"bcc.{spec.region}.baidubce.com",)
+
+
+def checks(spec) -> Iterable[tuple[str, str]]:
+    if spec.spot and spot_cap(spec) is None:
+        yield ("spotMaxPricePerHour",
+               f"not set, and the catalog has no pay-as-you-go price for {spec.instance.name}: a Baidu bid"
+               " instance is created with bidModel custom and a bid price, which must never exceed the"
+               " pay-as-you-go price; set spotMaxPricePerHour (CNY per node-hour) to at most that price")
+    if spec.nodes > 1:
+        yield ("nodes", f"{spec.nodes}: Baidu stacks run one node: the large tier's parallel file system (PFS)"
+                        " is not built for Baidu (its API is in baiducloud-python-sdk-pfs, not bce-python-sdk),"
+                        " so several nodes would share no data; use nodes: 1")
+    if not spec.zone:
+        yield ("zone", "not set: Baidu stacks name their zone (e.g. cn-bj-a, as BCC's API writes zones); no zone"
+                       " lookup is built for Baidu")
+    if spec.checkpoint.create:
+        yield ("checkpoint.create", "true: the Baidu provider does not create the BOS bucket; create it in the BOS"
+                                    " console (same region as the stack) and set checkpoint.create: false")
+    if spec.region not in S3_REGIONS:
+        yield ("baiducloud:region", f"{spec.region!r} has no BOS S3 endpoint in the BOS doc '服务域名';"
+                                    f" allowed: {', '.join(S3_REGIONS)}")
+
+
+# ---------------------------------------------------------------- billing (components/billing.py)
+def keeps_billing(spec) -> tuple[Lingering, ...]:
+    return (Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BucketObject",
+                      "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"),
+            Lingering("KMS key of the data disk (pending deletion for 7 days after destroy)", TYPE_PREFIX + "KmsKey",
+                      "1 key", "KMS price list", None, "pulumi destroy, then the pending window"))
+
+
+_FREE = "no charge of its own"
+BILLS_NOTHING_ALONE = {
+    TYPE_PREFIX + "Vpc": _FREE,
+    TYPE_PREFIX + "Subnet": _FREE,
+    TYPE_PREFIX + "SecurityGroup": _FREE,
+    TYPE_PREFIX + "IamRole": "IAM: no charge",
+    TYPE_PREFIX + "IamRolePolicy": "IAM: no charge",
+    TYPE_PREFIX + "RoleBinding": "a binding",
+    INSTANCE: "bills while it runs; released by the agent or at maxHours (auto release time), its CDS data"
+              " disk (deleteWithInstance) with it",
+}
+
+# Names: BCC instance names 1-65 characters (BCC doc "创建实例": name); IAM role names: not stated in
+# the sources above, the smallest known limit (64, Alibaba RAM) is applied.
+NAME_LIMITS = (
+    NameLimit(INSTANCE, "name", "gpu-training-{stack}-{index}", 65, 1,
+              "BCC API CreateInstance: name 'length 1-65' (cloud.baidu.com/doc/BCC/s/njwvympu0)"),
+    NameLimit(TYPE_PREFIX + "IamRole", "name", "gpu-training-{stack}-node", 64, 1,
+              "not stated by Baidu's docs read here: the smallest known limit (RAM CreateRole, 64)"),
+)
+
+PROFILE = ProviderProfile(
+    name="baiducloud",
+    display_name="Baidu AI Cloud",
+    region_key="baiducloud:region",  # no Pulumi provider reads it: the dynamic resources take the region
+    currency="CNY",
+    shared_storage={},
+    parallel_fs=None,
+    shared_storage_default_gb={},
+    shared_storage_min_gb={},
+    ssd_disk_categories=tuple(_TYPE_FOR_CLASS.values()),
+    data_disk_sizes=DATA_DISK_SIZES,
+    refused_disk_categories={
+        "hp1": "high-performance cloud disk: not an SSD class in the BCC storage types",
+        "sata": "HDD-backed", "hdd": "HDD-backed", "std1": "HDD-backed",
+    },
+    data_disk=data_disk,
+    object_store=object_store,
+    metadata_endpoint="http://169.254.169.254",  # unverified (docs/baiducloud.md)
+    apt_mirror=None,
+    pip_index=None,
+    node_requirements=("boto3", "tenacity", "bce-python-sdk"),
+    spot_discount=1.0,
+    spot_discount_source="unknown: no Baidu source for bid prices was found; spot is priced as pay-as-you-go",
+    user_data=UserDataLimit(16384, "base64", "not stated in the BCC docs read here: the smallest known limit"
+                                             " (Tencent CVM, 16 KB after base64) applies"),
+    unsupported={
+        "spotFallback=true": "BCC has no pool that falls back from bid to pay-as-you-go instances",
+    },
+    checks=checks,
+    default_image_note="an Ubuntu 22.04 BCC public image id: set gpu-training:image (m-...)",
+    routes=routes,
+    endpoint_rules=endpoint_rules,
+    cloud_api=cloud_api,
+    cloud_api_default=cloud_api_default,
+    keeps_billing=keeps_billing,
+    bills_nothing_alone=BILLS_NOTHING_ALONE,
+    name_limits=NAME_LIMITS,
+    credential_env=("BAIDUCLOUD_", "BCE_"),
+    example_bucket="my-gpu-training-checkpoints",
+    type_prefixes=(TYPE_PREFIX,),
+    spot_pool=False,  # bid instances, no pool (compute.py)
+    reclaim_notice=False,  # none documented for bid instances (node_runtime.py)
+)
