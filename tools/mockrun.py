@@ -88,6 +88,13 @@ def _static_time(inputs: dict, earlier: Optional[PlannedResource]) -> dict:
 NEUTRAL_OUTPUTS = {clock.TIME_STATIC: _static_time}
 
 
+def _fill(template: Any, **values: Any) -> Any:
+    """A computed output's template: a string, or an object of them (e.g. a cluster's OIDC metadata)."""
+    if isinstance(template, dict):
+        return {key: _fill(item, **values) for key, item in template.items()}
+    return template.format(**values)
+
+
 class _Recorder(pulumi_mocks.Mocks):
     def __init__(self, plan: Plan, call_answers: Mapping[str, Any], computed: Mapping[str, Mapping[str, str]],
                  prior: Optional[Plan] = None):
@@ -106,7 +113,7 @@ class _Recorder(pulumi_mocks.Mocks):
         # The construction order, not the arrival order, numbers computed values: the same each run.
         index = self.order.get((args.typ, args.name), 0)
         for key, template in self.computed.get(args.typ, {}).items():
-            state.setdefault(key, template.format(index=index % 250 + 2, name=args.name))
+            state.setdefault(key, _fill(template, index=index % 250 + 2, name=args.name))
         if args.typ in NEUTRAL_OUTPUTS:
             earlier = self.prior.find(args.typ, args.name) if self.prior else None
             state.update(NEUTRAL_OUTPUTS[args.typ](dict(args.inputs), earlier))
