@@ -1,0 +1,212 @@
+"""The Kubernetes path under the mock engine: the ACK parts, the training objects against the pinned
+Kubernetes schemas, the validation of the `kubernetes:` section, and what the preview says bills.
+
+Schemas: kubernetes-validate (requirements-dev.txt, pinned) ships the strict JSON schemas of each
+Kubernetes minor version (additionalProperties: false), so a misspelt field is an error, not a field
+the API server drops. SCHEMA_VERSION is the oldest minor the manifests may use (the ACK offer's
+min_minor is below it only where the fields are the same).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+
+from components.kubernetes import manifests
+
+REPO = Path(__file__).resolve().parents[2]
+STACK = "large-a100-k8s"
+SCHEMA_VERSION = "1.33.0"
+JOB = "kubernetes:batch/v1:Job"
+
+
+def as_manifest(resource) -> dict:
+    """A planned pulumi-kubernetes resource as the object the API server receives. The engine carries
+    numbers as doubles (protobuf Struct), so whole numbers come back as ints, as kubectl would send them."""
+    def ints(value):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, dict):
+            return {k: ints(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [ints(v) for v in value]
+        return value
+
+    obj = ints(copy.deepcopy(resource.inputs))
+    group, version, kind = resource.type.removeprefix("kubernetes:").split(":")[0].split("/") + [
+        resource.type.split(":")[-1]]
+    obj.setdefault("apiVersion", version if group == "core" else f"{group}/{version}")
+    obj.setdefault("kind", kind)
+    return obj
+
+
+def k8s_objects(plan) -> list[dict]:
+    return [as_manifest(r) for r in plan.resources if r.type.startswith("kubernetes:")]
+
+
+def validate(obj: dict) -> None:
+    kubernetes_validate.validate(obj, SCHEMA_VERSION, strict=True)
+
+
+def test_every_kubernetes_object_the_program_creates_matches_the_pinned_schema(plan_for):
+    objects = k8s_objects(plan_for(STACK))
+    assert {o["kind"] for o in objects} == {"Namespace", "ServiceAccount", "ConfigMap", "Service", "Job"}
+    for obj in objects:
+        validate(obj)
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda job: job["spec"]["template"]["spec"].__setitem__("restartPolicyy", "Never"),  # a misspelt field
+    lambda job: job["spec"].__setitem__("completions", "two"),  # a wrong type
+    lambda job: job["spec"]["template"]["spec"]["containers"][0]["resources"].__setitem__("limit", {}),
+], ids=["typo", "type", "nested-typo"])
+def test_the_schema_check_catches_a_broken_job(plan_for, mutate):
+    """The check can fail: the same Job with one field broken is refused by the strict schema."""
+    job = next(o for o in k8s_objects(plan_for(STACK)) if o["kind"] == "Job")
+    mutate(job)
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate(job)
+
+
+def test_the_gpu_operator_option_adds_a_pinned_release_that_leaves_the_managed_parts_alone(plan_for):
+    plan = plan_for(STACK, "kubernetes.gpuOperator=true")
+    release = plan.of_type("kubernetes:helm.sh/v3:Release")
+    assert len(release) == 1
+    inputs = release[0].inputs
+    assert inputs["chart"] == "gpu-operator" and inputs["version"].startswith("v")
+    values = inputs["values"]
+    assert values["driver"]["enabled"] is False and values["toolkit"]["enabled"] is False
+    assert values["devicePlugin"]["enabled"] is False
+    namespaces = [as_manifest(r) for r in plan.of_type("kubernetes:core/v1:Namespace")]
+    for obj in namespaces:
+        validate(obj)
+    assert not plan_for(STACK).of_type("kubernetes:helm.sh/v3:Release")
+
+
+def test_the_job_is_gang_scheduled_over_the_nodes_with_their_gpus(plan_for):
+    plan = plan_for(STACK)
+    job = as_manifest(plan.of_type(JOB)[0])
+    spec, pod = job["spec"], job["spec"]["template"]["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"] == 2
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels["pod-group.scheduling.sigs.k8s.io/min-available"] == "2"
+    container = pod["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    assert any(m["mountPath"] == "/dev/shm" for m in container["volumeMounts"])
+    assert pod["subdomain"] == manifests.SERVICE and pod["restartPolicy"] == "Never"
+    service = as_manifest(plan.of_type("kubernetes:core/v1:Service")[0])
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
+    # Evictions recreate the pod (not a failure); a FAILED run fails the Job; the run is bounded by maxHours.
+    rules = spec["podFailurePolicy"]["rules"]
+    assert rules[0] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+    assert spec["activeDeadlineSeconds"] == 72 * 3600
+    # The agent is the entrypoint: it fetches and verifies itself, then runs as PID 1 (gets the SIGTERM).
+    assert "exec python -m node_agent --config" in container["command"][-1]
+
+
+def test_the_pod_node_config_names_the_job_and_the_pod_role(plan_for):
+    plan = plan_for(STACK)
+    config_map = next(r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "node-config")
+    config = json.loads(config_map.inputs["data"]["node.json"])
+    assert config["identity"]["roleName"] == "gpu-training-large-a100-k8s-pod"
+    assert config["cluster"]["kubernetes"] == {"namespace": "gpu-training", "job": "train", "service": "train",
+                                               "peerHost": "{job}-{index}.{service}"}
+    assert config["nodeCount"] == 2 and config["train"]["launcher"] == "torchrun"
+    boot = next(r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "agent-boot-set")
+    assert "cloud_runtime.py" in boot.inputs["data"] and "def exit_code" in boot.inputs["data"]["cloud_runtime.py"]
+
+
+def test_the_ack_parts(plan_for):
+    plan = plan_for(STACK)
+    cluster = plan.of_type("alicloud:cs/managedKubernetes:ManagedKubernetes")[0].inputs
+    assert cluster["clusterSpec"] == "ack.pro.small" and cluster["enableRrsa"] is True
+    pools = {p.inputs["nodePoolName"]: p.inputs for p in plan.of_type("alicloud:cs/nodePool:NodePool")}
+    system, gpu = pools["large-a100-k8s-system"], pools["large-a100-k8s-gpu"]
+    assert system["desiredSize"] == "2" and not system.get("taints")
+    assert gpu["instanceTypes"][0] == "ecs.gn7e-c16g1.32xlarge"
+    assert gpu["scalingConfig"]["minSize"] == 0 and gpu["scalingConfig"]["maxSize"] == 2
+    assert gpu["spotStrategy"] == "SpotWithPriceLimit" and gpu["spotPriceLimits"]
+    assert gpu["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    assert gpu["deploymentSetId"] and gpu["dataDisks"][0]["encrypted"] == "true"
+    for pool in (system, gpu):
+        assert pool["systemDiskEncrypted"] is True and pool["instanceMetadataOptions"]["httpTokens"] == "required"
+    on_demand = {p.inputs["nodePoolName"]: p.inputs for p in plan_for(STACK, "billing=on-demand").of_type(
+        "alicloud:cs/nodePool:NodePool")}["large-a100-k8s-gpu"]
+    assert on_demand["spotStrategy"] == "NoSpot" and "spotPriceLimits" not in on_demand
+    acl = plan.of_type("alicloud:slb/aclEntryAttachment:AclEntryAttachment")
+    assert [a.inputs["entry"] for a in acl] == ["198.51.100.7/32"]
+
+
+def test_the_pod_role_is_for_the_training_service_account_and_the_stack_prefix_only(plan_for):
+    plan = plan_for(STACK)
+    role = next(r for r in plan.of_type("alicloud:ram/role:Role") if r.name.endswith("pod-role"))
+    trust = json.loads(role.inputs["assumeRolePolicyDocument"])["Statement"][0]
+    assert trust["Principal"]["Federated"] and trust["Action"] == "sts:AssumeRole"
+    assert trust["Condition"]["StringEquals"]["oidc:sub"] == "system:serviceaccount:gpu-training:trainer"
+    policy = next(r for r in plan.of_type("alicloud:ram/policy:Policy") if r.name.endswith("pod-policy"))
+    statements = json.loads(policy.inputs["policyDocument"])["Statement"]
+    actions = {a for s in statements for a in s["Action"]}
+    assert actions and all(a.startswith("oss:") for a in actions)
+    assert all(res.startswith("acs:oss:*:*:my-gpu-training-checkpoints") for s in statements for res in s["Resource"])
+    account = as_manifest(plan.of_type("kubernetes:core/v1:ServiceAccount")[0])
+    assert account["metadata"]["annotations"] == {"pod-identity.alibabacloud.com/role-name": role.inputs["roleName"]}
+    # A VM stack's node role (it may release instances) is not made for the Kubernetes path.
+    assert not [r for r in plan.of_type("alicloud:ram/role:Role") if r.name.endswith("node-role")]
+
+
+def test_the_kubeconfig_is_a_secret_output_and_the_preview_names_what_bills(plan_for):
+    from components.kubernetes.cluster import KubernetesTraining  # noqa: F401 - the program's component
+
+    plan = plan_for(STACK)
+    assert plan.outputs["kubeconfig"].startswith("<kubeconfig")
+    assert "--AclId" in plan.outputs["apiServerAccess"]
+    env = {**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"}
+    done = subprocess.run([sys.executable, "scripts/preview.py", STACK, "--json"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads(done.stdout)
+    billing = {item["type"]: item for item in document["keepsBilling"]}
+    assert "USD 0.09" in billing["alicloud:cs/managedKubernetes:ManagedKubernetes"]["rate"]
+    assert "2 x ecs.g7.xlarge" == billing["alicloud:cs/nodePool:NodePool"]["size"]
+    assert "pulumi destroy" in billing["alicloud:cs/nodePool:NodePool"]["until"]
+    assert document["unclassifiedResourceTypes"] == []
+
+
+def run_preview(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"}
+    return subprocess.run([sys.executable, "scripts/preview.py", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_bad_kubernetes_settings_are_all_listed_by_key_with_exit_2():
+    done = run_preview(STACK, "--set", "kubernetes.apiAllowCidrs=[]", "--set", "kubernetes.version=1.29.1-aliyun.1",
+                       "--set", "kubernetes.namespace=Bad_Name", "--set", "sharedStorage=cpfs",
+                       "--set", 'sshAllowCidrs=["203.0.113.7/32"]', "--set", "kubernetes.systemNodes=0",
+                       "--set", "kubernetes.image=not an image")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    for key in ("kubernetes.apiAllowCidrs", "kubernetes.version", "kubernetes.namespace", "sharedStorage",
+                "sshAllowCidrs", "kubernetes.systemNodes", "kubernetes.image"):
+        assert f"error: {key}:" in done.stderr, (key, done.stderr)
+
+
+def test_a_world_open_api_server_and_an_unknown_field_are_refused():
+    done = run_preview(STACK, "--set", 'kubernetes.apiAllowCidrs=["0.0.0.0/0"]', "--set", "kubernetes.sytemNodes=3")
+    assert done.returncode == 2
+    assert "error: kubernetes.apiAllowCidrs[0]:" in done.stderr and "whole Internet" in done.stderr
+    assert "error: kubernetes.sytemNodes: unknown field; did you mean 'systemNodes'" in done.stderr
+
+
+def test_the_kubernetes_path_is_refused_on_tencent_with_the_reason():
+    done = run_preview("tc-large-a100", "--set", 'kubernetes={"apiAllowCidrs": ["198.51.100.7/32"]}')
+    assert done.returncode == 2
+    assert "error: kubernetes: Tencent Cloud does not support kubernetes:" in done.stderr
+    assert "TKE" in done.stderr
