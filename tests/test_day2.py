@@ -28,6 +28,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from stackcases import vm_stack_names
+
 from components import artifacts, clock
 from tools.mockrun import Plan, PlannedResource, provider_answers, run_program
 from components.providers import facts
@@ -260,7 +262,7 @@ def unexpected_replacements(stack: str) -> list[str]:
 
 # ---------------------------------------------------------------- the tests
 
-STACKS = stack_names()
+STACKS = vm_stack_names()
 
 
 @functools.lru_cache(maxsize=None)

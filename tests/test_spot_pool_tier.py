@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tools.stackfiles import stack_names, stack_spec
-from stackcases import SPOT_CAPPED, plan_or_refusal
+from stackcases import SPOT_CAPPED, plan_or_refusal, vm_stack_names
 
 # Where each cloud's pool resource lists the types it may draw: (type, input, field of each item or None).
 POOL_TYPE_INPUTS = {
@@ -24,7 +24,7 @@ def drawn_types(plan) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("stack", stack_names())
+@pytest.mark.parametrize("stack", vm_stack_names())
 def test_every_type_the_pool_may_draw_passes_the_tiers_rules(stack, plan_for):
     plan = plan_or_refusal(plan_for, stack, SPOT_CAPPED)
     _, spec = stack_spec(stack, SPOT_CAPPED)
