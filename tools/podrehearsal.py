@@ -7,12 +7,15 @@ Kubernetes gives an Indexed Job's pod (JOB_COMPLETION_INDEX, POD_IP, NODE_NAME),
 names resolve to this machine. The preemption is an eviction: SIGTERM to the agent, the container's
 PID 1, as the kubelet sends it; the agent must save, upload, write PREEMPTED and exit with the code
 the Job's podFailurePolicy recreates a pod for. The replacement is a new pod with the same index
-(the same name) and empty volumes. Pods never ask the cloud to release anything.
+(the same name) and empty volumes. Pods never ask the cloud to release anything. Bucket credentials
+come by RRSA, as ack-pod-identity-webhook sets it up (the role, OIDC provider and token file in the
+environment), from the provider's STS stand-in (`Sts` in its localcloud.py): never from the node.
 
 The rehearsal class lives in scripts/rehearse.py (a script, not a package): it is passed in.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 
@@ -32,7 +35,11 @@ def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir
         def __init__(self):
             super().__init__(args, stack, spec, base, workdir)
             self.runtime_file = pod_runtime_path(spec.provider)
-            self.exit_codes: dict[str, list[int]] = {}
+            sts = getattr(importlib.import_module(f"{providers.REGISTRY[spec.provider]}.localcloud"), "Sts")
+            self.token_file = workdir / "oidc-token"
+            self.token_file.write_text("service-account-token-of-trainer")
+            self.role_arn, self.oidc_arn = f"acs:ram::1:role/{pod_role}", "acs:ram::1:oidc-provider/ack-rrsa-local"
+            self.sts = sts(self.role_arn, self.oidc_arn, self.token_file.read_text())
 
         def new_id(self, index, replaces):
             # An Indexed Job recreates an evicted pod under its index, so its name comes back.
@@ -44,7 +51,10 @@ def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir
         def env(self, node):
             env = super().env(node)
             env.update({"JOB_COMPLETION_INDEX": node.instance_id.rsplit("-", 1)[1], "POD_IP": "127.0.0.1",
-                        "NODE_NAME": f"node-of-{node.root.name}"})
+                        "NODE_NAME": f"node-of-{node.root.name}", "ALIBABA_CLOUD_ROLE_ARN": self.role_arn,
+                        "ALIBABA_CLOUD_OIDC_PROVIDER_ARN": self.oidc_arn,
+                        "ALIBABA_CLOUD_OIDC_TOKEN_FILE": str(self.token_file),
+                        "GPU_TRAINING_STS_ENDPOINT": self.sts.url})
             return env
 
         def preempt(self, victim):
@@ -59,5 +69,15 @@ def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir
                        and finished == [0] * len(finished),
                        f"evicted pod exited {evicted} (the Job recreates it for {manifests.EXIT_PREEMPTED}),"
                        f" finished pods {finished}")
+            node_role_reads = [line for n in self.nodes + self.retired for line in n.metadata.log
+                               if "security-credentials" in str(line)]
+            assumed = [r for r in self.sts.requests if r.get("action") == "AssumeRoleWithOIDC"]
+            self.check("pod credentials by RRSA", bool(assumed) and not node_role_reads,
+                       f"{len(assumed)} AssumeRoleWithOIDC calls for {pod_role}; {len(node_role_reads)} reads of a"
+                       " node role from the metadata service")
+
+        def stop(self):
+            super().stop()
+            self.sts.stop()
 
     return PodRehearsal()
