@@ -18,10 +18,12 @@ from __future__ import annotations
 import importlib
 import os
 import signal
+import subprocess
+import sys
 
 from components import providers
 from components.kubernetes import manifests
-from components.kubernetes.cluster import pod_runtime_path
+from components.kubernetes.cluster import boot_set, pod_runtime_path
 
 
 def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir):
@@ -57,9 +59,30 @@ def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir
                         "GPU_TRAINING_STS_ENDPOINT": self.sts.url})
             return env
 
+        def paths(self, node):
+            return {"config": str(node.root), "boot": str(node.root / "boot"), "agent": str(node.root / "agent")}
+
+        def boot_set(self, node):
+            """The boot-set ConfigMap's files, as the program puts them in it."""
+            (node.root / "boot").mkdir(exist_ok=True)
+            for name, content in boot_set(spec.provider).items():
+                (node.root / "boot" / name).write_text(content, encoding="utf-8")
+
+        def fetch(self, node):
+            """The container script's first half: the boot set copied out, the rest fetched and verified."""
+            return subprocess.run(["sh", "-c", manifests.prepare_script(self.paths(node), sys.executable)],
+                                  env=self.env(node), capture_output=True, text=True, timeout=120)
+
+        def start(self, node):
+            """The container script's second half, as the pod's PID 1: the agent under the restart loop."""
+            out = open(node.root / "agent.out", "ab")
+            node.process = subprocess.Popen(["sh", "-c", manifests.run_script(self.paths(node), sys.executable)],
+                                            env=self.env(node), stdout=out, stderr=subprocess.STDOUT,
+                                            cwd=node.root, start_new_session=True)
+
         def preempt(self, victim):
-            os.kill(victim.process.pid, signal.SIGTERM)  # the kubelet's eviction: SIGTERM to PID 1
-            self.say(f"  eviction: SIGTERM to the agent of pod {victim.instance_id}")
+            os.kill(victim.process.pid, signal.SIGTERM)  # the kubelet's eviction: SIGTERM to the container's PID 1
+            self.say(f"  eviction: SIGTERM to pod {victim.instance_id}'s container")
 
         def verify(self, saved_step, stopped_at):
             super().verify(saved_step, stopped_at)

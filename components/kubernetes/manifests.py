@@ -42,6 +42,7 @@ PATHS = {"config": "/etc/gpu-training", "boot": "/etc/gpu-training/boot", "agent
          "data": "/data", "state": "/var/lib/gpu-training", "logs": "/var/log/gpu-training"}
 # Seconds the agent needs after SIGTERM: the trainer's grace (agent.maxGraceSeconds) and the final upload.
 STOP_ALLOWANCE_SECONDS = 120 + 90
+RESTART_SECONDS = 30  # between agent restarts in the pod (systemd's RestartSec on a VM)
 
 
 @dataclass(frozen=True)
@@ -87,19 +88,45 @@ def headless_service(spec: Spec) -> dict:
                      "ports": [{"name": "rendezvous", "port": port, "targetPort": port, "protocol": "TCP"}]}}
 
 
-def entrypoint() -> str:
-    """The container's command: the boot set into a writable folder, fetch and verify the rest, then the agent.
+def entrypoint(paths: Mapping[str, str] = PATHS, python: str = "python") -> str:
+    """The container's script, the pod's stand-in for the VM's systemd unit (docs/kubernetes.md):
+    the boot set into a writable folder, fetch and verify the rest of the agent, then run the agent.
 
-    `exec` makes the agent the container's PID 1, so the kubelet's SIGTERM reaches it directly."""
-    config = f"{PATHS['config']}/node.json"
-    return " && ".join([
-        "set -e",
-        f"mkdir -p {PATHS['agent']}/node_agent",
-        f"cp {PATHS['boot']}/*.py {PATHS['agent']}/node_agent/",
-        f"export PYTHONPATH={PATHS['agent']}",
-        f"python -m node_agent.fetch --config {config}",
-        f"exec python -m node_agent --config {config}",
-    ])
+    The agent runs as the shell's child, and the shell passes the kubelet's SIGTERM on to it. As
+    systemd's Restart=on-failure does on a VM, the agent is started again in the same pod (same
+    volumes, so its state and unsaved checkpoints are still there) when it exits 1 (the store or the
+    metadata unreachable beyond its retries) or 3 (the final upload failed: data only on this disk);
+    any other code is the pod's (0 done, 75 preempted, 76 failed: the Job's podFailurePolicy)."""
+    return prepare_script(paths, python) + run_script(paths, python)
+
+
+def prepare_script(paths: Mapping[str, str] = PATHS, python: str = "python") -> str:
+    """The boot set from its ConfigMap into the writable agent folder, then the rest fetched and verified."""
+    return "\n".join([
+        "set -u",
+        f"mkdir -p {paths['agent']}/node_agent",
+        f"cp {paths['boot']}/*.py {paths['agent']}/node_agent/ || exit 1",
+        f"export PYTHONPATH={paths['agent']}",
+        f"{python} -m node_agent.fetch --config {paths['config']}/node.json || exit 1",
+    ]) + "\n"
+
+
+def run_script(paths: Mapping[str, str] = PATHS, python: str = "python", restart_seconds: float = RESTART_SECONDS) -> str:
+    """The agent as the shell's child: SIGTERM passed on, restarted on 1 and 3, any other code the pod's."""
+    config = f"{paths['config']}/node.json"
+    return "\n".join([
+        f"export PYTHONPATH={paths['agent']}",
+        "child=",
+        "trap '[ -n \"$child\" ] && kill -TERM \"$child\" 2>/dev/null' TERM",
+        "while :; do",
+        f"  {python} -m node_agent --config {config} &",
+        "  child=$!",
+        "  wait \"$child\"; rc=$?",
+        "  while kill -0 \"$child\" 2>/dev/null; do wait \"$child\"; rc=$?; done",  # woken by the trap
+        f"  case $rc in 1|3) echo \"node agent exited $rc: starting it again in {restart_seconds:g} s\"; "
+        f"sleep {restart_seconds:g};; *) exit $rc;; esac",
+        "done",
+    ]) + "\n"
 
 
 def _install_step(spec: Spec) -> str:
@@ -119,7 +146,7 @@ def job(spec: Spec) -> dict:
     shm = max(1, min(64, int(instance.memory_gb * 0.25)))
     container = {
         "name": CONTAINER, "image": spec.kubernetes.image,
-        "command": ["/bin/sh", "-c", f"{_install_step(spec)} && {entrypoint()}"],
+        "command": ["/bin/sh", "-c", f"{_install_step(spec)} || exit 1\n{entrypoint()}"],
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},

@@ -109,8 +109,9 @@ def test_the_job_is_gang_scheduled_over_the_nodes_with_their_gpus(plan_for):
     rules = spec["podFailurePolicy"]["rules"]
     assert rules[0] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
     assert spec["activeDeadlineSeconds"] == 72 * 3600
-    # The agent is the entrypoint: it fetches and verifies itself, then runs as PID 1 (gets the SIGTERM).
-    assert "exec python -m node_agent --config" in container["command"][-1]
+    # The agent is the entrypoint: it fetches and verifies itself, then runs under the script that passes it
+    # the SIGTERM and restarts it like systemd (test_pod_agent.py runs that script).
+    assert container["command"][-1].endswith(manifests.entrypoint())
 
 
 def test_the_pod_node_config_names_the_job_and_the_pod_role(plan_for):

@@ -73,3 +73,24 @@ def test_the_kubernetes_stack_rehearses_an_eviction_and_a_resume_on_a_new_pod():
         assert checks[name]["ok"], checks[name]
     assert "SIGTERM" in checks["preempted"]["detail"]
     assert checks["release once per finished node"]["detail"].startswith("train-0: 0, train-1: 0")
+
+
+def test_the_container_script_passes_shellcheck_and_restarts_the_agent_like_systemd(tmp_path):
+    """Exit 3 (final upload failed) and 1 start the agent again in the same pod; 75 ends the pod with 75."""
+    script = manifests.entrypoint()
+    (tmp_path / "entry.sh").write_text(script)
+    check = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), "-s", "sh", str(tmp_path / "entry.sh")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+    codes = tmp_path / "codes"
+    codes.write_text("3\n1\n75\n0\n")
+    fake = tmp_path / "fake-python"  # each run of "the agent" exits with the next code and logs its argv
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/calls\ncode=$(head -n1 {codes})\n'
+                    f'sed -i 1d {codes}\nexit "$code"\n')
+    fake.chmod(0o755)
+    paths = {"config": str(tmp_path), "boot": str(tmp_path), "agent": str(tmp_path / "agent")}
+    done = subprocess.run(["sh", "-c", manifests.run_script(paths, str(fake), restart_seconds=0)],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == manifests.EXIT_PREEMPTED
+    assert (tmp_path / "calls").read_text().count("-m node_agent --config") == 3
+    assert "node agent exited 3: starting it again" in done.stdout
