@@ -180,6 +180,8 @@ def test_the_kubeconfig_is_a_secret_output_and_the_preview_names_what_bills(plan
     assert "2 x ecs.g7.xlarge" == billing["alicloud:cs/nodePool:NodePool"]["size"]
     assert "pulumi destroy" in billing["alicloud:cs/nodePool:NodePool"]["until"]
     assert document["unclassifiedResourceTypes"] == []
+    internet = next(r for r in document["egress"]["routes"] if r["name"] == "internet")
+    assert internet["inPlan"] and internet["resources"] == ["large-a100-k8s-cluster"] and "NAT" in internet["description"]
 
 
 def run_preview(*args: str) -> subprocess.CompletedProcess:

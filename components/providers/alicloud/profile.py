@@ -87,6 +87,13 @@ def routes(spec) -> tuple[Route, ...]:
     vpc = Route("vpc", "inside the stack's VPC: instance metadata, OSS internal endpoint, ECS VPC endpoint,"
                 " in-VPC mirrors",
                 "not billed: traffic inside a region over the internal network is free (ECS doc 'Public bandwidth')")
+    if spec.kubernetes:  # ACK's nodes have no public address: the NAT gateway ACK creates (new_nat_gateway)
+        return (vpc, Route(
+            "internet", "the NAT gateway and EIP that ACK creates for the cluster's nodes (new_nat_gateway), outbound"
+            " only: image pulls, pip, STS for the pods' RRSA credentials",
+            "the NAT gateway and its EIP by the hour until `pulumi destroy` (keepsBilling), plus traffic; rates"
+            " unknown here (NAT Gateway price list)",
+            evidence=(("alicloud:cs/managedKubernetes:ManagedKubernetes", "newNatGateway"),)))
     if not has_public_address(spec):
         return (vpc,)
     return (vpc, Route(
