@@ -82,5 +82,9 @@ class KubernetesTraining(pulumi.ComponentResource):
             "checkpoint": spec.checkpoint.output(),
             "sshCommand": None,
             "keepsBilling": billing.as_output(spec),
+            # What run.py prints when a pod's final upload failed: the pod retries by itself (its container
+            # script restarts the agent every manifests.RESTART_SECONDS); its log says why it fails.
+            "restartAgent": f"kubectl -n {spec.kubernetes.namespace} logs -l job-name={manifests.JOB} --tail 100"
+                            f"  (the pod retries the upload every {manifests.RESTART_SECONDS} s by itself)",
         }
         self.register_outputs(self.outputs)
