@@ -23,7 +23,6 @@ import pytest
 from stackcases import vm_stack_names
 
 from components.bootstrap import decode, node_config_of
-from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")

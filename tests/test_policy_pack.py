@@ -16,7 +16,6 @@ import pytest
 
 from components import safety
 from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, strings_in, vm_stack_names
-from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 PACK_DIR = REPO / "policy"

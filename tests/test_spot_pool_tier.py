@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.stackfiles import stack_names, stack_spec
+from tools.stackfiles import stack_spec
 from stackcases import SPOT_CAPPED, plan_or_refusal, vm_stack_names
 
 # Where each cloud's pool resource lists the types it may draw: (type, input, field of each item or None).

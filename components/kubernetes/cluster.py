@@ -50,7 +50,7 @@ class KubernetesTraining(pulumi.ComponentResource):
         ctx = PartContext(parent=self, name=name, tags=standard_tags(spec, self.expires_at))
 
         network = package.network.create(spec, ctx)
-        storage = package.storage.create(spec, ctx, network)
+        package.storage.create(spec, ctx, network)  # the agent and the code in the bucket, as for VMs
         cluster = cluster_part.create(spec, ctx, network)
         k8s_provider = workload.provider(name, cluster.kubeconfig, self)
         if spec.kubernetes.gpu_operator:

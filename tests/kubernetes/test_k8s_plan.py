@@ -169,7 +169,7 @@ def test_the_kubeconfig_is_a_secret_output_and_the_preview_names_what_bills(plan
 
     plan = plan_for(STACK)
     assert plan.outputs["kubeconfig"].startswith("<kubeconfig")
-    assert "--AclId" in plan.outputs["apiServerAccess"]
+    assert plan.outputs["apiServerAccess"].startswith("planned: the whitelist is bound")
     env = {**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"}
     done = subprocess.run([sys.executable, "scripts/preview.py", STACK, "--json"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -213,3 +213,38 @@ def test_the_kubernetes_path_is_refused_on_tencent_with_the_reason():
     assert done.returncode == 2
     assert "error: kubernetes: Tencent Cloud does not support kubernetes:" in done.stderr
     assert "TKE" in done.stderr
+
+
+def test_pulumi_up_binds_the_whitelist_to_the_api_servers_listener(monkeypatch):
+    """At deploy time (not in a preview) the API server's listener gets the stack's whitelist, signed with
+    the deploying credentials, against a local stand-in of the SLB API."""
+    from localcloud import CloudApi
+    from tools.mockrun import run_program
+    from tools.stackfiles import apply_overrides, load_stack_config
+
+    slb = CloudApi("alicloud")
+    try:
+        monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "AK")
+        monkeypatch.setenv("ALICLOUD_SECRET_KEY", "SK")
+        monkeypatch.setenv("GPU_TRAINING_SLB_ENDPOINT", slb.url)
+        # A spot cap: the catalog has no price, and at deploy time the cap would be read from the cloud.
+        config = apply_overrides(load_stack_config(STACK), ("spotMaxPricePerHour=50",))
+        plan = run_program(config, STACK, preview=False)
+        (request,) = slb.calls("SetLoadBalancerTCPListenerAttribute")
+        params = request["params"]
+        assert request["headers"]["authorization"].startswith("ACS3-HMAC-SHA256 Credential=AK")  # signed
+        assert params["LoadBalancerId"] == "<API server load balancer of large-a100-k8s-cluster>"
+        assert (params["ListenerPort"], params["AclStatus"], params["AclType"]) == ("6443", "on", "white")
+        assert params["AclId"] == "large-a100-k8s-api-acl-id"
+        assert "admits only whitelist" in plan.outputs["apiServerAccess"]
+        cluster = plan.of_type("alicloud:cs/managedKubernetes:ManagedKubernetes")[0]
+        assert cluster.inputs["slbInternetEnabled"] is True
+    finally:
+        slb.stop()
+    slb = CloudApi("alicloud")
+    try:  # a preview never calls it
+        monkeypatch.setenv("GPU_TRAINING_SLB_ENDPOINT", slb.url)
+        assert run_program(load_stack_config(STACK), STACK).outputs["apiServerAccess"].startswith("planned")
+        assert not slb.requests
+    finally:
+        slb.stop()

@@ -52,7 +52,7 @@ def test_rrsa_credentials_come_from_sts_for_the_pods_token_only(tmp_path, monkey
         monkeypatch.setenv("GPU_TRAINING_STS_ENDPOINT", sts.url)
         got = pod_runtime(config()).credentials()
         assert got["access_key"].startswith("STS.pod-") and got["token"] and got["expiry_time"].endswith("Z")
-        assert sts.requests[-1]["RoleSessionName"] == "gpu-training-train-0"
+        assert sts.requests[-1]["params"]["RoleSessionName"] == "gpu-training-train-0"
         token.write_text("someone-elses-token")  # the kubelet rotated it to a token STS does not take
         with pytest.raises(OSError):
             pod_runtime(config()).credentials()

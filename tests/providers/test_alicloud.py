@@ -11,7 +11,7 @@ from stackcases import vm_stack_names
 import yaml
 
 from components.bootstrap import decode, node_config_of
-from tools.stackfiles import load_stack_config, stack_names
+from tools.stackfiles import load_stack_config
 
 ALICLOUD_STACKS = [s for s in vm_stack_names() if load_stack_config(s).get("gpu-training:provider", "alicloud") == "alicloud"]
 EXPECTED_TYPES = {  # what each stack file's header promises

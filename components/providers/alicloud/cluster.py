@@ -9,16 +9,19 @@ nothing but read/write on `<bucket>/<prefix>/<stack>/` (identity.bucket_statemen
 
 The kubeconfig comes from cs.get_cluster_credential (a short-lived credential, kept secret) and feeds
 the pulumi-kubernetes provider. The API server's public endpoint admits only kubernetes.apiAllowCidrs:
-an SLB access control list (slb.Acl) with those entries; see API_ACL_NOTE for the binding.
+an SLB access control list (slb.Acl) with those entries, bound to ACK's listener by api_acl.py.
 """
 from __future__ import annotations
 
 import json
+import os
 
 import pulumi
 import pulumi_alicloud as alicloud
 
 from components.kubernetes import manifests
+from components.providers.alicloud import api_acl
+from components.providers.alicloud.cpfs_export import credentials_from
 from components.providers.alicloud.compute import SYSTEM_DISK_GB, on_demand_price
 from components.providers.alicloud.identity import ROTATE_STRATEGY, bucket_statements
 from components.providers.base import ClusterParts, NetworkParts, PartContext
@@ -35,11 +38,6 @@ CREDENTIAL_MINUTES = 240
 RRSA_WEBHOOK_ADDON = "ack-pod-identity-webhook"
 RRSA_NAMESPACE_LABEL = {"pod-identity.alibabacloud.com/injection": "on"}
 RRSA_ROLE_ANNOTATION = "pod-identity.alibabacloud.com/role-name"
-# ACK's API server endpoint is a CLB that ACK creates and owns (ACK doc "Configure access control
-# policies for the API server": a whitelist on the listener of port 6443). Its listener is not a
-# resource of this stack, so the program makes the whitelist and says how to bind it.
-API_ACL_NOTE = ("bind the whitelist to the API server's listener once: aliyun slb SetLoadBalancerTCPListenerAttribute"
-                " --LoadBalancerId {slb} --ListenerPort 6443 --AclStatus on --AclType white --AclId {acl}")
 SYSTEM_POOL_DISK_GB = 120
 
 
@@ -83,11 +81,20 @@ class AckCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         k8s, tags = spec.kubernetes, dict(ctx.tags)
         switches = list(network.subnet_ids.values())
+        # The API server's whitelist first: the cluster depends on it, so a destroy removes the cluster
+        # (and the listener using the list) before the list (api_acl.py binds it once the cluster exists).
+        self.acl = alicloud.slb.Acl(f"{ctx.name}-api-acl", name=f"gpu-training-{spec.stack}-api",
+                                    ip_version="ipv4", tags=tags, opts=child)
+        entries = [alicloud.slb.AclEntryAttachment(f"{ctx.name}-api-acl-{index}", acl_id=self.acl.id, entry=cidr,
+                                                   comment="kubernetes.apiAllowCidrs", opts=child)
+                   for index, cidr in enumerate(k8s.api_allow_cidrs)]
         self.cluster = alicloud.cs.ManagedKubernetes(
             f"{ctx.name}-cluster", name=f"gpu-training-{spec.stack}", cluster_spec=k8s.offer.cluster_spec,
             version=k8s.version, vswitch_ids=[switches[0]], pod_cidr=POD_CIDR, service_cidr=SERVICE_CIDR,
             security_group_id=network.security_group_id, new_nat_gateway=True, slb_internet_enabled=True,
-            enable_rrsa=True, deletion_protection=False, tags=tags, opts=child)
+            enable_rrsa=True, deletion_protection=False, tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.acl, *entries]))
+        self.api_access = bind_api_whitelist(spec, self.cluster.slb_id, self.acl.id)
         alicloud.cs.KubernetesAddon(f"{ctx.name}-rrsa-webhook", cluster_id=self.cluster.id, name=RRSA_WEBHOOK_ADDON,
                                     opts=child)
         common = dict(cluster_id=self.cluster.id, security_group_ids=[network.security_group_id],
@@ -118,11 +125,6 @@ class AckCluster(pulumi.ComponentResource):
             taints=[alicloud.cs.NodePoolTaintArgs(**manifests.GPU_TAINT)],
             opts=child, **spot_settings(spec), **common)
         self.pod_role = self._pod_role(spec, ctx, child)
-        self.acl = alicloud.slb.Acl(f"{ctx.name}-api-acl", name=f"gpu-training-{spec.stack}-api",
-                                    ip_version="ipv4", tags=tags, opts=child)
-        for index, cidr in enumerate(k8s.api_allow_cidrs):
-            alicloud.slb.AclEntryAttachment(f"{ctx.name}-api-acl-{index}", acl_id=self.acl.id, entry=cidr,
-                                            comment="kubernetes.apiAllowCidrs", opts=child)
         credential = alicloud.cs.get_cluster_credential_output(cluster_id=self.cluster.id,
                                                                temporary_duration_minutes=CREDENTIAL_MINUTES)
         self.kubeconfig = pulumi.Output.secret(credential.kube_config)
@@ -144,12 +146,32 @@ class AckCluster(pulumi.ComponentResource):
         return role
 
     def parts(self, spec: Spec) -> ClusterParts:
-        note = pulumi.Output.all(self.cluster.slb_id, self.acl.id).apply(
-            lambda v: API_ACL_NOTE.format(slb=v[0], acl=v[1]))
         return ClusterParts(cluster_id=self.cluster.id, kubeconfig=self.kubeconfig, gpu_pool_id=self.gpu_pool.id,
                             pod_role_name=pod_role_name(spec), namespace_labels=dict(RRSA_NAMESPACE_LABEL),
                             service_account_annotations={RRSA_ROLE_ANNOTATION: pod_role_name(spec)},
-                            api_endpoint_note=note)
+                            api_endpoint_note=self.api_access)
+
+
+def bind_api_whitelist(spec: Spec, load_balancer_id: pulumi.Output, acl_id: pulumi.Output) -> pulumi.Output:
+    """Once the cluster exists: its API server's listener admits only the whitelist (api_acl.py)."""
+    config = pulumi.Config("alicloud")
+    secrets = [config.get_secret(key) for key in ("accessKey", "secretKey", "securityToken")]
+
+    def bind(values) -> str:
+        slb, acl, access_key, secret_key, token = values
+        if pulumi.runtime.is_dry_run():
+            return api_acl.PLANNED
+        found = credentials_from(os.environ, {"access_key_id": access_key, "access_key_secret": secret_key,
+                                              "security_token": token})
+        if found is None:
+            raise pulumi.RunError("binding the API server's whitelist (SetLoadBalancerTCPListenerAttribute) needs the"
+                                  " credentials pulumi-alicloud uses: set ALICLOUD_ACCESS_KEY and ALICLOUD_SECRET_KEY")
+        try:
+            return api_acl.bind_whitelist(spec.region, slb, acl, found, os.environ.get(api_acl.SLB_ENDPOINT_ENV))
+        except api_acl.BindError as error:
+            raise pulumi.RunError(str(error)) from None
+
+    return pulumi.Output.unsecret(pulumi.Output.all(load_balancer_id, acl_id, *secrets).apply(bind))
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> ClusterParts:

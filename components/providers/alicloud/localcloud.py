@@ -94,7 +94,7 @@ class Sts(ApiStub):
 
     def answer(self, method, path, headers, body):
         action, params = self.parse(method, path, headers, body)
-        self.requests.append({"action": action, **params})
+        self.requests.append({"action": action, "params": params, "method": method})
         good = (action == "AssumeRoleWithOIDC" and params.get("RoleArn") == self.role_arn
                 and params.get("OIDCProviderArn") == self.provider_arn and params.get("OIDCToken") == self.token)
         if not good:
