@@ -14,6 +14,7 @@ as the state would keep them: that is how the day-2 test plans a second `pulumi 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import runpy
@@ -119,7 +120,7 @@ class _Recorder(pulumi_mocks.Mocks):
             state.update(NEUTRAL_OUTPUTS[args.typ](dict(args.inputs), earlier))
         self.plan.resources.append(PlannedResource(args.typ, args.name, None, dict(args.inputs),
                                                    bool(args.custom), outputs=state))
-        return f"{args.name}-id", state
+        return resource_id(args.typ, args.name), state
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         self.plan.calls.append((args.token, dict(args.args)))
@@ -157,6 +158,17 @@ def _options(request) -> dict:
             "replacementTrigger": trigger,
             "retainOnDelete": request.retainOnDelete if request.HasField("retainOnDelete") else False,
             "protect": request.protect if request.HasField("protect") else False}
+
+
+def resource_id(type_token: str, name: str) -> str:
+    """The id the mock engine gives a resource: `<name>-id`, or in the cloud's format where a provider
+    declares one (preview.py ID_FORMATS: a validator downstream checks it, e.g. ACK's vsw-... vSwitch ids),
+    with a digest of the name in place of the cloud's random part, so a plan is the same on every run."""
+    for name_ in providers.names():
+        template = getattr(providers.preview_module(name_), "ID_FORMATS", {}).get(type_token)
+        if template:
+            return template.format(digest=hashlib.sha256(name.encode()).hexdigest()[:20])
+    return f"{name}-id"
 
 
 def provider_answers() -> tuple[dict, dict]:

@@ -45,7 +45,8 @@ class KubernetesTraining(pulumi.ComponentResource):
         problems = mismatches("cluster", cluster_part)
         if problems:
             raise TypeError("; ".join(problems))
-        # No cloud-side TTL on a cluster: this time bounds the Job (activeDeadlineSeconds) and is shown.
+        # A cluster has no cloud-side TTL: this expiry is shown and tagged; the Job itself stops at
+        # activeDeadlineSeconds (maxHours), and run.py destroys the stack (docs/kubernetes.md, Teardown).
         self.expires_at = expires_at(spec, record_creation_time(spec, name, self))
         ctx = PartContext(parent=self, name=name, tags=standard_tags(spec, self.expires_at))
 
@@ -56,7 +57,8 @@ class KubernetesTraining(pulumi.ComponentResource):
         if spec.kubernetes.gpu_operator:
             workload.gpu_operator(spec, name, k8s_provider, self)
         bindings = manifests.ClusterBindings(cluster.namespace_labels, cluster.service_account_annotations)
-        # The objects wait for the cluster's pools (through the provider's kubeconfig) and the uploads.
+        # The objects wait for the cluster (its kubeconfig). The Job's pods stay Pending until the
+        # autoscaler brings GPU nodes, and the agent's fetch retries while the uploads finish.
         workload.register(name, objects(spec, bindings, cluster.pod_role_name), k8s_provider, parent=self)
 
         hourly = cost.spec_cost(spec)

@@ -248,3 +248,20 @@ def test_pulumi_up_binds_the_whitelist_to_the_api_servers_listener(monkeypatch):
         assert not slb.requests
     finally:
         slb.stop()
+
+
+@pytest.mark.parametrize("overrides", [(), ("billing=on-demand",), ("nodes=3",), ("spotMaxPricePerHour=50",),
+                                       ("kubernetes.gpuOperator=true",)], ids=lambda o: "+".join(o) or "as-is")
+def test_every_cloud_input_passes_the_providers_schema(plan_for, overrides):
+    """The ACK, SLB and RAM inputs against what terraform-provider-alicloud accepts (provider_facts.json, with
+    the cs and slb types added to bridge.yaml): a misspelt or out-of-range input fails here, not at `pulumi up`."""
+    from components.billing import INSIDE_THE_CLUSTER, STATE_ONLY
+    from components.providers import facts
+
+    plan = plan_for(STACK, *overrides)
+    cloud = [r for r in plan.resources if r.custom and r.type not in STATE_ONLY
+             and not r.type.startswith(INSIDE_THE_CLUSTER)]
+    unknown = sorted({r.type for r in cloud if facts.for_type(r.type) is None or not facts.for_type(r.type).knows(r.type)})
+    assert not unknown, unknown
+    problems = facts.stack_problems(cloud)
+    assert not problems, "\n".join(f"{t}.{n}: {p} [{p.kind}]" for t, n, p in problems)

@@ -54,3 +54,7 @@ COMPUTED_OUTPUTS = {
                          "ramOidcProviderName": "<RAM OIDC provider of {name}>",
                          "rrsaOidcIssuerUrl": "<RRSA OIDC issuer URL of {name}>"}},
 }
+
+# Ids in Alibaba's format where an input downstream is validated against it (provider facts: ACK's
+# vswitch_ids must match ^vsw-[a-z0-9]*$); the mock engine fills {digest} from the resource's name.
+ID_FORMATS = {"alicloud:vpc/switch:Switch": "vsw-{digest}"}
