@@ -265,3 +265,27 @@ def test_every_cloud_input_passes_the_providers_schema(plan_for, overrides):
     assert not unknown, unknown
     problems = facts.stack_problems(cloud)
     assert not problems, "\n".join(f"{t}.{n}: {p} [{p.kind}]" for t, n, p in problems)
+
+
+@pytest.mark.parametrize("overrides", [(), ("billing=on-demand",), ("nodes=3",)], ids=lambda o: "+".join(o) or "as-is")
+def test_the_kubernetes_stack_keeps_the_safety_rules(plan_for, overrides):
+    """components/safety.py's rules (the conformance suite's and the policy pack's) over the Kubernetes plan:
+    encrypted node pool disks and metadata tokens (conformance.yaml lists cs/nodePool), the pod role's least
+    privilege, the stack tag on every taggable resource, the provider's schema. The cloud-side TTL rule has
+    nothing to check: a cluster has no cloud-side expiry (docs/kubernetes.md, Teardown)."""
+    from components import safety
+
+    plan = plan_for(STACK, *overrides)
+    violations = safety.check(safety.from_plan(plan.resources), STACK)
+    assert not violations, "\n".join(map(str, violations))
+
+
+def test_the_safety_rules_catch_an_unencrypted_pool_and_optional_tokens(plan_for):
+    from components import safety
+
+    plan = copy.deepcopy(plan_for(STACK))
+    gpu = next(r for r in plan.of_type("alicloud:cs/nodePool:NodePool") if r.name.endswith("gpu-pool"))
+    gpu.inputs["dataDisks"][0]["encrypted"] = "false"
+    gpu.inputs["instanceMetadataOptions"]["httpTokens"] = "optional"
+    rules = {v.rule for v in safety.check(safety.from_plan(plan.resources), STACK)}
+    assert {"encrypted-disks", "metadata-tokens-required"} <= rules
