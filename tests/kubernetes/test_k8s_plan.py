@@ -289,3 +289,23 @@ def test_the_safety_rules_catch_an_unencrypted_pool_and_optional_tokens(plan_for
     gpu.inputs["instanceMetadataOptions"]["httpTokens"] = "optional"
     rules = {v.rule for v in safety.check(safety.from_plan(plan.resources), STACK)}
     assert {"encrypted-disks", "metadata-tokens-required"} <= rules
+
+
+@pytest.mark.parametrize("value,key", [
+    (5, "kubernetes"), ("[1, 2]", "kubernetes"), ({"apiAllowCidrs": "nonsense"}, "kubernetes.apiAllowCidrs[0]"),
+    ({"apiAllowCidrs": [None]}, "kubernetes.apiAllowCidrs[0]"), ({"apiAllowCidrs": {"a": 1}}, "kubernetes.apiAllowCidrs"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "systemNodes": "many"}, "kubernetes.systemNodes"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "systemNodes": 1e400}, "kubernetes.systemNodes"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "gpuOperator": "maybe"}, "kubernetes.gpuOperator"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "version": "1.33"}, "kubernetes.version"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "namespace": "x" * 64}, "kubernetes.namespace"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "image": "pytorch\n:latest"}, "kubernetes.image"),
+], ids=lambda v: str(v)[:30])
+def test_bad_values_of_the_section_are_refused_by_key(value, key):
+    from components.spec import SpecError, build_spec
+    from tools.stackfiles import load_stack_config
+
+    config = {**load_stack_config(STACK), "gpu-training:kubernetes": value}
+    with pytest.raises(SpecError) as refused:
+        build_spec(config, stack=STACK)
+    assert key in {f.key for f in refused.value.errors}, refused.value.render()
