@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import gzip
 import hashlib
-import ipaddress
 import json
 import math
 import re
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from components import cidrs as cidr_lists
 from components import providers, schema
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
@@ -500,9 +500,8 @@ def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
     good = []
     for index, cidr in enumerate(cidrs):
         key = f"sshAllowCidrs[{index}]"
-        try:
-            network = ipaddress.ip_network(str(cidr), strict=False)
-        except ValueError:
+        network = cidr_lists.network(cidr)
+        if network is None:
             problems.error(key, f"{_show(cidr)} is not a CIDR (e.g. 203.0.113.7/32)")
             continue
         if network.prefixlen == 0:
@@ -520,19 +519,14 @@ def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
 
 def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: _Problems) -> None:
     """CIDRs that together cover a whole address family are world-open too (0.0.0.0/1 + 128.0.0.0/1)."""
-    for family, world in ((4, "0.0.0.0/0"), (6, "::/0")):
-        networks = [ipaddress.ip_network(c) for c in cidrs if ipaddress.ip_network(c).version == family]
-        if any(n.prefixlen == 0 for n in networks):
-            continue  # said above, entry by entry
-        if any(n.prefixlen == 0 for n in ipaddress.collapse_addresses(networks)):
-            pieces = ", ".join(str(n) for n in networks)
-            if allow_world:
-                problems.warning("sshAllowCidrs", f"{pieces}: together these open SSH to the whole internet"
-                                 f" ({world}; allowWorldSsh: true)")
-            else:
-                problems.error("sshAllowCidrs", f"{pieces}: together these cover {world}, which opens SSH to the"
-                               " whole internet; set allowWorldSsh: true to accept it, or list your own addresses"
-                               " (e.g. 203.0.113.7/32)")
+    for world, pieces in cidr_lists.world_unions(cidrs):
+        if allow_world:
+            problems.warning("sshAllowCidrs", f"{pieces}: together these open SSH to the whole internet"
+                             f" ({world}; allowWorldSsh: true)")
+        else:
+            problems.error("sshAllowCidrs", f"{pieces}: together these cover {world}, which opens SSH to the"
+                           " whole internet; set allowWorldSsh: true to accept it, or list your own addresses"
+                           " (e.g. 203.0.113.7/32)")
 
 
 def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billing: str,

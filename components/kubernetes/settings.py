@@ -6,11 +6,11 @@ provider's managed Kubernetes (versions, system pool, billing) come from its pro
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Optional
 
+from components import cidrs
 from components.providers.base import KubernetesOffer
 
 # A DNS-1123 label: what Kubernetes accepts as a namespace name (at most 63 characters).
@@ -84,14 +84,15 @@ def _api_cidrs(value, problems) -> tuple[str, ...]:
     found = []
     for index, item in enumerate(value):
         key = f"kubernetes.apiAllowCidrs[{index}]"
-        try:
-            network = ipaddress.ip_network(str(item), strict=False)
-        except ValueError:
+        network = cidrs.network(item)
+        if network is None:
             problems.error(key, f"{item!r} is not a CIDR (e.g. 198.51.100.7/32)")
-            continue
-        if network.prefixlen == 0:
+        elif network.prefixlen == 0:
             problems.error(key, f"{item!r} opens the API server to the whole Internet; list the addresses that run"
                            " pulumi up and kubectl")
-            continue
-        found.append(str(network))
+        else:
+            found.append(str(network))
+    for world, pieces in cidrs.world_unions(found):
+        problems.error("kubernetes.apiAllowCidrs", f"{pieces}: together these cover {world}, which opens the API"
+                       " server to the whole Internet; list the addresses that run pulumi up and kubectl")
     return tuple(found)

@@ -22,6 +22,7 @@ import pytest
 from rich.console import Console
 
 from localcloud import LocalS3
+from test_run_watch import FakeStack  # the recorded Automation layer of run.py's own tests
 from tools.runlib import exitcodes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,38 +48,6 @@ def store(s3_server, monkeypatch):
     bucket = f"ckpt-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
     return client, bucket
-
-
-class FakeStack:
-    """The Automation layer, recorded; `on_up` plays the pods' part."""
-
-    def __init__(self, outputs, on_up=None):
-        self._outputs, self.on_up, self.calls, self.markers_at_destroy = outputs, on_up, [], None
-        self.store = None
-
-    def factory(self, name, work_dir, create=True):
-        assert name == STACK
-        return self
-
-    def up(self, on_output):
-        self.calls.append("up")
-        if self.on_up:
-            self.on_up()
-        return dict(self._outputs)
-
-    def outputs(self):
-        self.calls.append("outputs")
-        return dict(self._outputs)
-
-    def last_update_started(self):
-        return None
-
-    def refresh(self, on_output):
-        self.calls.append("refresh")
-
-    def destroy(self, on_output):
-        self.calls.append("destroy")
-        self.markers_at_destroy = self.store() if self.store else None
 
 
 def program_outputs(plan_for, endpoint: str, bucket: str) -> dict:
@@ -124,13 +93,14 @@ def test_the_cluster_is_destroyed_only_after_every_pod_saved_its_data(tmp_path, 
         time.sleep(0.5)
         marker(client, bucket, "train-0", "DONE")
 
-    stack = FakeStack(program_outputs(plan_for, s3_server.url, bucket),
-                      on_up=lambda: threading.Thread(target=pods, daemon=True).start())
-    stack.store = lambda: states(client, bucket)
+    at_destroy = {}
+    stack = FakeStack(program_outputs(plan_for, s3_server.url, bucket), stack=STACK,
+                      on_up=lambda: threading.Thread(target=pods, daemon=True).start(),
+                      on_destroy=lambda: at_destroy.update(states(client, bucket)))
     code, out = run(tmp_path, stack, "--yes", "--timeout", "0.01")
     assert code == exitcodes.DONE, out
     assert stack.calls == ["up", "refresh", "destroy"]
-    assert stack.markers_at_destroy == {"train-0.json": "DONE", "train-1.json": "DONE"}
+    assert at_destroy == {"train-0.json": "DONE", "train-1.json": "DONE"}
     # What bills until the destroy is said right after `up`: the control plane and the system pool.
     assert "ACK control plane" in out and "ACK system node pool" in out
 
@@ -143,7 +113,7 @@ def test_a_pod_whose_upload_failed_keeps_the_cluster_with_the_pods_advice(tmp_pa
         marker(client, bucket, "train-0", "DONE")
         marker(client, bucket, "train-1", "SYNC_FAILED", reason="AccessDenied")
 
-    stack = FakeStack(program_outputs(plan_for, s3_server.url, bucket),
+    stack = FakeStack(program_outputs(plan_for, s3_server.url, bucket), stack=STACK,
                       on_up=lambda: threading.Thread(target=pods, daemon=True).start())
     code, out = run(tmp_path, stack, "--yes", "--timeout", "0.01")
     assert code == exitcodes.NOT_SAVED, out
