@@ -57,9 +57,10 @@ class KubernetesTraining(pulumi.ComponentResource):
         if spec.kubernetes.gpu_operator:
             workload.gpu_operator(spec, name, k8s_provider, self)
         bindings = manifests.ClusterBindings(cluster.namespace_labels, cluster.service_account_annotations)
-        # The objects wait for the cluster (its kubeconfig). The Job's pods stay Pending until the
-        # autoscaler brings GPU nodes, and the agent's fetch retries while the uploads finish.
-        workload.register(name, objects(spec, bindings, cluster.pod_role_name), k8s_provider, parent=self)
+        # The objects wait for what the cluster part names (pools, webhook, autoscaler). The Job's pods stay
+        # Pending until the autoscaler brings GPU nodes; the agent's fetch retries while the uploads finish.
+        workload.register(name, objects(spec, bindings, cluster.pod_role_name), k8s_provider, parent=self,
+                          after=cluster.workload_depends_on)
 
         hourly = cost.spec_cost(spec)
         self.outputs = {

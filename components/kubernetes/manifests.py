@@ -169,7 +169,9 @@ def job(spec: Spec) -> dict:
         "securityContext": {"allowPrivilegeEscalation": False},
     }
     pod = {
-        "metadata": {"labels": pod_labels},
+        # The cluster autoscaler never moves a running training pod to free a node (its GPU use dips while
+        # it stages data or uploads a checkpoint); nodes go once the pods are done.
+        "metadata": {"labels": pod_labels, "annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}},
         "spec": {
             "subdomain": SERVICE,  # <job>-<index>.<service>: the stable names the rendezvous uses
             "serviceAccountName": SERVICE_ACCOUNT,

@@ -7,7 +7,7 @@ is a Helm release pinned to one chart version, with every part that ACK already 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -44,15 +44,17 @@ def provider(name: str, kubeconfig: pulumi.Output, parent: pulumi.Resource) -> k
                         opts=pulumi.ResourceOptions(parent=parent))
 
 
-def register(name: str, objects: list[dict], k8s_provider: k8s.Provider, parent: pulumi.Resource) -> list:
-    """Each object as its typed resource, each depending on the ones before it (namespace first, Job last)."""
+def register(name: str, objects: list[dict], k8s_provider: k8s.Provider, parent: pulumi.Resource,
+             after: Sequence[pulumi.Resource] = ()) -> list:
+    """Each object as its typed resource, each depending on the ones before it (namespace first, Job last),
+    the first on `after` (what the cluster part says must exist first)."""
     made: list = []
     for obj in objects:
         kind = KINDS[(obj["apiVersion"], obj["kind"])]
         args: dict[str, Any] = {FIELDS[key]: value for key, value in obj.items() if key in FIELDS}
         resource_name = f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}"
-        made.append(kind(resource_name, metadata=obj["metadata"], **args,
-                         opts=pulumi.ResourceOptions(parent=parent, provider=k8s_provider, depends_on=made[-1:])))
+        made.append(kind(resource_name, metadata=obj["metadata"], **args, opts=pulumi.ResourceOptions(
+            parent=parent, provider=k8s_provider, depends_on=made[-1:] or list(after))))
     return made
 
 

@@ -277,6 +277,7 @@ class ClusterParts:
     namespace_labels: Mapping[str, str]  # labels the training namespace needs (workload identity on)
     service_account_annotations: Mapping[str, str]  # the ServiceAccount's link to the pod role
     api_endpoint_note: pulumi.Output  # who may reach the API server, and what is left to do, if anything
+    workload_depends_on: list = field(default_factory=list)  # what must exist before the training objects
 
 
 @dataclass(frozen=True)

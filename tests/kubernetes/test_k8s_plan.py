@@ -95,6 +95,8 @@ def test_the_job_is_gang_scheduled_over_the_nodes_with_their_gpus(plan_for):
     spec, pod = job["spec"], job["spec"]["template"]["spec"]
     assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"] == 2
     labels = job["spec"]["template"]["metadata"]["labels"]
+    # The autoscaler never moves a running training pod (it would look idle while it uploads a checkpoint).
+    assert job["spec"]["template"]["metadata"]["annotations"] == {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
     assert labels["pod-group.scheduling.sigs.k8s.io/min-available"] == "2"
     container = pod["containers"][0]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
@@ -143,6 +145,9 @@ def test_the_ack_parts(plan_for):
     on_demand = {p.inputs["nodePoolName"]: p.inputs for p in plan_for(STACK, "billing=on-demand").of_type(
         "alicloud:cs/nodePool:NodePool")}["large-a100-k8s-gpu"]
     assert on_demand["spotStrategy"] == "NoSpot" and "spotPriceLimits" not in on_demand
+    # The GPU pool scales to zero when idle: the cluster's autoscaler scales down, and up from zero.
+    (autoscaler,) = plan.of_type("alicloud:cs/autoscalingConfig:AutoscalingConfig")
+    assert autoscaler.inputs["scaleDownEnabled"] is True and autoscaler.inputs["scaleUpFromZero"] is True
     acl = plan.of_type("alicloud:slb/aclEntryAttachment:AclEntryAttachment")
     assert [a.inputs["entry"] for a in acl] == ["198.51.100.7/32"]
 

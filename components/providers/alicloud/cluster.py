@@ -95,8 +95,8 @@ class AckCluster(pulumi.ComponentResource):
             enable_rrsa=True, deletion_protection=False, tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.acl, *entries]))
         self.api_access = bind_api_whitelist(spec, self.cluster.slb_id, self.acl.id)
-        alicloud.cs.KubernetesAddon(f"{ctx.name}-rrsa-webhook", cluster_id=self.cluster.id, name=RRSA_WEBHOOK_ADDON,
-                                    opts=child)
+        self.webhook = alicloud.cs.KubernetesAddon(f"{ctx.name}-rrsa-webhook", cluster_id=self.cluster.id,
+                                                   name=RRSA_WEBHOOK_ADDON, opts=child)
         common = dict(cluster_id=self.cluster.id, security_group_ids=[network.security_group_id],
                       instance_charge_type="PostPaid", image_type="AliyunLinux3", system_disk_category="cloud_essd",
                       system_disk_encrypted=True, install_cloud_monitor=False,
@@ -124,6 +124,11 @@ class AckCluster(pulumi.ComponentResource):
             labels=[alicloud.cs.NodePoolLabelArgs(key=manifests.POOL_LABEL, value="gpu")],
             taints=[alicloud.cs.NodePoolTaintArgs(**manifests.GPU_TAINT)],
             opts=child, **spot_settings(spec), **common)
+        # The pool's autoscaler: GPU nodes come when the Job's pods wait for them and go 10 minutes after
+        # no pod needs them (the training pods say safe-to-evict: false, so a running one is never moved).
+        self.autoscaler = alicloud.cs.AutoscalingConfig(
+            f"{ctx.name}-autoscaler", cluster_id=self.cluster.id, scale_down_enabled=True, scale_up_from_zero=True,
+            unneeded_duration="10m", skip_nodes_with_local_storage=False, opts=child)
         self.pod_role = self._pod_role(spec, ctx, child)
         credential = alicloud.cs.get_cluster_credential_output(cluster_id=self.cluster.id,
                                                                temporary_duration_minutes=CREDENTIAL_MINUTES)
@@ -149,7 +154,9 @@ class AckCluster(pulumi.ComponentResource):
         return ClusterParts(cluster_id=self.cluster.id, kubeconfig=self.kubeconfig, gpu_pool_id=self.gpu_pool.id,
                             pod_role_name=pod_role_name(spec), namespace_labels=dict(RRSA_NAMESPACE_LABEL),
                             service_account_annotations={RRSA_ROLE_ANNOTATION: pod_role_name(spec)},
-                            api_endpoint_note=self.api_access)
+                            api_endpoint_note=self.api_access,
+                            # Pods need the webhook (their RRSA variables), the pools and the autoscaler first.
+                            workload_depends_on=[self.webhook, self.system_pool, self.gpu_pool, self.autoscaler])
 
 
 def bind_api_whitelist(spec: Spec, load_balancer_id: pulumi.Output, acl_id: pulumi.Output) -> pulumi.Output:

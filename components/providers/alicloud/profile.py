@@ -202,6 +202,7 @@ BILLS_NOTHING_ALONE = {
     "alicloud:nas/protocolMountTarget:ProtocolMountTarget": "an export of the protocol service: " + _FREE,
     "alicloud:oss/bucket:Bucket": "storage bills the data in it (the checkpoints item); kept on destroy",
     "alicloud:cs/kubernetesAddon:KubernetesAddon": "an add-on runs on the system pool's nodes",
+    "alicloud:cs/autoscalingConfig:AutoscalingConfig": "the autoscaler's settings; it runs in the control plane",
     "alicloud:slb/acl:Acl": "an access control list: " + _FREE,
     "alicloud:slb/aclEntryAttachment:AclEntryAttachment": "an entry of the access control list",
 }
