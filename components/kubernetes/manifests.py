@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -132,8 +133,11 @@ def run_script(paths: Mapping[str, str] = PATHS, python: str = "python", restart
 def _install_step(spec: Spec) -> str:
     """The agent's Python packages, installed before the entrypoint (the training image may lack them)."""
     packages = [p for p in spec.profile.node_requirements if not p.startswith("alibabacloud_ecs")]
-    index = f" --index-url {spec.profile.pip_index}" if spec.profile.pip_index else ""
-    return f"python -m pip install --quiet --no-cache-dir{index} {shlex.join(packages)}"
+    index = spec.profile.pip_index
+    options = f" --index-url {shlex.quote(index)}" if index else ""
+    if index and index.startswith("http://"):  # an in-VPC mirror over plain HTTP: pip ignores it unless trusted,
+        options += f" --trusted-host {shlex.quote(urlsplit(index).hostname)}"  # as the VM bootstrap's pip.conf does
+    return f"python -m pip install --quiet --no-cache-dir{options} {shlex.join(packages)}"
 
 
 def job(spec: Spec) -> dict:

@@ -114,6 +114,9 @@ def test_the_job_is_gang_scheduled_over_the_nodes_with_their_gpus(plan_for):
     # The agent is the entrypoint: it fetches and verifies itself, then runs under the script that passes it
     # the SIGTERM and restarts it like systemd (test_pod_agent.py runs that script).
     assert container["command"][-1].endswith(manifests.entrypoint())
+    # The agent's packages from the in-VPC mirror, which serves plain HTTP: pip needs it trusted.
+    assert "--index-url http://mirrors.cloud.aliyuncs.com/pypi/simple/ --trusted-host mirrors.cloud.aliyuncs.com" \
+        in container["command"][-1]
 
 
 def test_the_pod_node_config_names_the_job_and_the_pod_role(plan_for):
