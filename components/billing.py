@@ -40,4 +40,9 @@ def as_output(spec) -> list[dict]:
 def unclassified(spec, resources: Sequence[Any]) -> list[str]:
     """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone."""
     known = {item.type for item in keeps_billing(spec)} | set(spec.profile.bills_nothing_alone) | set(STATE_ONLY)
-    return sorted({r.type for r in resources if not r.type.startswith(COMPONENT_PREFIX)} - known)
+    return sorted({r.type for r in resources if not r.type.startswith((COMPONENT_PREFIX, *INSIDE_THE_CLUSTER))} - known)
+
+
+# Kubernetes objects and their provider live inside the cluster (the Kubernetes path): the nodes they
+# run on bill (the provider's node pools), the objects do not.
+INSIDE_THE_CLUSTER = ("kubernetes:", "pulumi:providers:kubernetes")

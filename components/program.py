@@ -12,6 +12,7 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 
 from components.cluster import TrainingCluster
+from components.kubernetes.cluster import KubernetesTraining
 from components.spec import Spec, SpecError, build_spec
 
 
@@ -33,9 +34,10 @@ def validated_spec() -> Spec:
     return spec
 
 
-def main() -> TrainingCluster:
+def main() -> TrainingCluster | KubernetesTraining:
     spec = validated_spec()
-    cluster = TrainingCluster(spec.stack, spec)
+    # A stack with a `kubernetes:` section runs on a managed cluster (docs/kubernetes.md), else on VMs.
+    cluster = (KubernetesTraining if spec.kubernetes else TrainingCluster)(spec.stack, spec)
     for name, value in cluster.outputs.items():
         pulumi.export(name, value)
     return cluster

@@ -67,6 +67,11 @@ KEYS: tuple[Key, ...] = (
         fields={"driverBranch": "string", "cudaToolkit": "string", "framework": "string",
                 "frameworkVersion": "string", "frameworkIndexUrl": "string", "ascendPackagesUrl": "string"}),
     Key("tags", "object", {}, "Extra tags put on every resource that takes tags.", fields={"*": "string"}),
+    Key("kubernetes", "object", None,
+        "Run on a managed Kubernetes cluster instead of VMs (docs/kubernetes.md); absent: VM nodes.",
+        fields={"version": "string", "apiAllowCidrs": "array", "systemNodes": "integer",
+                "systemInstanceType": "string", "image": "string", "gpuOperator": "boolean",
+                "namespace": "string"}),
 )
 
 BY_NAME = {key.name: key for key in KEYS}

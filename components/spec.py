@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import gzip
 import hashlib
-import ipaddress
 import json
 import math
 import re
@@ -19,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from components import cidrs as cidr_lists
 from components import providers, schema
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
+from components.kubernetes import settings as kubernetes_settings
 from components.catalog import Catalog, InstanceType, load_catalog
 from components.providers import regions as region_tables
 from components.providers.base import DataDisk, ObjectStore, ProviderProfile, StoreVerification
@@ -148,6 +149,7 @@ class Spec:
     findings: tuple[Finding, ...] = field(default=())
     public_egress: bool = True
     data: DataSpec = DataSpec(stage=False)
+    kubernetes: Optional[kubernetes_settings.KubernetesSpec] = None  # None: VM nodes (docs/kubernetes.md)
 
     @property
     def spot(self) -> bool:
@@ -498,9 +500,8 @@ def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
     good = []
     for index, cidr in enumerate(cidrs):
         key = f"sshAllowCidrs[{index}]"
-        try:
-            network = ipaddress.ip_network(str(cidr), strict=False)
-        except ValueError:
+        network = cidr_lists.network(cidr)
+        if network is None:
             problems.error(key, f"{_show(cidr)} is not a CIDR (e.g. 203.0.113.7/32)")
             continue
         if network.prefixlen == 0:
@@ -518,19 +519,14 @@ def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
 
 def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: _Problems) -> None:
     """CIDRs that together cover a whole address family are world-open too (0.0.0.0/1 + 128.0.0.0/1)."""
-    for family, world in ((4, "0.0.0.0/0"), (6, "::/0")):
-        networks = [ipaddress.ip_network(c) for c in cidrs if ipaddress.ip_network(c).version == family]
-        if any(n.prefixlen == 0 for n in networks):
-            continue  # said above, entry by entry
-        if any(n.prefixlen == 0 for n in ipaddress.collapse_addresses(networks)):
-            pieces = ", ".join(str(n) for n in networks)
-            if allow_world:
-                problems.warning("sshAllowCidrs", f"{pieces}: together these open SSH to the whole internet"
-                                 f" ({world}; allowWorldSsh: true)")
-            else:
-                problems.error("sshAllowCidrs", f"{pieces}: together these cover {world}, which opens SSH to the"
-                               " whole internet; set allowWorldSsh: true to accept it, or list your own addresses"
-                               " (e.g. 203.0.113.7/32)")
+    for world, pieces in cidr_lists.world_unions(cidrs):
+        if allow_world:
+            problems.warning("sshAllowCidrs", f"{pieces}: together these open SSH to the whole internet"
+                             f" ({world}; allowWorldSsh: true)")
+        else:
+            problems.error("sshAllowCidrs", f"{pieces}: together these cover {world}, which opens SSH to the"
+                           " whole internet; set allowWorldSsh: true to accept it, or list your own addresses"
+                           " (e.g. 203.0.113.7/32)")
 
 
 def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billing: str,
@@ -1026,6 +1022,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     tags = _check_tags(values, profile, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
+    kubernetes = _check_kubernetes(values, profile, checkpoint, shared, ssh, problems)
 
     if problems.has_errors or instance is None or gpu is None or count is None:
         if not problems.has_errors:  # defensive: never build a half-resolved spec
@@ -1049,11 +1046,32 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
         public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)), data=data,
+        kubernetes=kubernetes,
     )
     _check_resolved(spec, problems)
     if problems.has_errors:
         raise SpecError(problems.items)
     return replace(spec, findings=tuple(problems.items))
+
+
+def _check_kubernetes(values: dict, profile: ProviderProfile, checkpoint: CheckpointSpec, shared: str,
+                      ssh: tuple[str, ...], problems: _Problems) -> Optional[kubernetes_settings.KubernetesSpec]:
+    """The `kubernetes:` section (components/kubernetes/settings.py) and the VM settings it cannot honour."""
+    if values.get("kubernetes") is None:
+        return None
+    found = kubernetes_settings.check(values["kubernetes"], profile.kubernetes, problems)
+    if found is None:
+        return None
+    if not checkpoint.bucket:
+        problems.error("checkpoint.bucket", "not set; a Kubernetes stack's pods keep nothing between evictions:"
+                       " checkpoints, markers and the agent itself live in this bucket")
+    if shared != "none":
+        problems.error("sharedStorage", f"{shared!r} is not mounted by the Kubernetes path yet; allowed: none (the"
+                       " pods use the node's data disk and object storage; docs/kubernetes.md)")
+    if ssh:
+        problems.error("sshAllowCidrs", "the Kubernetes path opens no SSH to the nodes; use kubectl exec through"
+                       " the API server (kubernetes.apiAllowCidrs); allowed: []")
+    return found
 
 
 def _check_egress(spec: Spec, problems: _Problems) -> None:

@@ -154,6 +154,8 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
 
 
 class Rehearsal:
+    releases_per_finished_node = 1  # a VM releases itself once; a pod asks nobody (PodRehearsal)
+
     def __init__(self, args, stack: str, spec, base_config: dict, workdir: Path):
         from localcloud import LocalS3
 
@@ -175,6 +177,7 @@ class Rehearsal:
         self.retired: list[Node] = []
         self.checks: list[Check] = []
         self.say = print if not args.json else (lambda *a, **k: print(*a, file=sys.stderr, **k))
+        self.runtime_file = None  # None: the provider's node runtime
 
     # ------------------------------------------------------------------ set-up, as `pulumi up` and the bootstrap do
     def upload_data(self) -> dict | None:
@@ -206,27 +209,41 @@ class Rehearsal:
             self.client.put_object(Bucket=self.bucket, Key=artifact.key, Body=artifact.path.read_bytes())
         return len(uploaded)
 
+    def adapt(self, node: Node) -> None:
+        """What a subclass changes in a node's config before it is written (PodRehearsal)."""
+
     def boot_set(self, node: Node) -> None:
         """What the user-data writes: node_agent's boot set plus the cloud runtime, as the user-data
         carries them (components.bootstrap.agentfiles, the one copy of that layout)."""
         from components.bootstrap.agentfiles import boot_files
 
-        for embedded in boot_files(self.provider, str(node.root / "agent")):
+        for embedded in boot_files(self.provider, str(node.root / "agent"), runtime=self.runtime_file):
             path = Path(embedded.path)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(embedded.content, encoding="utf-8")
 
-    def make_node(self, index: int) -> Node:
-        from localcloud import Metadata, new_instance_id
+    def preempt(self, victim: Node) -> None:
+        """The cloud reclaims node 0: a spot notice through its metadata service."""
+        victim.metadata.notice = datetime.now(timezone.utc) + timedelta(seconds=90)
+        self.say(f"  spot notice posted to {victim.instance_id}")
 
-        instance_id = new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
-        root = self.workdir / instance_id
+    def new_id(self, index: int, replaces: Node | None) -> str:
+        from localcloud import new_instance_id
+
+        return new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
+
+    def make_node(self, index: int, replaces: Node | None = None) -> Node:
+        from localcloud import Metadata
+
+        instance_id = self.new_id(index, replaces)
+        root = self.workdir / f"{instance_id}-{index}"
         root.mkdir(parents=True)
         node = Node(index, instance_id, root, Metadata(self.provider, instance_id, ip="127.0.0.1",
                                                          role=self.base["identity"]["roleName"]))
         node.config = node_config(self.base, node, s3_url=self.s3.url, api_url=self.api.url, command=self.command,
                                   nodes=self.count)
         node.config["train"]["rendezvousPort"] = self.port
+        self.adapt(node)
         node.config_path.write_text(json.dumps(node.config, indent=1))
         (root / "train.env").write_text("GPU_TRAINING_DATALOADER_WORKERS=0\nOMP_NUM_THREADS=1\n")
         (root / "gpu").write_text("85\n")  # the fake accelerator's utilisation
@@ -375,9 +392,8 @@ class Rehearsal:
         from components import providers
 
         if providers.profile(self.provider).reclaim_notice:
-            victim.metadata.notice = datetime.now(timezone.utc) + timedelta(seconds=90)
+            self.preempt(victim)
             noticed = time.time()
-            self.say(f"  spot notice posted to {victim.instance_id}")
             marker = self.wait_for(lambda: (m := self.marker(victim)) and m["state"] != "RUNNING" and m,
                                    f"the PREEMPTED marker of {victim.instance_id}", first)
             self.check("preempted", marker["state"] == "PREEMPTED",
@@ -402,7 +418,7 @@ class Rehearsal:
                    if self.example else f"{len(saved)} complete snapshot(s)")
 
         # Phase 2: the pool's replacement for node 0 (new id, empty disk) joins the waiting nodes.
-        replacement = self.make_node(self.count)
+        replacement = self.make_node(self.count, replaces=victim)
         survivors = first[1:]
         self.api.instances = [(n.instance_id, "127.0.0.1") for n in [replacement, *survivors]]
         self.retired = [victim]
@@ -475,7 +491,8 @@ class Rehearsal:
                    f"{len(reports)} report files, summary.json for {sum(w in reports for w in wanted)} of"
                    f" {len(wanted)} finished nodes{diagnosed}")
         releases = {n.instance_id: self.release_requests(n.instance_id) for n in self.nodes + self.retired}
-        expected = {n.instance_id: 1 for n in self.nodes} | {n.instance_id: 0 for n in self.retired}
+        expected = {n.instance_id: self.releases_per_finished_node for n in self.nodes} | {
+            n.instance_id: 0 for n in self.retired}
         if self.base["cluster"].get("poolName"):
             pools = [(markers[n.instance_id] or {}).get("pool") or {} for n in self.nodes]
             self.check("spot pool retired before release", all(p.get("retired") for p in pools),
@@ -527,7 +544,12 @@ def main(argv=None) -> int:
         return EXIT_INVALID
     base = build_node_config(spec, shared_fs_address=None)
     workdir = Path(tempfile.mkdtemp(prefix=f"rehearse-{args.stack}-"))
-    rehearsal = Rehearsal(args, args.stack, spec, base, workdir)
+    if spec.kubernetes:  # the Kubernetes path: the agent in pod mode (tools/podrehearsal.py)
+        from tools.podrehearsal import pod_rehearsal
+
+        rehearsal = pod_rehearsal(Rehearsal, args, args.stack, spec, base, workdir)
+    else:
+        rehearsal = Rehearsal(args, args.stack, spec, base, workdir)
     try:
         rehearsal.run()
     except RuntimeError as error:

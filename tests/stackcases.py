@@ -32,8 +32,18 @@ def provider_of(stack: str) -> str:
     return load_stack_config(stack).get("gpu-training:provider", "alicloud")
 
 
+def is_kubernetes(stack: str) -> bool:
+    """A Kubernetes-path stack (docs/kubernetes.md): tests/kubernetes checks it; the VM-shaped suites do not
+    (their rules are about instances, launch templates and node roles that it does not have)."""
+    return "gpu-training:kubernetes" in load_stack_config(stack)
+
+
+def vm_stack_names() -> list[str]:
+    return [stack for stack in stack_names() if not is_kubernetes(stack)]
+
+
 def stacks_of(provider: str) -> list[str]:
-    return [stack for stack in stack_names() if provider_of(stack) == provider]
+    return [stack for stack in vm_stack_names() if provider_of(stack) == provider]
 
 
 def dedupe(stack: str, wanted: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

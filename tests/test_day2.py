@@ -28,10 +28,12 @@ from typing import Any, Iterator
 
 import pytest
 
+from stackcases import vm_stack_names
+
 from components import artifacts, clock, providers
 from tools.mockrun import Plan, PlannedResource, provider_answers, run_program
 from components.providers import facts
-from tools.stackfiles import apply_overrides, load_stack_config, stack_names
+from tools.stackfiles import apply_overrides, load_stack_config
 
 BASE_CLOCK = "2026-12-02T10:00:00Z"
 LATER = timedelta(hours=3)  # the second `pulumi up`, while the nodes still run
@@ -260,7 +262,7 @@ def unexpected_replacements(stack: str) -> list[str]:
 
 # ---------------------------------------------------------------- the tests
 
-STACKS = stack_names()
+STACKS = vm_stack_names()
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,14 +20,15 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from stackcases import vm_stack_names
+
 from components import safety
 from components.bootstrap import decode, node_config_of
-from tools.stackfiles import stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")
 NODE_TYPES = tuple(t for adapter in safety.adapters().values() for t in adapter.get("nodes", []))
-VARIANTS = [(stack, ()) for stack in stack_names()] + [
+VARIANTS = [(stack, ()) for stack in vm_stack_names()] + [
     ("entry-t4", ("billing=spot", "checkpoint.bucket=my-bucket")),
     ("large-a100", ("billing=spot",)),
     ("tc-large-a100", ("billing=spot", "spotMaxPricePerHour=50")),

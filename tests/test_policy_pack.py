@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from components import safety
-from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, strings_in
-from tools.stackfiles import stack_names
+from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, strings_in, vm_stack_names
 
 REPO = Path(__file__).resolve().parent.parent
 PACK_DIR = REPO / "policy"
-CASES = [(stack, overrides) for stack in stack_names() for overrides in dedupe(stack, [(), SPOT_CAPPED, SSH])]
+CASES = [(stack, overrides) for stack in vm_stack_names() for overrides in dedupe(stack, [(), SPOT_CAPPED, SSH])]
 
 
 def load_pack():

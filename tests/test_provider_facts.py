@@ -17,13 +17,13 @@ import pytest
 from components.billing import STATE_ONLY
 from components.providers import facts
 from tools.stackfiles import apply_overrides, load_stack_config, stack_names
-from stackcases import case_id, plan_or_refusal, provider_of, variations
+from stackcases import case_id, plan_or_refusal, provider_of, variations, vm_stack_names
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LONG_PREFIX = "research-team-resnet50-imagenet-"  # a long, ordinary stack name: 32 + the stack's own
 # Rules that fail on main because of a defect another change is fixing: (test, provider) -> reason.
 KNOWN_DEFECTS: dict[tuple[str, str], str] = {}  # none now: issue 10 item 7 refuses long names at validation
-CASES = [(stack, overrides) for stack in stack_names() for overrides in variations(stack)]
+CASES = [(stack, overrides) for stack in vm_stack_names() for overrides in variations(stack)]
 
 
 def render(problems) -> str:

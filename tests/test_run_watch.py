@@ -77,13 +77,13 @@ def key(rel: str) -> str:
 class FakeStack:
     """The Automation layer's five methods, recorded; ``on_up`` plays the nodes' part."""
 
-    def __init__(self, outputs: dict, on_up=None, on_destroy=None):
-        self._outputs, self.on_up, self.on_destroy = outputs, on_up, on_destroy
+    def __init__(self, outputs: dict, on_up=None, on_destroy=None, stack: str = STACK):
+        self._outputs, self.on_up, self.on_destroy, self.stack = outputs, on_up, on_destroy, stack
         self.calls: list[str] = []
         self.created: list[bool] = []
 
     def factory(self, name, work_dir, create=True):
-        assert name == STACK and Path(work_dir) == REPO
+        assert name == self.stack and Path(work_dir) == REPO
         self.created.append(create)
         return self
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from components import providers
-from tools.stackfiles import stack_names, stack_spec
-from stackcases import SPOT_CAPPED, plan_or_refusal, provider_of
+from tools.stackfiles import stack_spec
+from stackcases import SPOT_CAPPED, plan_or_refusal, provider_of, vm_stack_names
 
 # Stacks of clouds whose spot nodes a pool draws (profile.spot_pool; Baidu's bid instances have none).
-POOL_STACKS = [stack for stack in stack_names() if providers.profile(provider_of(stack)).spot_pool]
+POOL_STACKS = [stack for stack in vm_stack_names() if providers.profile(provider_of(stack)).spot_pool]
 
 # Where each cloud's pool resource lists the types it may draw: (type, input, field of each item or None).
 POOL_TYPE_INPUTS = {

@@ -14,6 +14,7 @@ as the state would keep them: that is how the day-2 test plans a second `pulumi 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import runpy
@@ -88,6 +89,13 @@ def _static_time(inputs: dict, earlier: Optional[PlannedResource]) -> dict:
 NEUTRAL_OUTPUTS = {clock.TIME_STATIC: _static_time}
 
 
+def _fill(template: Any, **values: Any) -> Any:
+    """A computed output's template: a string, or an object of them (e.g. a cluster's OIDC metadata)."""
+    if isinstance(template, dict):
+        return {key: _fill(item, **values) for key, item in template.items()}
+    return template.format(**values)
+
+
 class _Recorder(pulumi_mocks.Mocks):
     def __init__(self, plan: Plan, call_answers: Mapping[str, Any], computed: Mapping[str, Mapping[str, str]],
                  prior: Optional[Plan] = None):
@@ -106,13 +114,13 @@ class _Recorder(pulumi_mocks.Mocks):
         # The construction order, not the arrival order, numbers computed values: the same each run.
         index = self.order.get((args.typ, args.name), 0)
         for key, template in self.computed.get(args.typ, {}).items():
-            state.setdefault(key, template.format(index=index % 250 + 2, name=args.name))
+            state.setdefault(key, _fill(template, index=index % 250 + 2, name=args.name))
         if args.typ in NEUTRAL_OUTPUTS:
             earlier = self.prior.find(args.typ, args.name) if self.prior else None
             state.update(NEUTRAL_OUTPUTS[args.typ](dict(args.inputs), earlier))
         self.plan.resources.append(PlannedResource(args.typ, args.name, None, dict(args.inputs),
                                                    bool(args.custom), outputs=state))
-        return f"{args.name}-id", state
+        return resource_id(args.typ, args.name), state
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         self.plan.calls.append((args.token, dict(args.args)))
@@ -150,6 +158,17 @@ def _options(request) -> dict:
             "replacementTrigger": trigger,
             "retainOnDelete": request.retainOnDelete if request.HasField("retainOnDelete") else False,
             "protect": request.protect if request.HasField("protect") else False}
+
+
+def resource_id(type_token: str, name: str) -> str:
+    """The id the mock engine gives a resource: `<name>-id`, or in the cloud's format where a provider
+    declares one (preview.py ID_FORMATS: a validator downstream checks it, e.g. ACK's vsw-... vSwitch ids),
+    with a digest of the name in place of the cloud's random part, so a plan is the same on every run."""
+    for name_ in providers.names():
+        template = getattr(providers.preview_module(name_), "ID_FORMATS", {}).get(type_token)
+        if template:
+            return template.format(digest=hashlib.sha256(name.encode()).hexdigest()[:20])
+    return f"{name}-id"
 
 
 def provider_answers() -> tuple[dict, dict]:

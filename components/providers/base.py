@@ -162,6 +162,25 @@ class NameLimit:
 
 
 @dataclass(frozen=True)
+class KubernetesOffer:
+    """What a provider's managed Kubernetes offers the Kubernetes path (docs/kubernetes.md); data with sources.
+
+    A provider without one refuses the `kubernetes` key at validation (its `unsupported` says why)."""
+    service: str  # e.g. "ACK Pro (managed)"
+    cluster_spec: str  # the provider's control plane class
+    version_pattern: str  # regex for `kubernetes.version` (fullmatch)
+    min_minor: int  # the oldest 1.<minor> whose APIs the manifests use (components/kubernetes/manifests.py)
+    default_system_type: str  # the system pool's instance type (CoreDNS, controllers)
+    default_system_nodes: int
+    control_plane_rate: Optional[str]  # the management fee with its source; None: unknown here
+    billing_while_up: tuple[str, ...]  # what bills from `pulumi up` to `pulumi destroy`, GPU nodes or not
+    gpu_stack_note: str  # who installs the GPU driver and device plugin, with the source
+    gang_labels: Mapping[str, str]  # pod labels the cluster's scheduler gangs by: {name label, min label}
+    gang_source: str
+    workload_identity: str  # how pods get bucket credentials, with the source
+
+
+@dataclass(frozen=True)
 class ProviderProfile:
     name: str
     display_name: str
@@ -225,6 +244,9 @@ class ProviderProfile:
     # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
     reclaim_notice: bool = True
 
+    # The managed Kubernetes the `kubernetes` key deploys to (components/kubernetes/); None: not offered yet.
+    kubernetes: Optional[KubernetesOffer] = None
+
     def owns(self, type_token: str) -> bool:
         return type_token.startswith(self.type_prefixes or (f"{self.name}:",))
 
@@ -265,6 +287,19 @@ class ComputeParts:
     private_ips: list[pulumi.Output]
     public_ips: list[pulumi.Output]
     pool_id: Optional[pulumi.Output]  # spot pool (auto provisioning / scaling group) id
+
+
+@dataclass(frozen=True)
+class ClusterParts:
+    """What a provider's cluster part (cluster.py, the Kubernetes path) hands components/kubernetes/."""
+    cluster_id: pulumi.Output
+    kubeconfig: pulumi.Output  # a secret: the credential pulumi-kubernetes deploys with
+    gpu_pool_id: pulumi.Output
+    pod_role_name: str  # the pods' cloud role (bucket access), named in the node config; ours, known at preview
+    namespace_labels: Mapping[str, str]  # labels the training namespace needs (workload identity on)
+    service_account_annotations: Mapping[str, str]  # the ServiceAccount's link to the pod role
+    api_endpoint_note: pulumi.Output  # who may reach the API server, and what is left to do, if anything
+    workload_depends_on: list = field(default_factory=list)  # what must exist before the training objects
 
 
 @dataclass(frozen=True)

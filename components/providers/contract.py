@@ -15,7 +15,8 @@ from typing import Protocol, runtime_checkable
 
 import pulumi
 
-from components.providers.base import ComputeParts, IdentityParts, NetworkParts, PartContext, StorageParts
+from components.providers.base import (ClusterParts, ComputeParts, IdentityParts, NetworkParts, PartContext,
+                                       StorageParts)
 
 
 @runtime_checkable
@@ -52,6 +53,15 @@ class ComputePart(Protocol):
                expires_at: pulumi.Output) -> ComputeParts: ...
 
 
+@runtime_checkable
+class ClusterPart(Protocol):
+    """The Kubernetes path (optional, `cluster.py`): a managed cluster in the network's VPC with a small
+    system pool and a GPU pool (tainted, scaling from zero), the pods' cloud role for the bucket, and the
+    kubeconfig as a secret (components/kubernetes/cluster.py calls it instead of identity and compute)."""
+
+    def create(self, spec, ctx: PartContext, network: NetworkParts) -> ClusterParts: ...
+
+
 class NodeRuntime(Protocol):
     """What the node agent calls on the provider's node_runtime.py `Runtime(cfg, metadata)`
     (docs/agent.md, "Delivery to the node"). The file is self-contained on the node, so it cannot
@@ -76,10 +86,11 @@ PACKAGE_FILES: dict[str, bool] = {
     "node_runtime.py": True, "localcloud.py": True, "catalog.yaml": True, "conformance.yaml": True,
     "bridge.yaml": True, "provider_facts.json": True,
     "pricing.py": False, "regions_api.py": False, "regions.yaml": False, "templates/": False,
+    "cluster.py": False, "pod_runtime.py": False,  # the Kubernetes path (docs/kubernetes.md)
 }
 
 PROTOCOLS: dict[str, type] = {"network": NetworkPart, "identity": IdentityPart, "storage": StoragePart,
-                              "compute": ComputePart}
+                              "compute": ComputePart, "cluster": ClusterPart}
 
 
 def _parameters(function) -> list[str]:

@@ -362,7 +362,7 @@ class Agent:
             if state['state'] == 'PREEMPTED':
                 # The cloud reclaims a preempted node; should it come back, the agent resumes.
                 self.save(phase='start', stop=None)
-                return 0
+                return self.exit_code('PREEMPTED')
             self.save(phase='release')
         if state['release'] and not keep:
             if self.cfg['cluster'].get('poolName') and not (state.get('pool') or {}).get('retired'):
@@ -378,7 +378,12 @@ class Agent:
         else:
             log.info('not releasing this node: %s', 'agent.keep' if keep else state['reason'])
         self.save(phase='done')
-        return 0
+        return self.exit_code(state['state'])
+
+    def exit_code(self, outcome):
+        """0, unless the runtime maps outcomes to exit codes (a pod's: its Job recreates or fails it)."""
+        mapping = getattr(self.runtime, 'exit_code', None)
+        return mapping(outcome) if mapping else 0
 
     def retire(self):
         """Stop this stack's spot pool from replacing nodes, before this node releases itself.

@@ -6,12 +6,14 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+
+from stackcases import vm_stack_names
 import yaml
 
 from components.bootstrap import decode, node_config_of
-from tools.stackfiles import load_stack_config, stack_names
+from tools.stackfiles import load_stack_config
 
-ALICLOUD_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider", "alicloud") == "alicloud"]
+ALICLOUD_STACKS = [s for s in vm_stack_names() if load_stack_config(s).get("gpu-training:provider", "alicloud") == "alicloud"]
 EXPECTED_TYPES = {  # what each stack file's header promises
     "entry-t4": "ecs.gn6i-c8g1.2xlarge",
     "entry-a10": "ecs.gn7i-c8g1.2xlarge",

@@ -10,7 +10,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping, Optional
@@ -186,6 +186,8 @@ class Driver:
                 self.continue_hints()
             return exitcodes.ERROR
         node_count = int(outputs.get("nodeCount") or 1)
+        if isinstance(outputs.get("restartAgent"), str):  # the stack says how its agent is restarted (a pod's)
+            self.cmd = replace(self.cmd, restart_agent=outputs["restartAgent"])
         cost = CostRate.from_output(outputs.get("costPerHour"))
         try:
             bucket = self.bucket_factory(checkpoint, str(outputs.get("stack") or opts.stack))

@@ -38,27 +38,33 @@ def credentials_from(env: Mapping[str, str], config: Mapping[str, Optional[str]]
     return found
 
 
-def export_domain(region: str, file_system_id: str, export_id: str, credentials: dict,
-                  endpoint: Optional[str] = None) -> str:
-    """DescribeProtocolMountTarget -> the export's ProtocolMountTargetDomain (raises ExportLookupError)."""
+def rpc_call(region: str, url: str, version: str, action: str, query: dict, credentials: dict) -> dict:
+    """One signed RPC-style call of an Alibaba Cloud API (its JSON body); the SDK's errors pass through."""
     from alibabacloud_tea_openapi import utils_models
     from alibabacloud_tea_openapi.client import Client
     from alibabacloud_tea_openapi.utils_models import Config
     from darabonba.runtime import RuntimeOptions
 
-    url = urlsplit(endpoint or f"https://nas.{region}.aliyuncs.com")
+    parts = urlsplit(url)
     client = Client(Config(access_key_id=credentials["access_key_id"],
                            access_key_secret=credentials["access_key_secret"],
                            security_token=credentials.get("security_token") or None, region_id=region,
-                           endpoint=url.netloc, protocol=url.scheme))
-    params = utils_models.Params(action="DescribeProtocolMountTarget", version=API_VERSION, protocol=url.scheme.upper(),
+                           endpoint=parts.netloc, protocol=parts.scheme))
+    params = utils_models.Params(action=action, version=version, protocol=parts.scheme.upper(),
                                  pathname="/", method="POST", auth_type="AK", style="RPC",
                                  req_body_type="formData", body_type="json")
+    return client.call_api(params, utils_models.OpenApiRequest(query=query),
+                           RuntimeOptions(autoretry=True, max_attempts=3, connect_timeout=5000,
+                                          read_timeout=15000))["body"]
+
+
+def export_domain(region: str, file_system_id: str, export_id: str, credentials: dict,
+                  endpoint: Optional[str] = None) -> str:
+    """DescribeProtocolMountTarget -> the export's ProtocolMountTargetDomain (raises ExportLookupError)."""
     query = {"FileSystemId": file_system_id, "Filters.1.Key": "ExportIds", "Filters.1.Value": export_id}
     try:
-        body = client.call_api(params, utils_models.OpenApiRequest(query=query),
-                               RuntimeOptions(autoretry=True, max_attempts=3, connect_timeout=5000,
-                                              read_timeout=15000))["body"]
+        body = rpc_call(region, endpoint or f"https://nas.{region}.aliyuncs.com", API_VERSION,
+                        "DescribeProtocolMountTarget", query, credentials)
     except Exception as error:  # the SDK raises its own types for API and transport errors
         raise ExportLookupError(f"DescribeProtocolMountTarget({file_system_id}, {export_id}) failed: {error}"
                                 " (the deploying user needs nas:DescribeProtocolMountTarget)") from None

@@ -41,18 +41,24 @@ def policy_document(spec: Spec) -> dict:
     if spec.spot:
         # Finds the pool's id by its name; the delete itself is granted per pool (pool_policy_document).
         statements.append({"Effect": "Allow", "Action": ["ecs:DescribeAutoProvisioningGroups"], "Resource": ["*"]})
-    bucket = spec.checkpoint.bucket
-    if bucket:
-        prefix = spec.checkpoint.stack_prefix(spec.stack)
-        statements += [
-            {"Effect": "Allow",
-             "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:AbortMultipartUpload",
-                        "oss:ListParts", "oss:GetObjectMeta"],
-             "Resource": [f"acs:oss:*:*:{bucket}/{prefix}/*"]},
-            {"Effect": "Allow", "Action": ["oss:ListObjects"], "Resource": [f"acs:oss:*:*:{bucket}"],
-             "Condition": {"StringLike": {"oss:Prefix": [f"{prefix}/*"]}}},
-        ]
+    statements += bucket_statements(spec)
     return {"Version": "1", "Statement": statements}
+
+
+def bucket_statements(spec: Spec) -> list[dict]:
+    """Read/write `<bucket>/<prefix>/<stack>/` and list only below it: all a node (or a pod) needs of OSS."""
+    bucket = spec.checkpoint.bucket
+    if not bucket:
+        return []
+    prefix = spec.checkpoint.stack_prefix(spec.stack)
+    return [
+        {"Effect": "Allow",
+         "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject", "oss:AbortMultipartUpload",
+                    "oss:ListParts", "oss:GetObjectMeta"],
+         "Resource": [f"acs:oss:*:*:{bucket}/{prefix}/*"]},
+        {"Effect": "Allow", "Action": ["oss:ListObjects"], "Resource": [f"acs:oss:*:*:{bucket}"],
+         "Condition": {"StringLike": {"oss:Prefix": [f"{prefix}/*"]}}},
+    ]
 
 
 def pool_policy_document(spec: Spec, pool_id: str) -> dict:

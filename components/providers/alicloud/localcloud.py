@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qsl, urlsplit
 
 from localcloud import ApiStub, MetadataStub
@@ -74,3 +74,33 @@ class CloudApi(ApiStub):
             pool = self.pools[params["AutoProvisioningGroupId"]]
             pool.update(status="deleted", terminateInstances=params.get("TerminateInstances"))
         return out
+
+
+class Sts(ApiStub):
+    """STS for RRSA (the Kubernetes path's pods, pod_runtime.py): AssumeRoleWithOIDC trades the
+    ServiceAccount's token for temporary credentials when the role, the OIDC provider and the token are
+    the ones this stand-in was given; anything else is refused as STS refuses it (an error body, 400).
+    Facts: STS API reference "AssumeRoleWithOIDC" (anonymous; RoleArn, OIDCProviderArn, OIDCToken,
+    RoleSessionName; the answer's Credentials.{AccessKeyId, AccessKeySecret, SecurityToken, Expiration})."""
+
+    def __init__(self, role_arn: str, provider_arn: str, token: str):
+        self.role_arn, self.provider_arn, self.token = role_arn, provider_arn, token
+        super().__init__(())
+
+    def parse(self, method, path, headers, body):
+        params = dict(parse_qsl(urlsplit(path).query))
+        params.update(parse_qsl(body.decode()))
+        return params.get("Action"), params
+
+    def answer(self, method, path, headers, body):
+        action, params = self.parse(method, path, headers, body)
+        self.requests.append({"action": action, "params": params, "method": method})
+        good = (action == "AssumeRoleWithOIDC" and params.get("RoleArn") == self.role_arn
+                and params.get("OIDCProviderArn") == self.provider_arn and params.get("OIDCToken") == self.token)
+        if not good:
+            return 400, json.dumps({"Code": "InvalidParameter", "Message": "role, provider or token"}).encode(), {}
+        expiry = datetime.now(timezone.utc) + timedelta(hours=1)
+        return 200, json.dumps({"RequestId": uuid.uuid4().hex, "Credentials": {
+            "AccessKeyId": f"STS.pod-{uuid.uuid4().hex[:8]}", "AccessKeySecret": uuid.uuid4().hex,
+            "SecurityToken": uuid.uuid4().hex, "Expiration": expiry.strftime(UTC_ISO)}}).encode(), {
+            "Content-Type": "application/json"}

@@ -26,7 +26,14 @@ def _nas_zones(args: dict) -> dict:
     return {"zones": [{"zoneId": zone, "instanceTypes": [{"storageType": "advance_100", "protocolType": "cpfs"}]}]}
 
 
+def _cluster_credential(args: dict) -> dict:
+    # Never a real credential in a plan: the kubeconfig is read from ACK at deploy time, and kept secret.
+    return {"id": args.get("clusterId", ""), "kubeConfig": "<kubeconfig of the cluster, read from ACK at deploy time>",
+            "certificateAuthorities": []}
+
+
 CALL_ANSWERS = {
+    "alicloud:cs/getClusterCredential:getClusterCredential": _cluster_credential,
     "alicloud:index/getZones:getZones": _zones,
     "alicloud:nas/getZones:getZones": _nas_zones,
     "alicloud:ecs/getImages:getImages": _images,
@@ -40,4 +47,14 @@ COMPUTED_OUTPUTS = {
     "alicloud:nas/mountTarget:MountTarget": {"mountTargetDomain": "{name}.mount-domain.assigned-by-alibaba"},
     "alicloud:nas/protocolService:ProtocolService": {"protocolServiceId": "<protocol service id of {name}>"},
     "alicloud:nas/protocolMountTarget:ProtocolMountTarget": {"exportId": "<export id of {name}>"},
+    # ACK (cluster.py): the API server's load balancer and the cluster's RRSA OIDC provider.
+    "alicloud:cs/managedKubernetes:ManagedKubernetes": {
+        "slbId": "<API server load balancer of {name}>",
+        "rrsaMetadata": {"enabled": "true", "ramOidcProviderArn": "<RAM OIDC provider ARN of {name}>",
+                         "ramOidcProviderName": "<RAM OIDC provider of {name}>",
+                         "rrsaOidcIssuerUrl": "<RRSA OIDC issuer URL of {name}>"}},
 }
+
+# Ids in Alibaba's format where an input downstream is validated against it (provider facts: ACK's
+# vswitch_ids must match ^vsw-[a-z0-9]*$); the mock engine fills {digest} from the resource's name.
+ID_FORMATS = {"alicloud:vpc/switch:Switch": "vsw-{digest}"}

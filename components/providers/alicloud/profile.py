@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, KubernetesOffer, Lingering,
+                                       NameLimit,
                                        ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
                                        has_public_address, inbound_note)
 
@@ -86,6 +87,13 @@ def routes(spec) -> tuple[Route, ...]:
     vpc = Route("vpc", "inside the stack's VPC: instance metadata, OSS internal endpoint, ECS VPC endpoint,"
                 " in-VPC mirrors",
                 "not billed: traffic inside a region over the internal network is free (ECS doc 'Public bandwidth')")
+    if spec.kubernetes:  # ACK's nodes have no public address: the NAT gateway ACK creates (new_nat_gateway)
+        return (vpc, Route(
+            "internet", "the NAT gateway and EIP that ACK creates for the cluster's nodes (new_nat_gateway), outbound"
+            " only: image pulls, pip, STS for the pods' RRSA credentials",
+            "the NAT gateway and its EIP by the hour until `pulumi destroy` (keepsBilling), plus traffic; rates"
+            " unknown here (NAT Gateway price list)",
+            evidence=(("alicloud:cs/managedKubernetes:ManagedKubernetes", "newNatGateway"),)))
     if not has_public_address(spec):
         return (vpc,)
     return (vpc, Route(
@@ -155,6 +163,18 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
                                f"{PAYG} while it exists (NAS price list)", None, "pulumi destroy"))
     items.append(Lingering("agent files and training code the program uploads", "alicloud:oss/bucketObject:BucketObject",
                            "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"))
+    if spec.kubernetes:  # ACK has no cluster TTL: all of this bills until the stack is destroyed
+        until = "pulumi destroy (scripts/run.py destroys once every pod's marker says the data is saved)"
+        k8s = spec.kubernetes
+        items += [
+            Lingering(f"ACK control plane ({k8s.offer.cluster_spec})", "alicloud:cs/managedKubernetes:ManagedKubernetes",
+                      "1 cluster", "cluster management fee per cluster-hour", k8s.offer.control_plane_rate, until),
+            Lingering("ACK system node pool (CPU nodes for CoreDNS and controllers)", "alicloud:cs/nodePool:NodePool",
+                      f"{k8s.system_nodes} x {k8s.system_instance_type}", f"ECS {PAYG} per instance-hour; the GPU pool"
+                      " scales to zero when no pod needs it", None, until),
+            Lingering("the API server's load balancer and the NAT gateway ACK creates", None, "1 CLB, 1 NAT gateway",
+                      "per hour plus traffic, billed to the cluster's resources", None, until),
+        ]
     return tuple(items)
 
 
@@ -181,6 +201,10 @@ BILLS_NOTHING_ALONE = {
     "alicloud:nas/protocolService:ProtocolService": "General spec: free of charge (NAS API CreateProtocolService)",
     "alicloud:nas/protocolMountTarget:ProtocolMountTarget": "an export of the protocol service: " + _FREE,
     "alicloud:oss/bucket:Bucket": "storage bills the data in it (the checkpoints item); kept on destroy",
+    "alicloud:cs/kubernetesAddon:KubernetesAddon": "an add-on runs on the system pool's nodes",
+    "alicloud:cs/autoscalingConfig:AutoscalingConfig": "the autoscaler's settings; it runs in the control plane",
+    "alicloud:slb/acl:Acl": "an access control list: " + _FREE,
+    "alicloud:slb/aclEntryAttachment:AclEntryAttachment": "an entry of the access control list",
 }
 
 
@@ -207,6 +231,35 @@ NAME_LIMITS = (
               f"{_TF} website/docs/r/ram_policy.html.markdown:73 (1 to 128 characters)"),
     NameLimit("alicloud:ram/policy:Policy", "policyName", "gpu-training-{stack}-node-pool", 128, 1,
               f"{_TF} website/docs/r/ram_policy.html.markdown:73 (1 to 128 characters)"),
+)
+
+# ACK, the Kubernetes path (components/providers/alicloud/cluster.py, docs/kubernetes.md).
+_ACK_BILLING = "https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/product-overview/ack-pro-cluster-billing"
+ACK = KubernetesOffer(
+    service="ACK managed Pro cluster",
+    cluster_spec="ack.pro.small",
+    # ACK's version strings: 1.<minor>.<patch>-aliyun.<n> (cs.ManagedKubernetes `version`).
+    version_pattern=r"1\.(\d+)\.\d+-aliyun\.\d+",
+    min_minor=31,  # podFailurePolicy is GA in 1.31 (Kubernetes docs, "Handling retriable and non-retriable pod failures")
+    default_system_type="ecs.g7.xlarge",  # 4 vCPU, 16 GiB: CoreDNS, metrics, the autoscaler's controllers
+    default_system_nodes=2,
+    control_plane_rate=f"USD 0.09 per cluster-hour (ack.pro.small, pay-as-you-go; CNY rate not stated there): {_ACK_BILLING}",
+    billing_while_up=(
+        "the ACK Pro control plane (cluster management fee, per cluster-hour)",
+        "the system node pool's ECS instances (pay-as-you-go, per instance-hour)",
+        "the API server's Classic Load Balancer (PayByCLCU) and its EIP (ACK creates them; " + _ACK_BILLING + ")",
+        "the NAT gateway and its EIP that ACK creates for the nodes' egress (new_nat_gateway)",
+    ),
+    gpu_stack_note=("ACK installs the NVIDIA driver and its GPU device plugin on GPU node pools itself; the driver"
+                    " version is chosen with a node pool label (ACK doc 'Specify an NVIDIA driver version for nodes"
+                    " by adding a label', https://www.alibabacloud.com/help/en/document_detail/207292.html)"),
+    gang_labels={"name": "pod-group.scheduling.sigs.k8s.io/name",
+                 "min": "pod-group.scheduling.sigs.k8s.io/min-available"},
+    gang_source="ACK doc 'Use Gang scheduling', method 1 (labels): https://www.alibabacloud.com/help/doc-detail/178169.htm",
+    workload_identity=("RRSA: the ServiceAccount names a RAM role whose trust is the cluster's OIDC provider and"
+                       " this one ServiceAccount; ack-pod-identity-webhook injects ALIBABA_CLOUD_ROLE_ARN,"
+                       " ALIBABA_CLOUD_OIDC_PROVIDER_ARN, ALIBABA_CLOUD_OIDC_TOKEN_FILE (ACK doc 'Use RRSA to"
+                       " authorize different pods to access different cloud services')"),
 )
 
 PROFILE = ProviderProfile(
@@ -255,4 +308,5 @@ PROFILE = ProviderProfile(
     keeps_billing=keeps_billing,
     bills_nothing_alone=BILLS_NOTHING_ALONE,
     warnings=warnings,
+    kubernetes=ACK,
 )

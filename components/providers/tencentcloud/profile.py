@@ -282,6 +282,8 @@ PROFILE = ProviderProfile(
     user_data=UserDataLimit(16 * 1024, "base64", "tencentcloud-iac-pulumi 0.2.3 cvm Instance.user_data: 'Must be base64"
                             " encoded and up to 16 KB.'"),
     unsupported={
+        "kubernetes": ("the Kubernetes path runs on ACK only so far; TKE (kubernetes.Cluster + NodePool in"
+                       " tencentcloud-iac-pulumi) is not built yet: docs/kubernetes.md, 'TKE: not yet'"),
         "spotFallback=true": ("tencentcloud-iac-pulumi 0.2.3's as_.ScalingGroup exposes no mixed spot/pay-as-you-go"
                               " allocation, so pay-as-you-go cannot fill missing spot capacity; widen the pool"
                               " with spotZones, or use billing: on-demand"),

@@ -1,0 +1,93 @@
+"""KubernetesTraining: the Kubernetes path's top component, beside components/cluster.py's VM cluster.
+
+network -> storage (the agent and the code in the bucket) -> the provider's cluster part (managed
+cluster, system and GPU pools, the pods' role, the kubeconfig) -> the pulumi-kubernetes provider ->
+the training objects (manifests.py) -> outputs. The provider's network and storage parts are the VM
+path's own; identity and compute are replaced by the cluster part. Nothing here knows a cloud.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+
+from components import billing, cost, providers
+from components.bootstrap.agentfiles import boot_files
+from components.cluster import expires_at, record_creation_time, standard_tags
+from components.kubernetes import manifests, workload
+from components.nodeconfig import build_node_config
+from components.providers.base import PartContext
+from components.providers.contract import mismatches
+from components.spec import Spec
+
+
+def pod_runtime_path(provider: str):
+    return providers.package_dir(provider) / "pod_runtime.py"
+
+
+def boot_set(provider: str) -> dict[str, str]:
+    """The ConfigMap's files: the agent's boot set and the provider's pod runtime as cloud_runtime.py."""
+    files = boot_files(provider, "/boot", runtime=pod_runtime_path(provider))
+    return {file.path.rsplit("/", 1)[-1]: file.content for file in files}
+
+
+def objects(spec: Spec, bindings: manifests.ClusterBindings, pod_role: str) -> list[dict]:
+    """Every Kubernetes object of the run, as the program registers it (the schema tests read these too)."""
+    config = manifests.pod_node_config(build_node_config(spec, shared_fs_address=None), spec, pod_role)
+    return manifests.all_objects(spec, bindings, config, boot_set(spec.provider))
+
+
+class KubernetesTraining(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpu-training:index:KubernetesTraining", name, None, opts)
+        package = providers.parts(spec.provider)
+        cluster_part = providers.module(spec.provider, "cluster")
+        problems = mismatches("cluster", cluster_part)
+        if problems:
+            raise TypeError("; ".join(problems))
+        # A cluster has no cloud-side TTL: this expiry is shown and tagged; the Job itself stops at
+        # activeDeadlineSeconds (maxHours), and run.py destroys the stack (docs/kubernetes.md, Teardown).
+        self.expires_at = expires_at(spec, record_creation_time(spec, name, self))
+        ctx = PartContext(parent=self, name=name, tags=standard_tags(spec, self.expires_at))
+
+        network = package.network.create(spec, ctx)
+        package.storage.create(spec, ctx, network)  # the agent and the code in the bucket, as for VMs
+        cluster = cluster_part.create(spec, ctx, network)
+        k8s_provider = workload.provider(name, cluster.kubeconfig, self)
+        if spec.kubernetes.gpu_operator:
+            workload.gpu_operator(spec, name, k8s_provider, self)
+        bindings = manifests.ClusterBindings(cluster.namespace_labels, cluster.service_account_annotations)
+        # The objects wait for what the cluster part names (pools, webhook, autoscaler). The Job's pods stay
+        # Pending until the autoscaler brings GPU nodes; the agent's fetch retries while the uploads finish.
+        workload.register(name, objects(spec, bindings, cluster.pod_role_name), k8s_provider, parent=self,
+                          after=cluster.workload_depends_on)
+
+        hourly = cost.spec_cost(spec)
+        self.outputs = {
+            "stack": spec.stack,
+            "provider": spec.provider,
+            "region": spec.region,
+            "platform": "kubernetes",
+            "instanceType": spec.instance.name,
+            "nodeCount": spec.nodes,
+            "billing": spec.billing,
+            "clusterId": cluster.cluster_id,
+            "gpuPoolId": cluster.gpu_pool_id,
+            "kubeconfig": cluster.kubeconfig,  # secret: `pulumi stack output kubeconfig --show-secrets`
+            "apiServerAccess": cluster.api_endpoint_note,
+            "job": {"namespace": spec.kubernetes.namespace, "name": manifests.JOB, "pods": spec.nodes},
+            "instanceIds": [],
+            "privateIps": [],
+            "poolId": cluster.gpu_pool_id,
+            "sharedFsAddress": None,
+            "expiresAt": self.expires_at,
+            "costPerHour": hourly.as_dict(),
+            "checkpoint": spec.checkpoint.output(),
+            "sshCommand": None,
+            "keepsBilling": billing.as_output(spec),
+            # What run.py prints when a pod's final upload failed: the pod retries by itself (its container
+            # script restarts the agent every manifests.RESTART_SECONDS); its log says why it fails.
+            "restartAgent": f"kubectl -n {spec.kubernetes.namespace} logs -l job-name={manifests.JOB} --tail 100"
+                            f"  (the pod retries the upload every {manifests.RESTART_SECONDS} s by itself)",
+        }
+        self.register_outputs(self.outputs)
