@@ -330,6 +330,8 @@ def least_privilege_role(resource, resources, ctx):
                 if action.endswith("*"):
                     yield f"{where}: wildcard action {action}"
                     continue
+                if action in policies.get("unscopable", {}):
+                    continue  # the provider's grammar cannot scope it: the adapter says why
                 if storage.search(action):
                     for target in targets:
                         if not (_stack_named(target, ctx.stack) or _stack_named(condition, ctx.stack)):
