@@ -129,7 +129,10 @@ class Nodes(NodesComponent):
                            size=disk.size_gb, volume_type=disk.category, disk_type="DATA", kms_id=self.disk_key.id,
                            iops=disk_iops(disk.category, disk.size_gb),
                            throughput=disk_throughput(disk.category, disk.size_gb))]),
-            opts=child)
+            # instance_config is ForceNew: a newer public image would replace the configuration for
+            # nothing (the pool keeps the image it started with, like the nodes); a changed user data
+            # does replace it, for the nodes the pool starts later (docs/day2.md).
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["instanceConfig.image"]))
         zones = [launch.network.zone] + [pulumi.Output.from_input(z) for z in spec.spot_zones]
         group = as_.Group(
             f"{launch.ctx.name}-spot-pool", scaling_group_name=pool_name(spec), scaling_configuration_id=config.id,

@@ -64,7 +64,8 @@ class Network(pulumi.ComponentResource):
             self.cidrs[index] = subnet_cidr(index)
         self.security_group = vpc.Secgroup(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,
-            description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", opts=child)
+            description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", tags=tags,
+            opts=child)
         group = self.security_group.id
         vpc.SecgroupRule(f"{ctx.name}-sg-members", security_group_id=group, direction="ingress", ethertype="IPv4",
                          remote_group_id=group, description="members: NCCL, torchrun rendezvous, SFS Turbo", opts=child)

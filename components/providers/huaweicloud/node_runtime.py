@@ -1,35 +1,159 @@
-"""Huawei Cloud side of the node agent: metadata, role credentials, spot notice, peers, pool retire, release.
+"""Huawei Cloud side of the node agent: metadata, agency credentials, reclaim detection, peers, pool retire, self-release.
 
-Self-contained: the bootstrap copies this one file next to the agent as node_agent/cloud_runtime.py,
-so it imports only the standard library (and the cloud SDK inside the method that calls the API).
-Contract: components/providers/contract.py NodeRuntime; docs/agent.md, "Delivery to the node".
+Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
+`node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
+passes its metadata reader in (`metadata(token_header, formats)(path)`, EC2-style paths under
+/latest/meta-data/); the OpenStack-style documents (meta_data.json, securitykey) are read here. The
+Huawei SDKs (huaweicloudsdkcore, huaweicloudsdkecs, huaweicloudsdkas) are imported only when the
+cloud API is called.
+
+Facts: ECS user guide ecs_03_0166 "Obtaining Metadata" (meta_data.json `uuid` is the ECS id and
+`project_id` its project; `securitykey` gives the agency's temporary AK/SK and security token, "requires
+op_svc_ecs"); ECS API "Deleting ECSs" (POST /v1/{project_id}/cloudservers/delete, delete_publicip and
+delete_volume so nothing keeps billing), "Querying Details About ECSs" (tags filter "key=value"); AS API
+"Pausing an AS group".
+
+Spot reclaim: Huawei documents no in-VM notice (no metadata item; the 5-minute warning exists only as a
+CCE Node Problem Detector event and a console/SMN notification). What a VM can see is its own ECS
+through the API: `spot_notice` polls it (at most every SPOT_API_SECONDS) and treats a node that is
+being deleted or stopped without the agent asking as ending, from now. There is no lead time:
+the checkpoint cadence (--ckpt-every) bounds what a reclaim loses (docs/huaweicloud.md, "Spot").
 """
+import json
+import time
+import urllib.request
+from datetime import datetime, timezone
+
+# The agent asks every spotPollSeconds (2 s); the ECS API is asked at most this often: 12 calls a minute
+# per node (Huawei's per-API flow limits are not published per tenant here: docs/huaweicloud.md).
+SPOT_API_SECONDS = 5
+RECLAIMED_STATES = {'DELETED', 'SHUTOFF', 'ERROR'}
+RECLAIMED_TASKS = {'deleting', 'powering-off'}
+
+_META = 'https://support.huaweicloud.com/intl/en-us/usermanual-ecs/ecs_03_0166.html'
+# The format of each identity value the node acts on (metadata path or API field: regex, source): the
+# metadata reader takes any other answer (an HTML error page, an empty body) for no answer.
+FORMATS = {
+    'uuid': (r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', _META + ' (meta_data.json uuid: the ECS id)'),
+    'project_id': (r'[0-9a-f]{32}', _META + ' (meta_data.json project_id)'),
+    'local-ipv4': (r'([0-9]{1,3}\.){3}[0-9]{1,3}', _META),
+    'pool-id': (r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', 'AS API: scaling_group_id is a UUID'),
+}
 
 
 class Runtime:
-    def __init__(self, cfg, metadata):
-        self.cfg, self.meta = cfg, metadata()
+    """One ECS seen from inside (the metadata service has no session token)."""
 
-    def _todo(self, what):
-        raise NotImplementedError(f'huaweicloud: node_runtime.{what} is not written yet (docs/agent.md)')
+    def __init__(self, cfg, metadata):
+        self.cfg, self.meta = cfg, metadata(None, FORMATS)
+        self._document = None
+        self._spot = (0.0, None)  # (when the API was last asked, the notice it gave)
+
+    # ---------------------------------------------------------------- metadata
+    def _openstack(self, name):
+        """An OpenStack-style metadata document (/openstack/latest/<name>) as JSON; OSError if unreadable."""
+        url = self.cfg['endpoints']['metadata'].rstrip('/') + '/openstack/latest/' + name
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return json.loads(r.read().decode())
+        except (OSError, ValueError) as e:
+            raise OSError(f'metadata {name}: {e}') from None
+
+    def document(self):
+        if self._document is None:
+            d = self._openstack('meta_data.json')
+            self._document = {'uuid': self.meta.check('uuid', d.get('uuid')),
+                              'project_id': self.meta.check('project_id', d.get('project_id')),
+                              'availability_zone': d.get('availability_zone')}
+        return self._document
 
     def instance_id(self):
-        return self._todo('instance_id')
+        return self.document()['uuid']
+
+    def placement(self):
+        """(region, zone) of this ECS."""
+        return self.cfg['region'], self.document()['availability_zone']
+
+    def project_id(self):
+        return self.document()['project_id']
 
     def private_ip(self):
-        return self._todo('private_ip')
+        return self.meta('local-ipv4')
 
     def credentials(self):
-        return self._todo('credentials')
+        """The agency's temporary credentials, in the form botocore's refreshable credentials take."""
+        c = self._openstack('securitykey').get('credential') or {}
+        if not all(c.get(k) for k in ('access', 'secret', 'securitytoken', 'expires_at')):
+            raise OSError('securitykey: no agency credentials (is the agency attached, with op_svc_ecs?)')
+        return {'access_key': c['access'], 'secret_key': c['secret'], 'token': c['securitytoken'],
+                'expiry_time': c['expires_at']}
 
-    def spot_notice(self):
-        return self._todo('spot_notice')
+    # ---------------------------------------------------------------- the cloud API
+    def _endpoint(self, service):
+        return self.cfg['endpoints'].get('cloudApi') or f"https://{service}.{self.cfg['region']}.myhuaweicloud.com"
+
+    def _client(self, service):
+        from huaweicloudsdkcore.auth.credentials import BasicCredentials
+        c = self.credentials()
+        credentials = BasicCredentials(c['access_key'], c['secret_key'], self.project_id()).with_security_token(c['token'])
+        if service == 'as':
+            from huaweicloudsdkas.v1 import AsClient as Client
+        else:
+            from huaweicloudsdkecs.v2 import EcsClient as Client
+        return Client.new_builder().with_credentials(credentials).with_endpoints([self._endpoint(service)]).build()
 
     def release(self):
-        return self._todo('release')
+        """Delete this ECS with its EIP and disks (the agency allows ECS deletes in this project: only our own id is sent)."""
+        from huaweicloudsdkecs.v2 import DeleteServersRequest, DeleteServersRequestBody, ServerId
+        body = DeleteServersRequestBody(servers=[ServerId(id=self.instance_id())], delete_publicip=True,
+                                        delete_volume=True)
+        self._client('ecs').delete_servers(DeleteServersRequest(body=body))
 
-    def peers(self):
-        return self._todo('peers')
+    def spot_notice(self):
+        """Now, when the cloud is deleting or stopping this ECS without the agent asking; else None.
+
+        A spot reclaim shows this way, and so does anything else that ends the node from outside (the
+        auto_terminate_time of a pay-per-use node, a delete in the console): either way the agent gets
+        its grace period to save a checkpoint, with no lead time."""
+        asked, notice = self._spot
+        if notice or time.time() - asked < SPOT_API_SECONDS:
+            return notice
+        from huaweicloudsdkecs.v2 import ShowServerRequest
+        server = self._client('ecs').show_server(ShowServerRequest(server_id=self.instance_id())).server
+        reclaimed = (server.status or '').upper() in RECLAIMED_STATES or \
+            (server.os_ext_st_stask_state or '').lower() in RECLAIMED_TASKS
+        self._spot = (time.time(), datetime.now(timezone.utc) if reclaimed else None)
+        return self._spot[1]
 
     def retire_pool(self):
-        return self._todo('retire_pool')
+        """Pause this stack's spot pool (the AS group named `cluster.poolName`) so it starts no replacement.
+
+        A paused group runs no scaling action and leaves its instances alone (AS API "Pausing an AS
+        group"); a paused group counts as retired, so a second call changes nothing. Returns what was done.
+        """
+        from huaweicloudsdkas.v1 import (ListScalingGroupsRequest, PauseScalingGroupOption,
+                                         PauseScalingGroupRequest)
+        name = self.cfg['cluster']['poolName']
+        client = self._client('as')
+        groups = client.list_scaling_groups(ListScalingGroupsRequest(scaling_group_name=name)).scaling_groups or []
+        live = [self.meta.check('pool-id', g.scaling_group_id) for g in groups
+                if g.scaling_group_name == name and g.scaling_group_status != 'PAUSED']
+        for group in live:
+            client.pause_scaling_group(PauseScalingGroupRequest(
+                scaling_group_id=group, body=PauseScalingGroupOption(action='pause')))
+        return f"paused {', '.join(live)}" if live else f'no active pool named {name}: already retired'
+
+    def peers(self):
+        """(instance id, private IP) of every running ECS carrying this stack's tag."""
+        from huaweicloudsdkecs.v2 import ListServersDetailsRequest
+        k, out, client = self.cfg['cluster'], [], self._client('ecs')
+        while True:
+            r = client.list_servers_details(ListServersDetailsRequest(
+                tags=f"{k['tagKey']}={k['tagValue']}", status='ACTIVE', limit=100, offset=len(out) // 100 + 1))
+            got = r.servers or []
+            for s in got:
+                fixed = [a.addr for nets in (s.addresses or {}).values() for a in nets
+                         if getattr(a, 'os_ext_ip_stype', 'fixed') == 'fixed' and a.version == '4']
+                out.append((self.meta.check('uuid', s.id), self.meta.check('local-ipv4', fixed[0])))
+            if len(got) < 100:
+                return out

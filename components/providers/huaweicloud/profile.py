@@ -257,14 +257,12 @@ PROFILE = ProviderProfile(
     metadata_endpoint="http://169.254.169.254",
     apt_mirror=None,  # Huawei's mirror (repo.huaweicloud.com) is public; not confirmed reachable in-VPC here
     pip_index=None,
-    node_requirements=("boto3", "tenacity", "huaweicloudsdkcore", "huaweicloudsdkecs"),
+    node_requirements=("boto3", "tenacity", "huaweicloudsdkcore", "huaweicloudsdkecs", "huaweicloudsdkas"),
     spot_discount=1.0,
     spot_discount_source=("unknown: no dated Huawei spot/pay-per-use price ratio was found; spot is priced as"
                           " pay-per-use until a source says otherwise"),
-    # Not confirmed in the sources read (ECS API "Creating an ECS", user_data); until it is, the smallest
-    # limit known applies, so a user-data that fits here fits Huawei's too.
-    user_data=UserDataLimit(16 * 1024, "base64", "unconfirmed for Huawei ECS (API 'Creating an ECS', user_data);"
-                            " the smallest limit known (Tencent CVM: 16 KB after base64) applies"),
+    user_data=UserDataLimit(32 * 1024, "raw", "huaweicloudsdkecs 3.1.219 PostPaidServer.user_data (ECS API 'Creating"
+                            " an ECS'): base64-encoded, 'the content before encoding at most 32KB'; text or gzip"),
     unsupported={
         "gpu=Ascend-910B": ASCEND_REFUSED,
         "spotMaxPricePerHour": ("the spot pool is an AS group, and pulumi-huaweicloud 0.0.12's as_.Configuration has no"
