@@ -323,7 +323,8 @@ def least_privilege_role(resource, resources, ctx):
             if str(statement.get(syntax["effect"], "")).lower() != syntax["allow"].lower():
                 continue
             actions = _as_list(statement.get(syntax["action"]))
-            targets = _as_list(statement.get(syntax["resource"]))
+            # No Resource element means every resource (Huawei's grammar allows leaving it out).
+            targets = _as_list(statement.get(syntax["resource"])) or ["*"]
             condition = json.dumps(statement.get(syntax["condition"]) or {})
             scoped = STACK_TAG in condition and _stack_named(condition, ctx.stack)
             for action in actions:

@@ -686,6 +686,10 @@ _VALIDATOR_VALUES: dict[str, dict] = {
     "ValidateAsScheduleTimestamp": {"kind": "rfc3339"},
     "ValidateNotEmpty": {"kind": "length", "min": 1, "unit": "bytes"},
     "ValidateIp": {"kind": "ip"},
+    # terraform-provider-huaweicloud utils/validators.go: ValidateCIDR wants the network written as
+    # net.ParseCIDR prints it (line 70), ValidateIP an address as net.ParseIP prints it (line 124).
+    "ValidateCIDR": {"kind": "cidr_network"},
+    "ValidateIP": {"kind": "ip"},
     "ValidateImageID": {"kind": "prefix", "values": ["img-"]},
     "ValidateInstanceType": {"kind": "contains", "value": "."},
     "ValidateKeyPairName": _all({"kind": "length", "min": 1, "max": 25, "unit": "bytes"},
