@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -340,3 +341,42 @@ def test_an_api_error_surfaces_and_releases_nothing_silently(cloud):
     with pytest.raises(Exception) as caught:
         runtime.release()
     assert "Ecs.0319" in str(caught.value) or "403" in str(caught.value)
+
+
+# ---------------------------------------------------------------- the Ascend path, rehearsed
+
+@pytest.mark.slow
+def test_an_ascend_node_rehearses_with_the_fake_npu_smi(tmp_path, monkeypatch):
+    """The rehearsal (agent, trainer, stand-ins, preemption drill) of a Huawei stack whose node is an
+    Ascend 910B one, as on an Atlas 800 server or an Ascend image: the agent reads utilisation with
+    npu-smi (never nvidia-smi), and the drill passes. Huawei's own Ascend flavors are refused
+    (prepaid bare metal), so the node config is the stack's with the accelerator an Ascend node reports."""
+    import localcloud
+    from components.nodeconfig import build_node_config
+    from tools.stackfiles import stack_spec
+
+    loader = importlib.util.spec_from_file_location("rehearse_for_ascend", REPO / "scripts" / "rehearse.py")
+    rehearse = importlib.util.module_from_spec(loader)
+    monkeypatch.setitem(sys.modules, "rehearse_for_ascend", rehearse)  # dataclasses look their module up
+    loader.loader.exec_module(rehearse)
+    args = rehearse.parse_args(["hw-entry-t4", "--steps", "400"])  # long enough for a 5 s API poll
+    _, spec = stack_spec("hw-entry-t4")
+    base = build_node_config(spec, shared_fs_address=None)
+    base["accelerator"] = {"kind": "ascend", "model": "Ascend-910B", "count": 1, "memoryGb": 64, "nvswitch": False}
+    calls = tmp_path / "calls"
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    for tool in ("npu-smi", "nvidia-smi"):
+        wrapper = wrappers / tool
+        wrapper.write_text(f'#!/bin/sh\necho "{tool} $*" >>"{calls}"\nexec "{localcloud.BIN / tool}" "$@"\n')
+        wrapper.chmod(0o755)
+    monkeypatch.setattr(localcloud, "BIN", wrappers)
+    rehearsal = rehearse.Rehearsal(args, "hw-entry-t4", spec, base, tmp_path / "work")
+    try:
+        rehearsal.run()
+    finally:
+        rehearsal.stop()
+    failed = [f"{c.name}: {c.detail}" for c in rehearsal.checks if not c.ok]
+    assert rehearsal.checks and not failed, failed
+    used = calls.read_text().splitlines()
+    assert "npu-smi info -t usages -i 0" in used and not [u for u in used if u.startswith("nvidia-smi")], used
