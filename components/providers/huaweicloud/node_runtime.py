@@ -1,32 +1,14 @@
-"""Huawei Cloud side of the node agent: metadata, agency credentials, reclaim detection, peers, pool retire, self-release.
+"""Huawei Cloud side of the node agent: metadata, agency credentials, reclaim detection, peers, pool retire, release.
 
-Self-contained on purpose: the bootstrap copies this one file next to the agent on the node as
-`node_agent/cloud_runtime.py`, so it imports nothing from `components` or `node_agent`. The agent
-passes its metadata reader in (`metadata(token_header, formats)(path)`, EC2-style paths under
-/latest/meta-data/); the OpenStack-style documents (meta_data.json, securitykey) are read here. The
-Huawei SDKs (huaweicloudsdkcore, huaweicloudsdkecs, huaweicloudsdkas) are imported only when the
-cloud API is called.
-
-Facts: ECS user guide ecs_03_0166 "Obtaining Metadata" (meta_data.json `uuid` is the ECS id and
-`project_id` its project; `securitykey` gives the agency's temporary AK/SK and security token, "requires
-op_svc_ecs"); ECS API "Deleting ECSs" (POST /v1/{project_id}/cloudservers/delete, delete_publicip and
-delete_volume so nothing keeps billing), "Querying Details About ECSs" (tags filter "key=value"); AS API
-"Pausing an AS group".
-
-Spot reclaim: Huawei documents no in-VM notice (no metadata item; the 5-minute warning exists only as a
-CCE Node Problem Detector event and a console/SMN notification). What a VM can see is its own ECS
-through the API: `spot_notice` polls it (at most every SPOT_API_SECONDS) and treats a node that is
-being deleted or stopped without the agent asking as ending, from now. There is no lead time:
-the checkpoint cadence (--ckpt-every) bounds what a reclaim loses (docs/huaweicloud.md, "Spot").
+Self-contained (shipped as node_agent/cloud_runtime.py): stdlib, plus the Huawei SDKs inside the methods
+that call the API. Facts, sources and the reclaim gap (no in-VM spot notice): docs/huaweicloud.md, "Nodes".
 """
 import json
 import time
 import urllib.request
 from datetime import datetime, timezone
 
-# The agent asks every spotPollSeconds (2 s); the ECS API is asked at most this often: 12 calls a minute
-# per node (Huawei's per-API flow limits are not published per tenant here: docs/huaweicloud.md).
-SPOT_API_SECONDS = 5
+SPOT_API_SECONDS = 5  # the ECS API is asked at most this often (the agent asks every 2 s)
 RECLAIMED_STATES = {'DELETED', 'SHUTOFF', 'ERROR'}
 RECLAIMED_TASKS = {'deleting', 'powering-off'}
 
@@ -103,18 +85,14 @@ class Runtime:
         return Client.new_builder().with_credentials(credentials).with_endpoints([self._endpoint(service)]).build()
 
     def release(self):
-        """Delete this ECS with its EIP and disks (the agency allows ECS deletes in this project: only our own id is sent)."""
+        """Delete this ECS with its EIP and disks; only our own id is sent (the agency cannot be tag-scoped)."""
         from huaweicloudsdkecs.v2 import DeleteServersRequest, DeleteServersRequestBody, ServerId
         body = DeleteServersRequestBody(servers=[ServerId(id=self.instance_id())], delete_publicip=True,
                                         delete_volume=True)
         self._client('ecs').delete_servers(DeleteServersRequest(body=body))
 
     def spot_notice(self):
-        """Now, when the cloud is deleting or stopping this ECS without the agent asking; else None.
-
-        A spot reclaim shows this way, and so does anything else that ends the node from outside (the
-        auto_terminate_time of a pay-per-use node, a delete in the console): either way the agent gets
-        its grace period to save a checkpoint, with no lead time."""
+        """Now, when the cloud is deleting or stopping this ECS unasked (a spot reclaim, auto_terminate_time); else None."""
         asked, notice = self._spot
         if notice or time.time() - asked < SPOT_API_SECONDS:
             return notice
@@ -126,11 +104,7 @@ class Runtime:
         return self._spot[1]
 
     def retire_pool(self):
-        """Pause this stack's spot pool (the AS group named `cluster.poolName`) so it starts no replacement.
-
-        A paused group runs no scaling action and leaves its instances alone (AS API "Pausing an AS
-        group"); a paused group counts as retired, so a second call changes nothing. Returns what was done.
-        """
+        """Pause this stack's AS group (`cluster.poolName`): it starts no replacement. Idempotent; says what it did."""
         from huaweicloudsdkas.v1 import (ListScalingGroupsRequest, PauseScalingGroupOption,
                                          PauseScalingGroupRequest)
         name = self.cfg['cluster']['poolName']
