@@ -135,10 +135,6 @@ def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
     )
 
 
-def cloud_api(region: str) -> Optional[str]:
-    return None
-
-
 def cloud_api_default(spec) -> tuple[str, ...]:
     """What the node agent calls with endpoints.cloudApi unset: the ECS (and AS) API of the region."""
     hosts = (f"ecs.{spec.region}.myhuaweicloud.com",)
@@ -275,7 +271,6 @@ PROFILE = ProviderProfile(
     warnings=warnings,
     routes=routes,
     endpoint_rules=endpoint_rules,
-    cloud_api=cloud_api,
     cloud_api_default=cloud_api_default,
     keeps_billing=keeps_billing,
     bills_nothing_alone=BILLS_NOTHING_ALONE,
