@@ -74,6 +74,7 @@ class Metadata(MetadataStub):
 
 class CloudApi(ApiStub):
     release_actions = ("DeleteServers",)  # node_runtime.release
+    peer_actions = ("ListServersDetails",)  # node_runtime.peers
 
     ROUTES = (
         ("POST", r"/v1/[0-9a-f]+/cloudservers/delete", "DeleteServers"),
