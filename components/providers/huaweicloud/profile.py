@@ -121,7 +121,7 @@ def routes(spec) -> tuple[Route, ...]:
         "per GB of outbound traffic while a node runs, rate unknown here (EIP price list); the EIP is released"
         " with the node",
         evidence=(("huaweicloud:Ecs/instance:Instance", "bandwidth"),
-                  ("huaweicloud:As/configuration:Configuration", "instanceConfig"))))
+                  ("huaweicloud:As/configuration:Configuration", "instanceConfig.publicIp"))))
 
 
 def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
