@@ -125,6 +125,24 @@ def test_the_spot_pool_spans_its_zones_and_preview_names_the_ttl_gap(plan_for):
     assert "no in-VM spot reclaim notice" in warnings["billing"]
 
 
+def test_the_pools_internet_route_is_its_configurations_public_ip(plan_for):
+    """The egress evidence reads instanceConfig.publicIp: a configuration without one makes no route."""
+    import dataclasses
+
+    from components import egress
+    from tools.stackfiles import stack_spec
+
+    plan = plan_for("hw-medium-v100")
+    _, spec = stack_spec("hw-medium-v100", ())
+    routes = spec.profile.routes(spec)
+    assert egress.routes_in_plan(routes, plan.resources)["internet"] == ["hw-medium-v100-spot-config"]
+    config = one(plan, CONFIG)
+    bare = {k: v for k, v in config.inputs["instanceConfig"].items() if k != "publicIp"}
+    without = [dataclasses.replace(r, inputs={**r.inputs, "instanceConfig": bare}) if r is config else r
+               for r in plan.resources]
+    assert egress.routes_in_plan(routes, without)["internet"] is None
+
+
 def test_multi_node_stacks_spread_with_an_anti_affinity_group_and_say_so(plan_for):
     from tools.stackfiles import stack_spec
 
