@@ -23,7 +23,7 @@ import pulumi
 from components.nodeconfig import pool_name
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
                                        PartContext, StorageParts)
-from components.providers.huaweicloud.profile import disk_iops, disk_throughput, public_bandwidth_mbps
+from components.providers.huaweicloud.profile import AS_MAX_FLAVORS, disk_iops, disk_throughput, public_bandwidth_mbps
 from components.providers.huaweicloud.sdk import as_, dew, ecs, ims
 from components.spec import Spec
 
@@ -120,7 +120,7 @@ class Nodes(NodesComponent):
         config = as_.Configuration(
             f"{launch.ctx.name}-spot-config", scaling_configuration_name=pool_name(spec),
             instance_config=as_.ConfigurationInstanceConfigArgs(
-                flavor=",".join(row.name for row in spec.pool_types[:10]), flavor_priority_policy="PICK_FIRST",
+                flavor=",".join(row.name for row in spec.pool_types[:AS_MAX_FLAVORS]), flavor_priority_policy="PICK_FIRST",
                 image=launch.image, charging_mode="spot", security_group_ids=[launch.network.security_group_id],
                 key_name=launch.key, user_data=launch.user_data, ecs_group_id=launch.placement, public_ip=public_ip,
                 disks=[as_.ConfigurationInstanceConfigDiskArgs(size=SYSTEM_DISK_GB, volume_type=SYSTEM_DISK_TYPE,

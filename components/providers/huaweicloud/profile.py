@@ -157,7 +157,14 @@ def checks(spec) -> Iterable[tuple[str, str]]:
                                    " postpaid charging mode'); use GPSSD2 for spot nodes, or billing: on-demand")
 
 
+AS_MAX_FLAVORS = 10  # "A maximum of `10` flavors can be selected" (TF docs/resources/as_configuration.md:202)
+
+
 def warnings(spec) -> Iterable[tuple[str, str]]:
+    if spec.spot and len(spec.pool_types) > AS_MAX_FLAVORS:
+        kept = ", ".join(row.name for row in spec.pool_types[:AS_MAX_FLAVORS])
+        yield ("billing", f"spot: an AS configuration takes at most {AS_MAX_FLAVORS} flavors; the pool uses {kept}"
+                          f" and leaves out {len(spec.pool_types) - AS_MAX_FLAVORS} more")
     if spec.spot:
         yield ("billing", "spot: Huawei spot ECSs take no auto_terminate_time (TF compute_instance.md: 'only supported in"
                           " postpaid charging mode'); the pool's scheduled scale-to-zero (AS policy at maxHours) is the"
