@@ -323,13 +323,16 @@ def least_privilege_role(resource, resources, ctx):
             if str(statement.get(syntax["effect"], "")).lower() != syntax["allow"].lower():
                 continue
             actions = _as_list(statement.get(syntax["action"]))
-            targets = _as_list(statement.get(syntax["resource"]))
+            # No Resource element means every resource (Huawei's grammar allows leaving it out).
+            targets = _as_list(statement.get(syntax["resource"])) or ["*"]
             condition = json.dumps(statement.get(syntax["condition"]) or {})
             scoped = STACK_TAG in condition and _stack_named(condition, ctx.stack)
             for action in actions:
                 if action.endswith("*"):
                     yield f"{where}: wildcard action {action}"
                     continue
+                if action in policies.get("unscopable", {}):
+                    continue  # the provider's grammar cannot scope it: the adapter says why
                 if storage.search(action):
                     for target in targets:
                         if not (_stack_named(target, ctx.stack) or _stack_named(condition, ctx.stack)):

@@ -152,7 +152,7 @@ class ApiStub(Stub):
     to the next N; `instances` ((id, private ip), ...) answers the peer lookup. A cloud's stand-in
     declares `release_actions`: the API actions that release (delete) an instance."""
     release_actions: tuple[str, ...] = ()
-    peers_action = "DescribeInstances"  # the API action node_runtime.peers calls
+    peer_actions: tuple[str, ...] = ("DescribeInstances",)  # the API action(s) node_runtime.peers calls
 
     def __init__(self, instances=()):
         self.instances, self.requests, self.fail = list(instances), [], 0

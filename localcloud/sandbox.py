@@ -61,6 +61,9 @@ class Scenario:
     rdma_devices: tuple[str, ...] = ()
     preinstalled: tuple[str, ...] = ()
     cann_installed: bool = False
+    cann_version: str = "8.0.RC2"                # what ascend_toolkit_install.info says when cann_installed
+    npu_health: tuple[str, ...] = ()             # npu-smi's Health per card (default OK)
+    npu_needs_reboot: bool = False               # a fresh driver + firmware answer only after a reboot
     madison: Optional[dict[str, str]] = None     # apt-cache madison answers (default: derived from the config)
     # Bash run when a downloaded file of that name is executed; GPU_TRAINING_ROOT is the sandbox root.
     effects: Optional[dict[str, str]] = None
@@ -150,8 +153,14 @@ class Sandbox:
         ascend_home = ((cfg.get("bootstrap") or {}).get("ascend") or {}).get("home", "/usr/local/Ascend")
         self.ascend_home = self.root / ascend_home.lstrip("/")
         if s.cann_installed:
-            (self.ascend_home / "ascend-toolkit").mkdir(parents=True, exist_ok=True)
+            (self.ascend_home / "ascend-toolkit" / "latest" / "x86_64-linux").mkdir(parents=True, exist_ok=True)
             (self.ascend_home / "ascend-toolkit" / "set_env.sh").write_text("export ASCEND_TOOLKIT_HOME=/x\n")
+            (self.ascend_home / "ascend-toolkit" / "latest" / "x86_64-linux" / "ascend_toolkit_install.info").write_text(
+                f"package_name=Ascend-cann-toolkit\nversion={s.cann_version}\n")
+        if s.npu_health:
+            self._put("npu_health", "\n".join(s.npu_health))
+        if s.npu_needs_reboot:
+            self._put("npu_needs_reboot", "")
         size = (cfg["bootstrap"].get("dataDisk") or {}).get("sizeGb") or 200
         disks = s.disks if s.disks is not None else [Disk("vda", 40, fstype="ext4", partitions=1, mountpoint="/"),
                                                      Disk("vdb", size)]

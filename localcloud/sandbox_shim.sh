@@ -32,7 +32,19 @@ case "$me" in
     esac ;;
   npu-smi)
     [ -f "$S/npus" ] || { echo "npu-smi: dcmi init failed" >&2; exit 1; }
-    printf '\tTotal Count                    : %s\n' "$(cat "$S/npus")" ;;
+    if [ "$*" = info ]; then
+      # The card table of `npu-smi info` (two rows per card: NPU/name/health, chip/bus id); health per
+      # card from $S/npu_health (one status a line), OK when not listed.
+      n=$(cat "$S/npus")
+      echo "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|"
+      for ((i = 0; i < n; i++)); do
+        h=$(sed -n "$((i + 1))p" "$S/npu_health" 2>/dev/null || true)
+        printf '| %-5s 910B1               | %-13s | 93.6        41                0    / 0             |\n' "$i" "${h:-OK}"
+        printf '| 0                         | 0000:C%d:00.0  | 0           0    / 0          3161 / 65536         |\n' "$i"
+      done
+    else
+      printf '\tTotal Count                    : %s\n' "$(cat "$S/npus")"
+    fi ;;
   apt-get)
     if [ "${1:-}" = install ] || [[ " $* " == *" install "* ]]; then
       for a in "$@"; do case "$a" in -*|install|DPkg::*|Dpkg::*) ;; *) install_pkg "$a" ;; esac; done
@@ -104,9 +116,12 @@ case "$me" in
     if [ -f "$effect" ]; then bash "$effect"; fi ;;
   ascend-run-package)
     case "${1##*/}" in
-      *npu-driver*) cp "$S/npus_after_install" "$S/npus" ;;
+      *npu-driver*) [ -f "$S/npu_needs_reboot" ] || cp "$S/npus_after_install" "$S/npus" ;;
       *cann-toolkit*)
-        mkdir -p "$SANDBOX_ASCEND_HOME/ascend-toolkit"
+        mkdir -p "$SANDBOX_ASCEND_HOME/ascend-toolkit/latest/x86_64-linux"
+        v=${1##*/Ascend-cann-toolkit_}
+        printf 'package_name=Ascend-cann-toolkit\nversion=%s\n' "${v%%_*}" \
+          >"$SANDBOX_ASCEND_HOME/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info"
         # shellcheck disable=SC2016  # expanded when set_env.sh is sourced
         printf 'export ASCEND_TOOLKIT_HOME=%s/ascend-toolkit/latest\nexport LD_LIBRARY_PATH=%s/lib64:${LD_LIBRARY_PATH:-}\n' \
           "$SANDBOX_ASCEND_HOME" "$SANDBOX_ASCEND_HOME" >"$SANDBOX_ASCEND_HOME/ascend-toolkit/set_env.sh" ;;

@@ -39,13 +39,20 @@ BASE_CLOCK = "2026-12-02T10:00:00Z"
 LATER = timedelta(hours=3)  # the second `pulumi up`, while the nodes still run
 CHANGED_AGENT_FILE = "monitor.py"  # not in the boot set: it travels through object storage
 
+# A Huawei AS configuration holds the pool's user data, and its instance_config is ForceNew
+# (resource_huaweicloud_as_configuration.go:45 at v1.73.3): the nodes the pool starts later get a new
+# configuration; the group switches to it in place and its running nodes are untouched.
+_HUAWEI_CONFIGURATION = ("instance_config (with the user data) is ForceNew in huaweicloud_as_configuration: a new"
+                         " configuration for later pool nodes; the group moves to it in place")
+
 # change -> {resource type: why the change must replace it}. Nothing else may be replaced or disrupted.
 MUST_REPLACE: dict[str, dict[str, str]] = {
     "none": {},
     "newer image": {},  # the newest public Ubuntu image the lookup finds changed since the first up
-    "agent file": {},
-    "train.command": {},
+    "agent file": {"huaweicloud:As/configuration:Configuration": _HUAWEI_CONFIGURATION},
+    "train.command": {"huaweicloud:As/configuration:Configuration": _HUAWEI_CONFIGURATION},
     "maxHours": {
+        "huaweicloud:As/configuration:Configuration": _HUAWEI_CONFIGURATION,
         "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup":
             "valid_until is ForceNew (resource_alicloud_auto_provisioning_group.go) and"
             " ModifyAutoProvisioningGroup cannot change it: the spot pool's TTL moves only with a new pool",
@@ -296,6 +303,14 @@ def test_a_change_replaces_only_what_it_must(stack, change):
                 f"MUST_REPLACE says {type_} is replaced ({why}), but it is not: update the list"
 
 
+def user_data_input(inputs: dict) -> str | None:
+    """The top-level input that carries the user data: userData itself, or the object holding it (a
+    Huawei AS configuration's instanceConfig.userData)."""
+    if "userData" in inputs:
+        return "userData"
+    return next((name for name, value in inputs.items() if isinstance(value, dict) and "userData" in value), None)
+
+
 @pytest.mark.parametrize("stack", STACKS)
 def test_agent_and_command_changes_reach_the_nodes_created_after_them(stack):
     """What new nodes boot with changes: the user data a pool's template or configuration holds, and
@@ -303,12 +318,12 @@ def test_agent_and_command_changes_reach_the_nodes_created_after_them(stack):
     for change in ("agent file", "train.command"):
         first, second = planned(stack, change)
         report = diff(first, second)
-        carriers = [r for r in second.resources if "userData" in r.inputs]
+        carriers = [(r, user_data_input(r.inputs)) for r in second.resources if user_data_input(r.inputs)]
         assert carriers
-        for resource in carriers:
+        for resource, holder in carriers:
             if "userData" in resource.options.get("ignoreChanges", []):
                 continue  # a running node: the change is for its successors
-            assert "userData" in report[(resource.type, resource.name)]["changed"], (change, resource.name)
+            assert holder in report[(resource.type, resource.name)]["changed"], (change, resource.name)
         if change == "agent file":
             objects = [key for key, entry in report.items() if "BucketObject" in key[0]]
             assert objects and all(not report[key]["replaced"] for key in objects)

@@ -27,6 +27,7 @@ from components.bootstrap import decode, node_config_of
 
 REPO = Path(__file__).resolve().parent.parent
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")
+# Every registered cloud's node types, as its conformance adapter names them.
 NODE_TYPES = tuple(t for adapter in safety.adapters().values() for t in adapter.get("nodes", []))
 VARIANTS = [(stack, ()) for stack in vm_stack_names()] + [
     ("entry-t4", ("billing=spot", "checkpoint.bucket=my-bucket")),
@@ -37,7 +38,10 @@ VARIANTS = [(stack, ()) for stack in vm_stack_names()] + [
 
 
 def user_data_of(resource) -> str:
-    return decode(resource.inputs["userData"])
+    """The node's user data: an input, or inside one object (a Huawei AS configuration's instanceConfig)."""
+    inputs = resource.inputs
+    held = inputs.get("userData") or next(v["userData"] for v in inputs.values() if isinstance(v, dict) and "userData" in v)
+    return decode(held)
 
 
 def node_json(cloud_config: str) -> dict:

@@ -686,6 +686,10 @@ _VALIDATOR_VALUES: dict[str, dict] = {
     "ValidateAsScheduleTimestamp": {"kind": "rfc3339"},
     "ValidateNotEmpty": {"kind": "length", "min": 1, "unit": "bytes"},
     "ValidateIp": {"kind": "ip"},
+    # terraform-provider-huaweicloud utils/validators.go: ValidateCIDR wants the network written as
+    # net.ParseCIDR prints it (line 70), ValidateIP an address as net.ParseIP prints it (line 124).
+    "ValidateCIDR": {"kind": "cidr_network"},
+    "ValidateIP": {"kind": "ip"},
     "ValidateImageID": {"kind": "prefix", "values": ["img-"]},
     "ValidateInstanceType": {"kind": "contains", "value": "."},
     "ValidateKeyPairName": _all({"kind": "length", "min": 1, "max": 25, "unit": "bytes"},
@@ -755,9 +759,9 @@ def _strip_address(node: Node) -> Node:
 
 
 def _returned_literal(tree: SourceTree, scope: Scope, call: Call) -> tuple[Node, Scope]:
-    """The value a zero-argument schema helper (tagsSchema()) returns, and the scope it lives in."""
-    if call.args:
-        raise GoSchemaError(f"{_where(scope, call)}: {dotted(call.fn)}(...) takes arguments; cannot inline it")
+    """The value a schema helper (tagsSchema(), common.SchemaChargingMode(nil)) returns, and the scope it
+    lives in. Its parameters are not bound: a field that reads one evaluates as Unresolved (a list such as
+    ConflictsWith is then kept as "unevaluated"), a flag or validator that reads one stops the run."""
     fn = call.fn
     target = scope
     if isinstance(fn, Sel) and isinstance(fn.x, Ident):
@@ -789,7 +793,13 @@ def _return_expression(file: GoFile, brace: int, scope: Scope) -> tuple[Node, Sc
         elif token.kind == "ident" and token.text == "return" and depth == 1:
             parser.next()
             inner = Scope(scope.tree, scope.directory, scope.file, scope.external, {**scope.locals, **locals_})
-            return parser.expression(), inner
+            returned = parser.expression()
+            # `obj := schema.Schema{...}; ...; return &obj` (terraform-provider-huaweicloud's helpers): the
+            # literal itself. Statements between them (an optional Description) are not followed.
+            local = _strip_address(returned)
+            if isinstance(local, Ident) and local.name in locals_:
+                return locals_[local.name], inner
+            return returned, inner
         else:
             parser.next()
             if token.kind == "op" and token.text in ("{", "}"):
@@ -804,6 +814,13 @@ def field_facts(node: Node, scope: Scope) -> dict:
         inner, inner_scope = _returned_literal(scope.tree, scope, node)
         facts = field_facts(inner, inner_scope)
         facts.setdefault("via", f"{dotted(node.fn)}() at {inner_scope.file.path}:{inner.line}")
+        return facts
+    if isinstance(node, Ident) and node.name not in ("true", "false", "nil"):
+        # A package-level `var fooSchema = &schema.Schema{...}` (terraform-provider-huaweicloud's rules).
+        file, offset, _ = scope.tree.find_value(scope.directory, node.name)
+        parser = Parser(tokenize(file.text[offset:], file.path, file.line_of(offset)), file.path)
+        facts = field_facts(parser.expression(), Scope(scope.tree, scope.directory, file, scope.external))
+        facts.setdefault("via", f"{node.name} at {file.path}:{file.line_of(offset)}")
         return facts
     if not isinstance(node, Composite):
         raise GoSchemaError(f"{_where(scope, node)}: expected a schema.Schema literal, found {type(node).__name__}")

@@ -231,7 +231,8 @@ def _ascend(r: _Reader, cfg: dict) -> dict[str, Any]:
     a = r.get(key, None)
     if not isinstance(a, dict):
         r.problems.append(f"{key}: missing; an Ascend node needs at least {{'packagesUrl': ...}}")
-        return {"url": "", "local": False, "packages": {}, "home": ASCEND_HOME_DEFAULT, "torch_npu": "", "pip": []}
+        return {"url": "", "local": False, "packages": {}, "home": ASCEND_HOME_DEFAULT, "torch_npu": "", "pip": [],
+                "releases": []}
     url = a.get("packagesUrl")
     local = isinstance(url, str) and bool(_PATH.fullmatch(url))
     if not ASCEND_PACKAGES_URL.accepts(url):
@@ -269,5 +270,13 @@ def _ascend(r: _Reader, cfg: dict) -> dict[str, Any]:
         r.bad(f"{key}.home", home, "an absolute path")
         home = ASCEND_HOME_DEFAULT
     return {"url": url.rstrip("/"), "local": local, "packages": names, "home": home.rstrip("/"),
-            # torch_npu releases carry torch's version plus a suffix (2.4.0.post2 for torch 2.4.0).
-            "torch_npu": torch_npu or "", "pip": list(pip)}
+            # torch_npu releases carry torch's version plus a suffix (2.4.0.post2 for torch 2.4.0);
+            # unset, the node picks the release for its CANN version from torch_npu_releases().
+            "torch_npu": torch_npu or "", "pip": list(pip), "releases": torch_npu_releases()}
+
+
+def torch_npu_releases() -> list[str]:
+    """"<CANN> <torch> <torch-npu>" lines of components/data/torch_npu.yaml, for the node's lookup."""
+    from components import datafiles
+
+    return [f"{r['cann']} {r['torch']} {r['torchNpu']}" for r in datafiles.load("torch_npu.yaml")["releases"]]

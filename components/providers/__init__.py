@@ -25,6 +25,7 @@ from components.providers.base import ProviderProfile
 REGISTRY: dict[str, str] = {
     "alicloud": "components.providers.alicloud",
     "tencentcloud": "components.providers.tencentcloud",
+    "huaweicloud": "components.providers.huaweicloud",
     "baiducloud": "components.providers.baiducloud",
 }
 

@@ -52,9 +52,10 @@ class ObjectStore:
 class Route:
     """One way for a node to reach an endpoint: inside the VPC, or out to the Internet.
 
-    `evidence` names the plan's proof that the route exists: (resource type, input) pairs; the route
-    is in a plan when at least one resource of a listed type is there and every such resource has
-    that input set (true, or a number above 0). No evidence: nothing has to be created (the VPC).
+    `evidence` names the plan's proof that the route exists: (resource type, input) pairs (`a.b` is an
+    input inside an object); the route is in a plan when at least one resource of a listed type is
+    there and every such resource has that input set (true, or a number above 0). No evidence:
+    nothing has to be created (the VPC).
     """
     name: str  # "vpc" | "internet"
     description: str

@@ -34,10 +34,10 @@ environment (set by the node agent; all optional for a local run):
   RESUME_FROM     directory (or file) to resume from: the newest complete checkpoint in it is used;
                   without it, the newest checkpoint in CKPT_DIR; without that, from scratch
   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT
-                  set by torchrun: distributed data parallel, NCCL on GPUs, gloo on CPUs
+                  set by torchrun: distributed data parallel, NCCL on GPUs, HCCL on NPUs, gloo on CPUs
   GPU_TRAINING_DATALOADER_WORKERS   DataLoader workers per process (default: half the cores
                   per local process); --workers wins
-  GPU_TRAINING_AMP                  1/0: mixed precision on CUDA (default on); --amp wins
+  GPU_TRAINING_AMP                  1/0: mixed precision on CUDA and NPU (default on); --amp wins
   GPU_TRAINING_DATA                 the staged data set (a folder made by scripts/pack.py, or
                   <folder>/<class>/<image>): train on it instead of generated images; --data wins
   GPU_TRAINING_STATS_FILE           where to write throughput and data-loader wait at each progress
@@ -97,10 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ckpt-dir", default=None, help="overrides CKPT_DIR")
     c.add_argument("--resume-from", default=None, help="overrides RESUME_FROM")
     r = p.add_argument_group("runtime")
-    r.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto: CUDA when present (default auto)")
+    r.add_argument("--device", choices=("auto", "cpu", "cuda", "npu"), default="auto",
+                   help="auto: CUDA when present, else an Ascend NPU (torch_npu), else the CPU (default auto)")
     r.add_argument("--amp", choices=("auto", "on", "off"), default="auto",
-                   help="mixed precision (autocast + GradScaler); auto: GPU_TRAINING_AMP, on when on CUDA")
+                   help="mixed precision (autocast + GradScaler); auto: GPU_TRAINING_AMP, on when on CUDA or NPU")
     r.add_argument("--amp-dtype", choices=("fp16", "bf16"), default="fp16",
                    help="autocast dtype; fp16 uses the GradScaler (default fp16, which T4s need)")
     r.add_argument("--workers", type=int, default=None,
@@ -242,6 +242,7 @@ class Trainer:
         import torch
         import torch.distributed as dist
         from cnn_checkpoint import checkpoint_name, find_candidates, load_newest, remove_temporaries
+        from cnn_device import DeviceError, choose
         from cnn_data import ResumableDistributedSampler, SyntheticImages
         from cnn_shards import open_images
         from cnn_model import ResNet
@@ -249,28 +250,21 @@ class Trainer:
         self.torch, self.dist, self.args, self.stop = torch, dist, args, stop
         self.checkpoint_name = checkpoint_name
         self.distributed = args.world_size > 1
-        use_cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
-        if use_cuda and not torch.cuda.is_available():
-            raise UsageError("--device cuda: no CUDA device is visible to this process")
-        if use_cuda:
-            if args.local_rank >= torch.cuda.device_count():
-                raise UsageError(f"environment variable LOCAL_RANK={args.local_rank}: only "
-                                 f"{torch.cuda.device_count()} CUDA devices are visible")
-            self.device = torch.device("cuda", args.local_rank)
-            torch.cuda.set_device(self.device)
-            torch.backends.cudnn.benchmark = True
-        else:
-            self.device = torch.device("cpu")
+        try:
+            self.accelerator = choose(torch, args.device, args.local_rank)  # cuda, npu or cpu (cnn_device.py)
+        except DeviceError as error:
+            raise UsageError(str(error)) from None
+        self.device, accelerated = self.accelerator.device, self.accelerator.accelerated
         self.is_main = args.rank == 0
         if self.distributed:
-            dist.init_process_group("nccl" if use_cuda else "gloo", init_method="env://",
+            dist.init_process_group(self.accelerator.backend, init_method="env://",
                                     rank=args.rank, world_size=args.world_size)
 
-        self.amp = use_cuda and (args.amp == "on" or (args.amp == "auto" and args.amp_hint))
-        if args.amp == "on" and not use_cuda:
-            self.say("--amp on ignored: mixed precision is only used on CUDA")
+        self.amp = accelerated and (args.amp == "on" or (args.amp == "auto" and args.amp_hint))
+        if args.amp == "on" and not accelerated:
+            self.say("--amp on ignored: mixed precision is only used on CUDA and NPU")
         self.amp_dtype = torch.bfloat16 if args.amp_dtype == "bf16" else torch.float16
-        self.memory_format = torch.channels_last if use_cuda else torch.contiguous_format
+        self.memory_format = torch.channels_last if self.accelerator.channels_last else torch.contiguous_format
 
         if args.data is not None:
             try:
@@ -288,7 +282,7 @@ class Trainer:
         self.model = ResNet(args.classes, args.width, args.depth).to(self.device, memory_format=self.memory_format)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=args.lr, momentum=0.9, nesterov=True,
                                          weight_decay=args.weight_decay)
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.amp and self.amp_dtype == torch.float16)
+        self.scaler = self.accelerator.scaler(torch, enabled=self.amp and self.amp_dtype == torch.float16)
         self.loss_fn = torch.nn.CrossEntropyLoss()
 
         if self.is_main:
@@ -321,7 +315,7 @@ class Trainer:
         if self.distributed:
             from torch.nn.parallel import DistributedDataParallel
             self.ddp_model = DistributedDataParallel(
-                self.model, device_ids=[self.device.index] if use_cuda else None)
+                self.model, device_ids=[self.device.index] if accelerated else None)
 
         self.sampler = ResumableDistributedSampler(self.dataset, args.world_size, args.rank, args.seed)
         self.steps_per_epoch = (args.dataset_size // args.world_size) // args.batch_size
@@ -330,7 +324,7 @@ class Trainer:
         # RNG would make a resumed run's RNG state differ from an uninterrupted run's.
         self.loader = torch.utils.data.DataLoader(
             self.dataset, batch_size=args.batch_size, sampler=self.sampler, drop_last=True,
-            num_workers=self.workers, pin_memory=use_cuda, persistent_workers=self.workers > 0,
+            num_workers=self.workers, pin_memory=accelerated, persistent_workers=self.workers > 0,
             prefetch_factor=4 if self.workers > 0 else None,
             worker_init_fn=_ignore_stop_signals, generator=torch.Generator().manual_seed(args.seed))
 
@@ -359,8 +353,7 @@ class Trainer:
         rng = state.get("rng", {})
         if "torch" in rng:
             torch.set_rng_state(rng["torch"])
-        if rng.get("cuda") and torch.cuda.is_available() and len(rng["cuda"]) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(rng["cuda"])
+        self.accelerator.set_rng_states(rng.get(self.accelerator.kind) or [])
         if "python" in rng:
             random.setstate(_as_tuple(rng["python"]))
         self.step = int(state["step"])
@@ -409,7 +402,7 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(),
             "rng": {"torch": torch.get_rng_state(),
-                    "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                    self.accelerator.kind: self.accelerator.rng_states(),
                     "python": random.getstate()},
         }
         atomic_write(path, lambda handle: torch.save(state, handle))

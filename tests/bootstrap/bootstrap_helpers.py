@@ -14,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).with_name("fixtures")
 STACK_NAMES = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
-# Ascend has no stack yet (no Huawei provider): its node config is a fixture that follows the contract.
+# Ascend has no stack (Huawei's Ascend flavors are prepaid bare metal, refused: docs/huaweicloud.md): its node
+# config is a fixture that follows the contract.
 FIXTURE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.json"))
 ALL_CONFIGS = [f"stack:{n}" for n in STACK_NAMES] + [f"fixture:{n}" for n in FIXTURE_NAMES]
 
@@ -31,7 +32,8 @@ def _load(name: str) -> str:
 # Stack configs carry the preview's "<...>" placeholder for the shared FS address; a node would get the
 # real mount target, in the form each provider snippet documents.
 SAMPLE_FS_ADDRESS = {"cpfs": "cpfs-0123456789abcdef-000001.cn-hangzhou.cpfs.aliyuncs.com:/share",
-                     "nas": "0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com", "cfsturbo": "10.0.3.7:/a1b2c3d4"}
+                     "nas": "0a1b2c3d4e-abc12.cn-hangzhou.nas.aliyuncs.com", "cfsturbo": "10.0.3.7:/a1b2c3d4",
+                     "sfsturbo": "192.168.0.8:/"}
 # What installing a shared-FS client changes on a real node, for snippets that check it on re-runs.
 SAMPLE_FS_EFFECTS = {"cfsturbo": {"cfs_turbo_client_setup": 'mkdir -p "$GPU_TRAINING_ROOT/sys/module/ptlrpc"'}}
 

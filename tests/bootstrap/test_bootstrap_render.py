@@ -53,9 +53,13 @@ def test_cloud_init_schema_rejects_a_broken_document(tmp_path):
 
 @pytest.mark.parametrize("name", ALL_CONFIGS)
 def test_encoded_user_data_is_under_16_kb_and_decodes(name):
-    r = render_user_data(load_config(name))
+    cfg = load_config(name)
+    r = render_user_data(cfg)
     print(f"{name}: {r.encoded_size} bytes encoded")
-    assert r.encoded_size == len(r.encoded) < LIMIT
+    # Under 16 KB everywhere the cloud takes no more; a cloud that takes more (Huawei: 32 KB before
+    # base64) has its own limit, the one validation checks.
+    limit = max(LIMIT, providers.profile(cfg["provider"]).user_data.max_encoded)
+    assert r.encoded_size == len(r.encoded) < limit
     assert decode(r.encoded) == r.cloud_config
     assert r.cloud_config.startswith("#cloud-config\n")
 

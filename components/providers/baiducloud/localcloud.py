@@ -132,7 +132,7 @@ def _need(body: dict, *names: str):
 class CloudApi(ApiStub):
     """BCC/VPC/IAM/KMS as one server (BAIDUCLOUD_ENDPOINT points every client here)."""
     release_actions = ("ReleaseInstance",)
-    peers_action = "ListInstances"
+    peer_actions = ("ListInstances",)  # node_runtime.peers
 
     def __init__(self, instances=(), boot_polls: int = 1):
         self.boot_polls = boot_polls

@@ -1,0 +1,159 @@
+"""Huawei Cloud GPU nodes: N pay-per-use ECSs, or a spot pool (an AS group over a spot AS configuration
+with up to ten flavors) that replaces reclaimed nodes.
+
+Every node: the agency (`agency_name`; on the AS group for the pool), SSD disks by tier encrypted with
+the stack's KMS key (system and data disks), the stack's tags, an anti-affinity server group when
+there is more than one node, and an EIP for outbound traffic only (released with the node).
+
+- TTL on demand: `auto_terminate_time` at expires_at (UTC, "yyyy-MM-ddTHH:mm:ssZ", >= 30 minutes
+  ahead; pay-per-use only: terraform-provider-huaweicloud v1.73.3 docs/resources/compute_instance.md).
+- TTL of the pool: spot ECSs take no auto_terminate_time, so the pool gets an AS policy of type
+  SCHEDULED at expires_at ("YYYY-MM-DDThh:mmZ", UTC; docs/resources/as_policy.md) that SETs the
+  group to 0 instances; the group deletes what it removes (delete_instances "yes", with their EIPs and
+  disks). The agent's own TTL and scripts/run.py's destroy remain the backstop (the preview says so).
+- Server groups: only `anti-affinity` (docs/resources/compute_servergroup.md): nodes are spread, not
+  packed; no low-latency placement exists for these flavors (a preview finding for multi-node stacks).
+"""
+from __future__ import annotations
+
+import re
+
+import pulumi
+
+from components.nodeconfig import pool_name
+from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
+                                       PartContext, StorageParts)
+from components.providers.huaweicloud.profile import AS_MAX_FLAVORS, disk_iops, disk_throughput, public_bandwidth_mbps
+from components.providers.huaweicloud.sdk import as_, dew, ecs, ims
+from components.spec import Spec
+
+SYSTEM_DISK_GB = 100
+SYSTEM_DISK_TYPE = "GPSSD"
+UBUNTU = r"^Ubuntu 22\.04 server 64bit"
+EIP_TYPE = "5_bgp"
+KMS_PENDING_DAYS = "7"  # the shortest wait KMS allows before a scheduled key deletion completes
+
+
+def image_id(spec: Spec) -> pulumi.Output:
+    if spec.image:
+        return pulumi.Output.from_input(spec.image)
+    # ims.get_image (one image, most recent): ims.get_images cannot be called from Python in 0.0.12 (its
+    # result class takes a `__support_agent_list` argument, which Python name-mangles: a TypeError).
+    found = ims.get_image_output(name_regex=UBUNTU, visibility="public", os="Ubuntu", flavor_id=spec.instance.name,
+                                 most_recent=True)
+    return found.id
+
+
+def launch_time(expires_at: str) -> str:
+    """An AS scheduled policy's time: "YYYY-MM-DDThh:mmZ" (UTC, no seconds)."""
+    return re.sub(r":\d{2}Z$", "Z", expires_at)
+
+
+def key_pair_name(spec: Spec) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", f"gpu-training-{spec.stack}")[:64]
+
+
+def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """User data is read by cloud-init at first boot only: a changed one is for nodes created after it,
+    and a newer public image must not rebuild a running node (docs/day2.md)."""
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=["userData", "imageId"])
+
+
+class Nodes(NodesComponent):
+    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
+                 user_data: pulumi.Output, expires_at: pulumi.Output[str]):
+        super().__init__("gpu-training:huaweicloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(ctx.tags)
+        # One customer key per stack encrypts every disk of it (EVS needs a KMS key id to encrypt).
+        self.disk_key = dew.Key(f"{ctx.name}-disk-key", key_alias=f"gpu-training-{spec.stack}-disks",
+                                key_description=f"gpu-training {spec.stack}: node disks",
+                                pending_days=KMS_PENDING_DAYS, tags=tags, opts=child)
+        key_name = None
+        if spec.ssh_public_key:
+            key_name = ecs.Keypair(f"{ctx.name}-key", name=key_pair_name(spec), public_key=spec.ssh_public_key,
+                                   opts=child).name
+        group_id = None
+        if spec.nodes > 1:
+            group_id = ecs.Servergroup(f"{ctx.name}-servergroup", name=f"gpu-training-{spec.stack}",
+                                       policies=["anti-affinity"], opts=child).id
+        bandwidth = public_bandwidth_mbps(spec)
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
+                               group_id, bandwidth or None, "traffic" if bandwidth else None))
+
+    def on_demand(self, launch: NodeLaunch) -> None:
+        spec, disk = launch.spec, launch.spec.data_disk
+        for index in range(spec.nodes):
+            node = ecs.Instance(
+                f"{launch.ctx.name}-node-{index}", name=f"gpu-training-{spec.stack}-{index}",
+                flavor_id=spec.instance.name, image_id=launch.image, availability_zone=launch.network.zone,
+                networks=[ecs.InstanceNetworkArgs(uuid=launch.network.subnet_ids[0])],
+                security_group_ids=[launch.network.security_group_id],
+                system_disk_type=SYSTEM_DISK_TYPE, system_disk_size=SYSTEM_DISK_GB,
+                system_disk_kms_key_id=self.disk_key.id,
+                data_disks=[ecs.InstanceDataDiskArgs(
+                    type=disk.category, size=disk.size_gb, kms_key_id=self.disk_key.id,
+                    iops=disk_iops(disk.category, disk.size_gb), throughput=disk_throughput(disk.category, disk.size_gb))],
+                delete_disks_on_termination=True,
+                eip_type=EIP_TYPE if launch.public_bandwidth else None,
+                bandwidth=ecs.InstanceBandwidthArgs(share_type="PER", size=launch.public_bandwidth,
+                                                    charge_mode=launch.internet_charge) if launch.public_bandwidth else None,
+                delete_eip_on_termination=True,
+                user_data=launch.user_data, agency_name=launch.identity.role_name, key_pair=launch.key,
+                scheduler_hints=[ecs.InstanceSchedulerHintArgs(group=launch.placement)] if launch.placement else None,
+                charging_mode="postPaid",
+                # The last resort if the agent never releases the node: Huawei deletes it.
+                auto_terminate_time=launch.expires_at,
+                tags=launch.tags, opts=node_options(self))
+            self.instance_ids.append(node.id)
+            self.private_ips.append(node.access_ip_v4)
+            self.public_ips.append(node.public_ip)
+
+    def spot_pool(self, launch: NodeLaunch) -> None:
+        spec, disk = launch.spec, launch.spec.data_disk
+        child = pulumi.ResourceOptions(parent=self)
+        public_ip = None
+        if launch.public_bandwidth:
+            public_ip = as_.ConfigurationInstanceConfigPublicIpArgs(eip=as_.ConfigurationInstanceConfigPublicIpEipArgs(
+                ip_type=EIP_TYPE, bandwidth=as_.ConfigurationInstanceConfigPublicIpEipBandwidthArgs(
+                    share_type="PER", size=launch.public_bandwidth, charging_mode=launch.internet_charge)))
+        config = as_.Configuration(
+            f"{launch.ctx.name}-spot-config", scaling_configuration_name=pool_name(spec),
+            instance_config=as_.ConfigurationInstanceConfigArgs(
+                flavor=",".join(row.name for row in spec.pool_types[:AS_MAX_FLAVORS]), flavor_priority_policy="PICK_FIRST",
+                image=launch.image, charging_mode="spot", security_group_ids=[launch.network.security_group_id],
+                key_name=launch.key, user_data=launch.user_data, ecs_group_id=launch.placement, public_ip=public_ip,
+                disks=[as_.ConfigurationInstanceConfigDiskArgs(size=SYSTEM_DISK_GB, volume_type=SYSTEM_DISK_TYPE,
+                                                               disk_type="SYS", kms_id=self.disk_key.id),
+                       as_.ConfigurationInstanceConfigDiskArgs(
+                           size=disk.size_gb, volume_type=disk.category, disk_type="DATA", kms_id=self.disk_key.id,
+                           iops=disk_iops(disk.category, disk.size_gb),
+                           throughput=disk_throughput(disk.category, disk.size_gb))]),
+            # instance_config is ForceNew: a newer public image would replace the configuration for
+            # nothing (the pool keeps the image it started with, like the nodes); a changed user data
+            # does replace it, for the nodes the pool starts later (docs/day2.md).
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["instanceConfig.image"]))
+        zones = [launch.network.zone] + [pulumi.Output.from_input(z) for z in spec.spot_zones]
+        group = as_.Group(
+            f"{launch.ctx.name}-spot-pool", scaling_group_name=pool_name(spec), scaling_configuration_id=config.id,
+            vpc_id=launch.network.vpc_id, networks=[as_.GroupNetworkArgs(id=s) for s in launch.network.subnet_ids.values()],
+            security_groups=[as_.GroupSecurityGroupArgs(id=launch.network.security_group_id)],
+            availability_zones=zones, multi_az_scaling_policy="PRIORITY",
+            desire_instance_number=spec.nodes, min_instance_number=0, max_instance_number=spec.nodes,
+            agency_name=launch.identity.role_name, health_periodic_audit_method="NOVA_AUDIT",
+            # What the group removes is deleted, with its EIP and disks: nothing keeps billing.
+            delete_instances="yes", delete_publicip=True, delete_volume=True, force_delete=True,
+            tags=launch.tags, opts=child)
+        # The pool's TTL: at expires_at the group is set to zero instances.
+        as_.Policy(f"{launch.ctx.name}-spot-pool-ttl", scaling_policy_name=f"gpu-training-{spec.stack}-ttl",
+                   scaling_group_id=group.id, scaling_policy_type="SCHEDULED",
+                   scheduled_policy=as_.PolicyScheduledPolicyArgs(
+                       launch_time=pulumi.Output.from_input(launch.expires_at).apply(launch_time)),
+                   scaling_policy_action=as_.PolicyScalingPolicyActionArgs(operation="SET", instance_number=0),
+                   opts=child)
+        self.pool_id = group.id
+
+
+def create(spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts, storage: StorageParts,
+           user_data: pulumi.Output, expires_at: pulumi.Output[str]) -> ComputeParts:
+    return Nodes(spec, ctx, network, identity, user_data, expires_at).parts()

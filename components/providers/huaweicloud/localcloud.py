@@ -1,0 +1,145 @@
+"""Local stand-ins for Huawei Cloud (tests, `make rehearse`): the ECS metadata service (EC2-style paths and
+the OpenStack-style meta_data.json and securitykey; no session token, no spot notice) and the ECS and
+AS APIs the node runtime calls, recording each request. Both APIs answer on one address (the runtime's
+endpoints.cloudApi); the path tells them apart.
+
+Facts: ECS user guide ecs_03_0166 "Obtaining Metadata" (meta_data.json uuid/project_id, securitykey's
+`credential` object); ECS API "Deleting ECSs" (POST /v1/{project_id}/cloudservers/delete -> job_id),
+"Querying Details About ECSs" (GET /v1/{project_id}/cloudservers/detail), "Querying Details About an
+ECS" (GET /v1/{project_id}/cloudservers/{server_id}); AS API "Querying AS Groups" and "Pausing an AS
+group" (POST /autoscaling-api/v1/{project_id}/scaling_group/{id}/action {"action": "pause"}).
+`reclaim(instance_id)`, or a notice posted on the node's Metadata, marks an ECS as being deleted by the
+cloud, as a spot reclaim does.
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from urllib.parse import parse_qs, urlsplit
+
+from localcloud import ApiStub, MetadataStub
+
+PROJECT_ID = "0123456789abcdef0123456789abcdef"
+# Instances the cloud is deleting (a spot reclaim). Huawei has no in-VM notice, so a notice posted on
+# a node's metadata stand-in (the rehearsal's drill) becomes what a Huawei node can see: its own ECS
+# being deleted in the API (CloudApi ShowServer).
+RECLAIMING: set[str] = set()
+
+
+class Metadata(MetadataStub):
+    spot_path = "spot/instance-action"  # not a Huawei path: Huawei documents no in-VM spot notice (always 404)
+    region, zone = "cn-north-4", "cn-north-4a"
+
+    @staticmethod
+    def new_instance_id():
+        return str(uuid.uuid4())
+
+    @property
+    def notice(self):
+        return self._notice
+
+    @notice.setter
+    def notice(self, moment):
+        self._notice = moment
+        (RECLAIMING.add if moment else RECLAIMING.discard)(self.instance_id)
+
+    def answer(self, method, path, headers, body):
+        documents = {"/openstack/latest/meta_data.json": self.meta_data, "/openstack/latest/securitykey": self.securitykey}
+        if path in documents:
+            with self.lock:
+                self.log.append((method, path, headers))
+                if self.fail > 0:
+                    self.fail -= 1
+                    return 500, b"injected fault", {}
+            return 200, json.dumps(documents[path]()).encode(), {"Content-Type": "application/json"}
+        if path.startswith(self.PREFIX + self.spot_path):
+            return 404, b"Not Found", {}
+        return super().answer(method, path, headers, body)
+
+    def meta_data(self) -> dict:
+        return {"uuid": self.instance_id, "project_id": PROJECT_ID, "availability_zone": self.zone,
+                "name": f"node-{self.instance_id[:8]}", "hostname": f"node-{self.instance_id[:8]}"}
+
+    def securitykey(self) -> dict:
+        return {"credential": {"access": self.key_id, "secret": self.secret, "securitytoken": self.token,
+                               "expires_at": self.expiry().strftime("%Y-%m-%dT%H:%M:%S.000000Z")}}
+
+    def spot_body(self, notice):
+        return b""
+
+    def values(self):
+        return {"instance-id": self.instance_id, "local-ipv4": self.ip, "placement/availability-zone": self.zone}
+
+
+class CloudApi(ApiStub):
+    release_actions = ("DeleteServers",)  # node_runtime.release
+    peer_actions = ("ListServersDetails",)  # node_runtime.peers
+
+    ROUTES = (
+        ("POST", r"/v1/[0-9a-f]+/cloudservers/delete", "DeleteServers"),
+        ("GET", r"/v1/[0-9a-f]+/cloudservers/detail", "ListServersDetails"),
+        ("GET", r"/v1/[0-9a-f]+/cloudservers/(?P<server>[0-9a-f-]{36})", "ShowServer"),
+        ("GET", r"/autoscaling-api/v1/[0-9a-f]+/scaling_group", "ListScalingGroups"),
+        ("POST", r"/autoscaling-api/v1/[0-9a-f]+/scaling_group/(?P<group>[0-9a-f-]{36})/action", "ScalingGroupAction"),
+    )
+
+    def __init__(self, instances=()):
+        self.pools = {}  # scaling group id -> {"name", "status": INSERVICE | PAUSED}
+        self.errors = {}  # action -> (HTTP status, error code) to answer with
+        super().__init__(instances)
+
+    def add_pool(self, name: str) -> str:
+        group_id = str(uuid.uuid4())
+        self.pools[group_id] = {"name": name, "status": "INSERVICE"}
+        return group_id
+
+    @staticmethod
+    def reclaim(instance_id: str) -> None:
+        RECLAIMING.add(instance_id)
+
+    def parse(self, method, path, headers, body):
+        url = urlsplit(path)
+        params = {k: v[0] for k, v in parse_qs(url.query).items()}
+        params.update(json.loads(body or b"{}"))
+        for verb, pattern, action in self.ROUTES:
+            match = re.fullmatch(pattern, url.path)
+            if verb == method and match:
+                params.update(match.groupdict())
+                params["_signed"] = headers.get("authorization", "").startswith("SDK-HMAC-SHA256")
+                params["_token"] = headers.get("x-security-token")
+                return action, params
+        return f"{method} {url.path}", params
+
+    def answer(self, method, path, headers, body):
+        status, payload, extra = super().answer(method, path, headers, body)
+        action = self.requests[-1]["action"] if self.requests else None
+        if action in self.errors:
+            code, error = self.errors[action]
+            return code, json.dumps({"error": {"code": error, "message": f"injected {error}"}}).encode(), extra
+        if action and " " in action:
+            return 404, json.dumps({"error": {"code": "APIGW.0101", "message": "no such API"}}).encode(), extra
+        return status, payload, extra
+
+    def respond(self, action, params):
+        if action == "DeleteServers":
+            return {"job_id": uuid.uuid4().hex}
+        if action == "ListServersDetails":
+            servers = [{"id": i, "name": f"node-{i[:8]}", "status": "ACTIVE",
+                        "addresses": {"vpc": [{"version": "4", "addr": ip, "OS-EXT-IPS:type": "fixed"}]}}
+                       for i, ip in self.instances]
+            return {"count": len(servers), "servers": servers}
+        if action == "ShowServer":
+            server = params["server"]
+            deleting = server in RECLAIMING
+            return {"server": {"id": server, "name": f"node-{server[:8]}", "status": "ACTIVE",
+                               "OS-EXT-STS:task_state": "deleting" if deleting else ""}}
+        if action == "ListScalingGroups":
+            groups = [{"scaling_group_id": i, "scaling_group_name": g["name"], "scaling_group_status": g["status"]}
+                      for i, g in self.pools.items()
+                      if not params.get("scaling_group_name") or g["name"] == params["scaling_group_name"]]
+            return {"total_number": len(groups), "start_number": 0, "limit": 20, "scaling_groups": groups}
+        if action == "ScalingGroupAction" and params.get("group") in self.pools and params.get("action") == "pause":
+            self.pools[params["group"]]["status"] = "PAUSED"
+            return {}
+        return {}

@@ -1,0 +1,86 @@
+"""Huawei Cloud network: a VPC, one subnet per zone, and a security group without world-open ingress.
+
+The group is created with `delete_default_rules` (Huawei's default group rules admit the group's own
+members and open all egress; ours are explicit instead): all traffic between members (NCCL, torchrun,
+the SFS Turbo share, which sits in the same group), SSH only from `sshAllowCidrs`, and all egress
+(OBS, the ECS/AS APIs for self-release, package repositories).
+"""
+from __future__ import annotations
+
+import pulumi
+
+from components.providers.base import NetworkParts, PartContext
+from components.providers.huaweicloud.sdk import ecs, huaweicloud, vpc
+from components.providers.zones import ZoneError, pick_zone
+from components.spec import Spec
+
+VPC_CIDR = "10.42.0.0/16"
+ANYWHERE = "0.0.0.0/0"
+
+
+def subnet_cidr(index: int) -> str:
+    return f"10.42.{index}.0/24"
+
+
+def gateway_ip(index: int) -> str:
+    return f"10.42.{index}.1"
+
+
+def sells_flavor(spec: Spec, zone: str) -> bool:
+    """The zone lists the flavor (ECS ListFlavors filtered by zone, vCPUs and memory)."""
+    found = ecs.get_flavors(availability_zone=zone, cpu_core_count=spec.instance.vcpus,
+                            memory_size=int(spec.instance.memory_gib))
+    return any(flavor.id == spec.instance.name for flavor in found.flavors or [])
+
+
+def primary_zone(spec: Spec) -> pulumi.Output:
+    """spec.zone, else the first available zone of the region whose flavor list has the type; RunError if none."""
+    if spec.zone:
+        return pulumi.Output.from_input(spec.zone)
+    names = huaweicloud.get_availability_zones_output(state="available").names
+    return names.apply(lambda zones: _pick(spec, [z for z in zones or [] if z.startswith("<") or sells_flavor(spec, z)]))
+
+
+def _pick(spec: Spec, zones: list[str]) -> str:
+    try:
+        return pick_zone(spec.region, spec.instance.name, zones, wanted=spec.zone)
+    except ZoneError as error:
+        raise pulumi.RunError(f"{error} ({'spot' if spec.spot else 'pay-per-use'})") from None
+
+
+class Network(pulumi.ComponentResource):
+    def __init__(self, spec: Spec, ctx: PartContext):
+        super().__init__("gpu-training:huaweicloud:Network", f"{ctx.name}-network", None, ctx.opts())
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(ctx.tags)
+        self.zone = primary_zone(spec)
+        self.vpc = vpc.Vpc(f"{ctx.name}-vpc", name=f"gpu-training-{spec.stack}", cidr=VPC_CIDR, tags=tags, opts=child)
+        zones = [self.zone] + [pulumi.Output.from_input(z) for z in (spec.spot_zones if spec.spot else ())]
+        self.subnets, self.cidrs = {}, {}
+        for index, zone in enumerate(zones):
+            self.subnets[index] = vpc.Subnet(
+                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=subnet_cidr(index),
+                gateway_ip=gateway_ip(index), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
+            self.cidrs[index] = subnet_cidr(index)
+        self.security_group = vpc.Secgroup(
+            f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,
+            description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", tags=tags,
+            opts=child)
+        group = self.security_group.id
+        vpc.SecgroupRule(f"{ctx.name}-sg-members", security_group_id=group, direction="ingress", ethertype="IPv4",
+                         remote_group_id=group, description="members: NCCL, torchrun rendezvous, SFS Turbo", opts=child)
+        vpc.SecgroupRule(f"{ctx.name}-sg-egress", security_group_id=group, direction="egress", ethertype="IPv4",
+                         remote_ip_prefix=ANYWHERE, description="outbound", opts=child)
+        for index, cidr in enumerate(spec.ssh_allow_cidrs):
+            vpc.SecgroupRule(f"{ctx.name}-sg-ssh-{index}", security_group_id=group, direction="ingress", ethertype="IPv4",
+                             protocol="tcp", ports="22", remote_ip_prefix=cidr,
+                             description="SSH from sshAllowCidrs", opts=child)
+        self.register_outputs({"vpcId": self.vpc.id, "securityGroupId": group})
+
+    def parts(self) -> NetworkParts:
+        return NetworkParts(vpc_id=self.vpc.id, subnet_ids={i: s.id for i, s in self.subnets.items()},
+                            subnet_cidrs=dict(self.cidrs), security_group_id=self.security_group.id, zone=self.zone)
+
+
+def create(spec: Spec, ctx: PartContext) -> NetworkParts:
+    return Network(spec, ctx).parts()

@@ -1,0 +1,286 @@
+"""Huawei Cloud's declared capabilities, disk classes, endpoints and value rules (pure data, no SDK import).
+
+Sources (docs/huaweicloud.md lists them with links). `TF` below is
+huaweicloud/terraform-provider-huaweicloud at tag v1.73.3 (commit 7cb68681), the provider
+pulumi-huaweicloud 0.0.12 is bridged from (bridge.yaml):
+- EVS disk classes and the V2 classes' IOPS/throughput rules: TF docs/resources/compute_instance.md
+  (data_disks: GPSSD2 iops 3,000-128,000 and <= 500 x GiB, throughput 125-1,000 MiB/s and <= iops/4;
+  ESSD2 iops 100-256,000 and <= 1,000 x GiB, "only support in postpaid charging mode"), evs_volume.md.
+- SFS Turbo HPC sizes: TF docs/resources/sfs_turbo.md:95-98 (1,228-1,048,576 GB for 40M-1000M
+  bandwidth, "a multiple of 1.2TiB, ... rounded down after converting to GiB").
+- OBS: endpoint obs.<region>.myhuaweicloud.com and bucket domain <bucket>.<endpoint> (OBS developer
+  guide "Endpoints and Access Domain Names", obs_06_0007); V4 signatures supported, only
+  UNSIGNED-PAYLOAD and STREAMING payloads, and boto3 >= 1.36 must send checksums only when required
+  (OBS FAQ obs_faq_0274 "How do I use V4 signatures to access OBS").
+- ECS metadata: http://169.254.169.254, OpenStack and EC2 styles, `securitykey` for the agency's
+  temporary keys (ECS user guide ecs_03_0166 "Obtaining Metadata").
+- Names: TF docs/resources/*.md at v1.73.3 (the provider itself validates none of them: provider_facts.json).
+- Ascend 910B: only as bare-metal flavors (physical.kat2*), and huaweicloud_bms_instance accepts
+  charging_mode prePaid only (TF docs/resources/bms_instance.md): refused here (docs/huaweicloud.md, "Ascend").
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Optional
+
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
+                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       has_public_address, inbound_note)
+
+_TF = "huaweicloud/terraform-provider-huaweicloud@v1.73.3 (7cb68681)"
+
+# ---------------------------------------------------------------- disks (EVS)
+# Tier disk class -> EVS type. GPSSD2 lets IOPS and throughput be bought apart from the size, and is
+# sold with pay-per-use and spot alike (ESSD2 is pay-per-use only), so the extreme tier uses it.
+_CATEGORY_FOR_CLASS = {"standard": "GPSSD", "high": "ESSD", "extreme": "GPSSD2"}
+SSD_CATEGORIES = ("GPSSD", "SSD", "ESSD", "GPSSD2", "ESSD2")
+DISK_MIN_GIB, DISK_MAX_GIB = 10, 32768  # TF docs/resources/compute_instance.md, data_disks.size
+GPSSD2_IOPS = (3000, 128000, 500)  # (min, max, per GiB)
+GPSSD2_THROUGHPUT = (125, 1000)  # MiB/s, and at most iops / 4
+ESSD2_IOPS = (100, 256000, 1000)
+
+
+def disk_iops(category: str, size_gb: int) -> Optional[int]:
+    """The IOPS a V2 disk is bought with: the most its size allows (GPSSD2, ESSD2); None for the others."""
+    low, high, per_gib = {"GPSSD2": GPSSD2_IOPS, "ESSD2": ESSD2_IOPS}.get(category, (None, None, None))
+    if low is None:
+        return None
+    return max(low, min(high, per_gib * size_gb))
+
+
+def disk_throughput(category: str, size_gb: int) -> Optional[int]:
+    """The throughput (MiB/s) a GPSSD2 disk is bought with: the most its IOPS allows; None for the others."""
+    if category != "GPSSD2":
+        return None
+    return max(GPSSD2_THROUGHPUT[0], min(GPSSD2_THROUGHPUT[1], disk_iops(category, size_gb) // 4))
+
+
+def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDisk:
+    chosen = category or _CATEGORY_FOR_CLASS[disk_class]
+    iops, throughput = disk_iops(chosen, size_gb), disk_throughput(chosen, size_gb)
+    level = None
+    if iops is not None:
+        level = f"{iops} IOPS" + (f", {throughput} MiB/s" if throughput is not None else "")
+    return DataDisk(chosen, level, size_gb)
+
+
+# ---------------------------------------------------------------- object storage (OBS)
+_OBS_V4 = "https://support.huaweicloud.com/intl/zh-cn/obs_faq/obs_faq_0274.html"
+
+
+def object_store(region: str) -> ObjectStore:
+    # OBS speaks the S3 API with SigV4 and virtual-hosted buckets; ECSs in the region reach the same
+    # domain over Huawei's internal network. No checksum the node agent could compare is documented
+    # here, so uploads are verified by reading them back.
+    return ObjectStore(f"https://obs.{region}.myhuaweicloud.com", "virtual", "s3v4",
+                       verification=StoreVerification("read-back", sources=(_OBS_V4, *NO_FLEXIBLE_CHECKSUMS)))
+
+
+BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")  # OBS bucket naming rules (3-63, no '..')
+
+# ---------------------------------------------------------------- shared storage (SFS Turbo HPC)
+TURBO = "sfsturbo"
+TURBO_SHARE_TYPE = "HPC"
+TURBO_HPC_BANDWIDTH = "250M"  # MB/s per TiB; 40M-1000M share the 1,228 GiB minimum
+TURBO_STEP_TIB = 1.2
+TURBO_MIN_GIB, TURBO_MAX_GIB = 1228, 1048576
+TURBO_DEFAULT_GIB = 4915  # 4.8 TiB: about 1.2 GB/s at 250M, the docs' own example size
+
+
+def turbo_sizes_near(size_gb: int) -> tuple[int, int]:
+    """The valid HPC sizes just below and above `size_gb`: floor(k x 1.2 TiB in GiB)."""
+    k = max(1, math.floor(size_gb / (TURBO_STEP_TIB * 1024)))
+    return math.floor(k * TURBO_STEP_TIB * 1024), math.floor((k + 1) * TURBO_STEP_TIB * 1024)
+
+
+def is_turbo_size(size_gb: int) -> bool:
+    k = round(size_gb / (TURBO_STEP_TIB * 1024))
+    return k >= 1 and math.floor(k * TURBO_STEP_TIB * 1024) == size_gb
+
+
+# ---------------------------------------------------------------- egress
+# Nodes get a pay-per-use EIP billed by traffic for outbound calls (the ECS and AS APIs for
+# self-release, the CUDA repository, PyPI); the security group admits members and sshAllowCidrs
+# only. The EIP is released with the node (delete_eip_on_termination, AS delete_publicip).
+PUBLIC_BANDWIDTH_MBPS = 100
+
+
+def public_bandwidth_mbps(spec) -> int:
+    return PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
+
+
+def routes(spec) -> tuple[Route, ...]:
+    vpc = Route("vpc", "inside the stack's VPC: instance metadata, OBS in the region over Huawei's internal network,"
+                " SFS Turbo in the VPC", "no public traffic fee")
+    if not has_public_address(spec):
+        return (vpc,)
+    return (vpc, Route(
+        "internet", f"each node's own EIP, outbound only (5_bgp, billed by traffic, capped at {PUBLIC_BANDWIDTH_MBPS}"
+        " Mbit/s); " + inbound_note(spec),
+        "per GB of outbound traffic while a node runs, rate unknown here (EIP price list); the EIP is released"
+        " with the node",
+        evidence=(("huaweicloud:Ecs/instance:Instance", "bandwidth"),
+                  ("huaweicloud:As/configuration:Configuration", "instanceConfig.publicIp"))))
+
+
+def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
+    r = region.replace(".", r"\.")
+    return (
+        EndpointRule(r"^169\.254\.169\.254$", ("vpc",), "the ECS metadata service (ECS user guide ecs_03_0166)"),
+        EndpointRule(rf"^([a-z0-9.-]+\.)?obs\.{r}\.myhuaweicloud\.com$", ("vpc", "internet"),
+                     "OBS in the stack's region: ECSs in the region reach it over the internal network (OBS developer"
+                     " guide obs_06_0007), else through the node's EIP"),
+        EndpointRule(r".*", ("internet",), "outside the VPC: reached through a public address only"),
+    )
+
+
+def cloud_api_default(spec) -> tuple[str, ...]:
+    """What the node agent calls with endpoints.cloudApi unset: the ECS (and AS) API of the region."""
+    hosts = (f"ecs.{spec.region}.myhuaweicloud.com",)
+    return hosts + ((f"as.{spec.region}.myhuaweicloud.com",) if spec.spot else ())
+
+
+# ---------------------------------------------------------------- value rules
+def checks(spec) -> Iterable[tuple[str, str]]:
+    bucket = spec.checkpoint.bucket
+    if bucket and (not BUCKET_RE.match(bucket) or ".." in bucket):
+        yield ("checkpoint.bucket", f"{bucket!r} is not an OBS bucket name: 3-63 lowercase letters, digits, '-' and"
+                                    " '.', starting and ending with a letter or digit")
+    if spec.shared_storage == TURBO and not is_turbo_size(spec.shared_storage_gb):
+        low, high = turbo_sizes_near(spec.shared_storage_gb)
+        yield ("sharedStorageGb", f"{spec.shared_storage_gb} is not an SFS Turbo HPC size: a multiple of 1.2 TiB in"
+                                  f" GiB, rounded down ({TURBO_MIN_GIB}, 2457, 3686, 4915, ...), at most {TURBO_MAX_GIB};"
+                                  f" e.g. {low} or {high} ({_TF} docs/resources/sfs_turbo.md:95)")
+    if spec.spot and spec.data_disk.category == "ESSD2":
+        yield ("dataDiskCategory", "ESSD2 is sold with pay-per-use only (TF compute_instance.md: 'only support in"
+                                   " postpaid charging mode'); use GPSSD2 for spot nodes, or billing: on-demand")
+
+
+AS_MAX_FLAVORS = 10  # "A maximum of `10` flavors can be selected" (TF docs/resources/as_configuration.md:202)
+
+
+def warnings(spec) -> Iterable[tuple[str, str]]:
+    if spec.spot and len(spec.pool_types) > AS_MAX_FLAVORS:
+        kept = ", ".join(row.name for row in spec.pool_types[:AS_MAX_FLAVORS])
+        yield ("billing", f"spot: an AS configuration takes at most {AS_MAX_FLAVORS} flavors; the pool uses {kept}"
+                          f" and leaves out {len(spec.pool_types) - AS_MAX_FLAVORS} more")
+    if spec.spot:
+        yield ("billing", "spot: Huawei spot ECSs take no auto_terminate_time (TF compute_instance.md: 'only supported in"
+                          " postpaid charging mode'); the pool's scheduled scale-to-zero (AS policy at maxHours) is the"
+                          " cloud-side TTL, and the node agent's own TTL plus scripts/run.py's destroy are the backstop."
+                          " Huawei documents no in-VM spot reclaim notice: the agent polls the instance's status"
+                          " through the ECS API, and the checkpoint cadence bounds what a reclaim loses")
+    if spec.nodes > 1:
+        yield ("nodes", "Huawei's ECS server groups only spread nodes (policy anti-affinity; TF"
+                        " compute_servergroup.md): no low-latency or cluster placement exists for these flavors, so"
+                        " inter-node traffic runs over the VPC at the flavor's network bandwidth")
+    yield ("identity", "the node agency's release permission (ecs:cloudServers:delete) cannot be limited to this"
+                       " stack's tag: tag conditions (g:ResourceTag) need IAM 5.0 identity policies, which"
+                       " pulumi-huaweicloud 0.0.12 does not map; it is granted in this region's project only, and"
+                       " the node agent deletes only its own instance id (docs/huaweicloud.md, 'Node agency')")
+
+
+# ---------------------------------------------------------------- billing
+def keeps_billing(spec) -> tuple[Lingering, ...]:
+    items = [Lingering("KMS key that encrypts the stack's disks", "huaweicloud:Dew/key:Key", "1 custom key",
+                       "per key-month (DEW price list)", None, "pulumi destroy (then 7 days pending deletion)")]
+    if spec.shared_storage == TURBO:
+        items.append(Lingering(f"SFS Turbo file system ({TURBO_SHARE_TYPE}, {TURBO_HPC_BANDWIDTH})",
+                               "huaweicloud:Sfs/turbo:Turbo", f"{spec.shared_storage_gb:,} GiB",
+                               "provisioned capacity per GiB-hour, pay-per-use", None, "pulumi destroy"))
+    items.append(Lingering("agent files and training code the program uploads", "huaweicloud:Obs/bucketObject:BucketObject",
+                           "a few MB", "object storage: stored GB per month", None, "pulumi destroy"))
+    return tuple(items)
+
+
+_FREE = "no charge of its own"
+BILLS_NOTHING_ALONE = {
+    "huaweicloud:Vpc/vpc:Vpc": _FREE,
+    "huaweicloud:Vpc/subnet:Subnet": _FREE,
+    "huaweicloud:Vpc/secgroup:Secgroup": _FREE,
+    "huaweicloud:Vpc/secgroupRule:SecgroupRule": "a security group rule",
+    "huaweicloud:Iam/agency:Agency": "IAM: no charge",
+    "huaweicloud:Iam/role:Role": "IAM: no charge",
+    "huaweicloud:Ecs/keypair:Keypair": _FREE,
+    "huaweicloud:Ecs/servergroup:Servergroup": "placement only",
+    "huaweicloud:Ecs/instance:Instance": "bills while it runs; deleted by the agent or at maxHours (auto_terminate_time),"
+                                         " its EIP and disks with it",
+    "huaweicloud:As/configuration:Configuration": "a launch configuration: the pool's nodes bill, not the configuration",
+    "huaweicloud:As/group:Group": "the group bills nothing; its spot nodes bill while they run (the scheduled policy"
+                                  " empties it at maxHours, the agent at the end of the run)",
+    "huaweicloud:As/policy:Policy": "a scheduled policy",
+    "huaweicloud:Obs/bucket:Bucket": "storage bills the data in it (the checkpoints); kept on destroy",
+}
+
+NAME_LIMITS = (
+    NameLimit("huaweicloud:Vpc/vpc:Vpc", "name", "gpu-training-{stack}", 64, 1, f"{_TF} docs/resources/vpc.md:46"),
+    NameLimit("huaweicloud:Vpc/subnet:Subnet", "name", "gpu-training-{stack}-{index}", 64, 1,
+              f"{_TF} docs/resources/vpc_subnet.md:69"),
+    NameLimit("huaweicloud:Ecs/instance:Instance", "name", "gpu-training-{stack}-{index}", 64, 1,
+              f"{_TF} docs/resources/compute_instance.md:203"),
+    NameLimit("huaweicloud:Iam/agency:Agency", "name", "gpu-training-{stack}-node", 64, 1,
+              f"{_TF} docs/resources/identity_agency.md:37"),
+    NameLimit("huaweicloud:As/group:Group", "scalingGroupName", "gpu-training-{stack}", 64, 1,
+              f"{_TF} docs/resources/as_group.md:117"),
+    NameLimit("huaweicloud:As/configuration:Configuration", "scalingConfigurationName", "gpu-training-{stack}", 64, 1,
+              f"{_TF} docs/resources/as_configuration.md:185"),
+    NameLimit("huaweicloud:As/policy:Policy", "scalingPolicyName", "gpu-training-{stack}-ttl", 64, 1,
+              f"{_TF} docs/resources/as_policy.md:108"),
+    NameLimit("huaweicloud:Sfs/turbo:Turbo", "name", "gpu-training-{stack}", 64, 4,
+              f"{_TF} docs/resources/sfs_turbo.md:88"),
+)
+
+ASCEND_REFUSED = (
+    "Ascend 910B training servers are bare-metal flavors on Huawei Cloud (physical.kat2*), and the BMS API takes"
+    " prePaid (monthly/yearly) billing only (TF bms_instance.md): a destroy-after-the-run stack would commit you"
+    " to at least a month. Train on Ascend with ModelArts (pay-per-use training jobs), or run the bootstrap's"
+    " CANN path on your own Atlas 800 servers (docs/huaweicloud.md, 'Ascend')")
+
+PROFILE = ProviderProfile(
+    name="huaweicloud",
+    display_name="Huawei Cloud",
+    name_limits=NAME_LIMITS,
+    example_bucket="my-gpu-training",
+    credential_env=("HW_", "HUAWEICLOUD_"),  # the Pulumi provider (HW_ACCESS_KEY, ...) and huaweicloudsdk
+    region_key="huaweicloud:region",
+    currency="CNY",
+    shared_storage={TURBO: f"SFS Turbo HPC ({TURBO_HPC_BANDWIDTH} per TiB): NFS in the stack's VPC"},
+    parallel_fs=TURBO,
+    shared_storage_default_gb={TURBO: TURBO_DEFAULT_GIB},
+    shared_storage_min_gb={TURBO: TURBO_MIN_GIB},
+    ssd_disk_categories=SSD_CATEGORIES,
+    data_disk_sizes={category: (DISK_MIN_GIB, DISK_MAX_GIB) for category in SSD_CATEGORIES},
+    refused_disk_categories={
+        "SAS": "high I/O (SAS): HDD-class throughput, too slow for training data",
+        "SATA": "common I/O (SATA): HDD, retired class",
+    },
+    data_disk=data_disk,
+    object_store=object_store,
+    metadata_endpoint="http://169.254.169.254",
+    apt_mirror=None,  # Huawei's mirror (repo.huaweicloud.com) is public; not confirmed reachable in-VPC here
+    pip_index=None,
+    node_requirements=("boto3", "tenacity", "huaweicloudsdkcore", "huaweicloudsdkecs", "huaweicloudsdkas"),
+    spot_discount=1.0,
+    spot_discount_source=("unknown: no dated Huawei spot/pay-per-use price ratio was found; spot is priced as"
+                          " pay-per-use until a source says otherwise"),
+    user_data=UserDataLimit(32 * 1024, "raw", "huaweicloudsdkecs 3.1.219 PostPaidServer.user_data (ECS API 'Creating"
+                            " an ECS'): base64-encoded, 'the content before encoding at most 32KB'; text or gzip"),
+    unsupported={
+        "gpu=Ascend-910B": ASCEND_REFUSED,
+        "spotMaxPricePerHour": ("the spot pool is an AS group, and pulumi-huaweicloud 0.0.12's as_.Configuration has no"
+                                " spot price (instance_config: charging_mode spot only): the pool pays the market price,"
+                                " which Huawei caps at the pay-per-use price; remove the key"),
+        "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot capacity;"
+                              " widen the pool with spotZones, or use billing: on-demand"),
+    },
+    checks=checks,
+    warnings=warnings,
+    routes=routes,
+    endpoint_rules=endpoint_rules,
+    cloud_api_default=cloud_api_default,
+    keeps_billing=keeps_billing,
+    bills_nothing_alone=BILLS_NOTHING_ALONE,
+    default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set gpu-training:image to an"
+                        " image with the GPU driver preinstalled and the bootstrap skips the driver install"),
+)
