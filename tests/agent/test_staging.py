@@ -6,6 +6,7 @@ missing manifest ends the run FAILED naming the cause, and the trainer never sta
 """
 import hashlib
 import json
+import threading
 
 import pytest
 
@@ -72,21 +73,24 @@ def test_a_damaged_shard_fails_the_run_naming_it_and_training_never_starts(make_
     assert len(api.calls('DeleteInstance')) == 1  # nothing to save: released, not left billing
 
 
-def test_a_node_waits_for_a_data_set_uploaded_after_it_booted(make_node, api_stub, packed, s3):
-    """run.py uploads data.localDir after `pulumi up`: a node that boots first waits for the manifest."""
-    import threading
-
-    api = api_stub('alicloud')
-    node = make_node(api=api)
-    node.cfg['data'] = {'stage': True, 'waitMinutes': 0.5}
-    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
-    node.train(FT_STEPS=4)
-    late = threading.Timer(3.0, lambda: upload.upload(packed, s3, node.bucket, node.key('')))
+def run_while_uploading_late(node, packed, s3, delay=3.0):
+    """Run the node's agent while the set is uploaded `delay` seconds after it started (run.py after `up`)."""
+    late = threading.Timer(delay, lambda: upload.upload(packed, s3, node.bucket, node.key('')))
     late.start()
     try:
         assert node.run(timeout=60) == 0, node.output()
     finally:
         late.cancel()
+
+
+def test_a_node_waits_for_a_data_set_uploaded_after_it_booted(make_node, api_stub, packed, s3):
+    """run.py uploads data.localDir after `pulumi up`: a node that boots first waits for the manifest."""
+    api = api_stub('alicloud')
+    node = make_node(api=api)
+    node.cfg['data'] = {'stage': True, 'waitMinutes': 0.5}
+    node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
+    node.train(FT_STEPS=4)
+    run_while_uploading_late(node, packed, s3)
     assert 'waiting for the data set at s3://' in node.output()
     assert node.marker()['state'] == 'DONE' and len(node.records()) > 0
 
@@ -136,8 +140,6 @@ def test_after_a_reboot_recorded_shards_are_hashed_again_and_a_changed_one_fetch
 
 def test_an_earlier_data_set_in_the_bucket_is_waited_past_never_staged(make_node, api_stub, packed, s3, tmp_path):
     """A rerun with a changed set: nodes boot while the bucket still holds the last run's manifest."""
-    import threading
-
     from tools.datapack import example, packer, source
 
     api = api_stub('alicloud')
@@ -150,12 +152,7 @@ def test_an_earlier_data_set_in_the_bucket_is_waited_past_never_staged(make_node
     node.cfg['data'] = {'stage': True, 'waitMinutes': 0.5, 'manifestSha256': expected}
     node.cfg['paths']['dataset'] = str(node.tmp / 'dataset')
     node.train(FT_STEPS=4)
-    late = threading.Timer(3.0, lambda: upload.upload(packed, s3, node.bucket, node.key('')))
-    late.start()
-    try:
-        assert node.run(timeout=60) == 0, node.output()
-    finally:
-        late.cancel()
+    run_while_uploading_late(node, packed, s3)
     assert 'is not the one this stack was planned with' in node.output()
     staged = (node.tmp / 'dataset' / layout.DATA_MANIFEST).read_bytes()
     assert hashlib.sha256(staged).hexdigest() == expected and node.marker()['state'] == 'DONE'
