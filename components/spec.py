@@ -761,7 +761,8 @@ def _check_spot_price(values: dict, instance: Optional[InstanceType], billing: O
     return spot_cap
 
 
-def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problems: _Problems) -> DataDisk:
+def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problems: _Problems,
+                     sized_for_data: bool = False) -> DataDisk:
     size = values.get("dataDiskGb", tier.data_disk_default_gb)
     if size <= 0:
         problems.error("dataDiskGb", f"{size} must be a size in GiB greater than 0")
@@ -778,19 +779,24 @@ def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problem
         category = None
     data_disk = profile.data_disk(tier.disk_class, max(size, 1), category)
     if size > 0:
-        _check_disk_size_for_category(size, data_disk.category, profile, problems)
+        _check_disk_size_for_category(size, data_disk.category, profile, problems, sized_for_data)
     if data_disk.note:
         problems.info("dataDiskGb", data_disk.note)
     return data_disk
 
 
-def _check_disk_size_for_category(size: int, category: str, profile: ProviderProfile, problems: _Problems) -> None:
+def _check_disk_size_for_category(size: int, category: str, profile: ProviderProfile, problems: _Problems,
+                                  sized_for_data: bool = False) -> None:
     """The provider's declared size range for the disk's category: outside it the cloud refuses the disk."""
     limits = profile.data_disk_sizes.get(category)
     if limits is None:
         return  # no declared range for this category (the profile says why)
     low, high = limits
-    if not low <= size <= high:
+    if sized_for_data and size > high:
+        # The user set no disk size: the data set is what is too big, so say so on its key.
+        problems.error("data", f"the staged data set needs a {size} GiB data disk; a {category} data disk on"
+                       f" {profile.display_name} takes at most {high} GiB: use a smaller data set")
+    elif not low <= size <= high:
         problems.error("dataDiskGb", f"{size} GiB is out of range for a {category} data disk on"
                        f" {profile.display_name}; allowed: {low}-{high} GiB")
 
@@ -831,14 +837,16 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
                     manifest_sha256=hashlib.sha256((folder / layout.DATA_MANIFEST).read_bytes()).hexdigest())
 
 
-def _size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: _Problems) -> None:
-    """With no dataDiskGb given, the data disk grows past the tier's default to hold the staged set."""
+def _size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: _Problems) -> bool:
+    """With no dataDiskGb given, the data disk grows past the tier's default to hold the staged set (True)."""
     need = data.disk_needed_gib()
     if values.get("dataDiskGb") is None and need is not None and need > tier.data_disk_default_gb:
         values["dataDiskGb"] = need
         problems.info("dataDiskGb", f"{need} GiB, sized to hold the staged data set ({data.size_gb:.1f} GB plus 10%"
                       f" and 20 GiB for checkpoints and code; the {tier.name} tier's default is"
                       f" {tier.data_disk_default_gb} GiB)")
+        return True
+    return False
 
 
 def _check_data_fits_disk(data: DataSpec, disk_gb: int, problems: _Problems) -> None:
@@ -1008,8 +1016,8 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     if instance is not None and count is not None:
         _check_instance(values, tier, instance, nodes, profile, problems)
     spot_cap = _check_spot_price(values, instance, billing, problems)
-    _size_disk_for_data(values, data, tier, problems)
-    data_disk = _check_data_disk(values, tier, profile, problems)
+    sized_for_data = _size_disk_for_data(values, data, tier, problems)
+    data_disk = _check_data_disk(values, tier, profile, problems, sized_for_data)
     _check_data_fits_disk(data, values.get("dataDiskGb", tier.data_disk_default_gb), problems)
     shared, shared_gb = _check_shared_storage(values, tier, profile, problems)
     max_hours, idle = _check_lifetime(values, problems)

@@ -175,3 +175,9 @@ def test_a_packed_data_set_pins_its_manifest_and_the_wait_in_the_node_config(tmp
 @pytest.mark.parametrize("wait", [-1, 1e9])
 def test_data_wait_minutes_out_of_range_is_refused_by_key(wait):
     assert "must be minutes from 0 to 1440" in errors_of(data={"sizeGb": 1, "waitMinutes": wait})["data.waitMinutes"]
+
+
+def test_a_data_set_no_disk_can_hold_is_refused_on_the_data_key():
+    errors = errors_of(data={"sizeGb": 40000})
+    assert "the staged data set needs a 40999 GiB data disk" in errors["data"] and "at most 32768 GiB" in errors["data"]
+    assert "dataDiskGb" not in errors, errors
