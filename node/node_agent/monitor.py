@@ -141,7 +141,7 @@ class Monitor:
         append_csv(self.loader_csv, LOADER_COLS, [row])
 
     def summary(self):
-        """(summary with its diagnosis, utilisation rows, accelerator ids)."""
+        """(summary with its diagnosis, utilisation rows, loader rows)."""
         rows, loader_rows = read_csv(self.path, COLS), read_csv(self.loader_csv, LOADER_COLS)
         s = summarise(rows, loader_rows)
         facts = diagnosis.context(self.cfg, {**self.loader, 'workers': s['workers']})
@@ -152,7 +152,7 @@ class Monitor:
         s['diagnosis'] = d
         if d['underLine']:
             s['bottleneck'] = {'kind': d['kind'], 'advice': diagnosis.caption(d)}
-        return s, rows, sorted({r['gpu'] for r in rows} - {''})
+        return s, rows, loader_rows
 
     def warm(self):
         try:
@@ -164,14 +164,14 @@ class Monitor:
 
     def report(self, out, node=None):
         """Write summary.json and utilisation.png (when matplotlib is installed); return the summary."""
-        s, rows, _ = self.summary()
+        s, rows, loader_rows = self.summary()
         t0 = float(rows[0]['time']) if rows else 0
         first = rows[0]['gpu'] if rows else ''
         word = 'NPU' if self.acc['kind'] == 'ascend' else 'GPU'
         host = [(name, *xy) for key, name in (('cpuBusy', 'CPU busy'), ('iowait', 'I/O wait'))
                 for _, *xy in series([r for r in rows if r['gpu'] == first], 'gpu', str, t0,
                                      lambda r, key=key: num(r[key]))]
-        waits = [r for r in read_csv(self.loader_csv, LOADER_COLS) if num(r['dataWaitPercent']) is not None]
+        waits = [r for r in loader_rows if num(r['dataWaitPercent']) is not None]
         if waits:
             host.append(('data-loader wait', [(float(r['time']) - t0) / 60 for r in waits],
                          [num(r['dataWaitPercent']) for r in waits]))
