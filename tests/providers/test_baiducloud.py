@@ -229,9 +229,9 @@ def test_delete_is_retried_and_treats_not_found_as_done(api, network):
     made = p.create(instance_inputs(network))
     api.fail_next(1, 503, "ServiceUnavailable")
     p.delete(made.id, instance_inputs(network))
-    assert made.id not in api.state["instance"] and len(api.calls("ReleaseInstance")) == 2
+    assert made.id not in api.state["instance"] and len(api.calls("ReleaseInstanceWithRelatedResources")) == 2
     p.delete(made.id, instance_inputs(network))  # a retried delete (the first answer lost): done, no error
-    assert len(api.calls("ReleaseInstance")) == 3
+    assert len(api.calls("ReleaseInstanceWithRelatedResources")) == 3
 
 
 def test_every_kind_deletes_what_it_made_and_a_second_delete_is_quiet(api, network):

@@ -12,8 +12,11 @@ What exists on Baidu, as far as the sources read say (docs/baiducloud.md):
 - Role credentials: `security-credentials/<role>` below the same prefix [unverified].
 - Bid reclaim notice: none is documented for the VM. spot_notice() always answers None; a reclaimed
   bid node stops without warning, and what the agent uploaded last is the resume point.
-- Self-release: BCC ReleaseInstance (DELETE /v2/instance/<id>, bce-python-sdk 0.9.79
-  bcc_client.release_instance), signed with the role's credentials.
+- Self-release: the BCC POST release with the related resources (POST /v2/instance/<id>,
+  bce-python-sdk 0.9.79 bcc_client.release_instance_with_related_resources, API page "Release Postpay
+  Instances", https://intl.cloud.baidu.com/en/doc/BCC/s/nk0m0kvzd-intl-en), signed with the role's
+  credentials: relatedReleaseFlag frees the CDS data disk and the public IP with the instance. The
+  DELETE release (release_instance) detaches the disk and keeps it, and the EIP, billing.
 - Peers: BCC ListInstances filtered by the stack tag (GET /v2/instance?tags=<key>:<value>).
 - No pool: BCC has no group of bid instances, so there is nothing to retire.
 """
@@ -95,8 +98,12 @@ class Runtime:
         return bcc
 
     def release(self):
-        """ReleaseInstance of this instance; the role may release only the stack's own instances."""
-        self.client().release_instance(self.instance_id())
+        """This instance, its data disk, their snapshots and its public IP, nothing to the recycle bin; the
+        role may release only the stack's own instances. bcc_recycle_flag is passed because the SDK sends
+        cdsAttributeActive only with it (bcc_client.py:4837)."""
+        self.client().release_instance_with_related_resources(
+            self.instance_id(), related_release_flag=True, delete_cds_snapshot_flag=True, bcc_recycle_flag=False,
+            cds_attribute_active=False)
 
     def peers(self):
         """(instance id, private IP) of every running instance carrying this stack's tag."""
