@@ -178,7 +178,7 @@ def test_the_stand_in_refuses_the_releases_that_leave_a_disk_or_an_ip_billing(ap
 
 
 def test_an_instance_without_disk_or_ip_may_be_released_either_way(api):
-    api.add_instance("i-plain001", "10.0.0.9")
+    api.add_instance("i-plain001", "10.0.0.9", data_disk=False, eip=False)
     bcc = bceapi.client("bcc", bceapi.Settings(REGION))
     bcc.release_instance("i-plain001")
     assert "i-plain001" not in api.state["instance"] and api.rejected == []

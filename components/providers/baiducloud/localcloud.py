@@ -164,10 +164,11 @@ class CloudApi(ApiStub):
             if instance_id not in self.state["instance"]:
                 self.add_instance(instance_id, ip)
 
-    def add_instance(self, instance_id: str, ip: str, tags: dict | None = None, data_disk: bool = False,
-                     eip: bool = False) -> None:
+    def add_instance(self, instance_id: str, ip: str, tags: dict | None = None, data_disk: bool = True,
+                     eip: bool = True) -> None:
         """A running instance the node runtime can list and release (default tag: the tests' stack 'st'),
-        with a CDS data disk and a public IP when asked (what the program's nodes have)."""
+        with a CDS data disk and a public IP unless told otherwise: what the program's nodes have, so a
+        release that would leave them billing is refused here too (the rehearsal's nodes included)."""
         tags = tags or {"gpu-training:stack": "st"}
         disks = [{"storageType": "enhanced_ssd_pl1", "cdsSizeInGB": 100, "deleteWithInstance": True}] if data_disk else []
         self.state["instance"][instance_id] = {"id": instance_id, "name": instance_id, "status": "Running",
