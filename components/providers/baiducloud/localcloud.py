@@ -53,8 +53,10 @@ SSD_TYPES = ("enhanced_ssd_pl1", "enhanced_ssd_pl2", "cloud_hp1")
 
 class Metadata(MetadataStub):
     """BCC's metadata service: http://169.254.169.254/1.0/meta-data/ (BCC doc "实例元数据"), no
-    session-token mode. Role credentials below `security-credentials/<role>` are this stand-in's
-    assumption (the path is not confirmed from Baidu's docs; docs/providers-baiducloud.md)."""
+    session-token mode. The role's credentials at /latest/meta-data/sts-credential, the path BCC's "Set
+    IAM Role" page documents (https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en); the
+    document's field names are this stand-in's assumption (Baidu STS's: docs/baiducloud.md)."""
+    CREDENTIALS_PATH = "/latest/meta-data/sts-credential"
     PREFIX = "/1.0/meta-data/"
     token_header = None
     spot_path = "spot/termination-time"  # not documented by Baidu: no reclaim notice reaches the VM
@@ -72,12 +74,25 @@ class Metadata(MetadataStub):
     def spot_body(self, notice):
         return notice.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
 
+    def credentials_document(self) -> str:
+        return json.dumps({"accessKeyId": self.key_id, "secretAccessKey": self.secret, "sessionToken": self.token,
+                           "expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ")})
+
+    def answer(self, method, path, headers, body):
+        if path != self.CREDENTIALS_PATH:
+            return super().answer(method, path, headers, body)
+        with self.lock:  # outside PREFIX (the one documented /latest/ path), with the same faults
+            self.log.append((method, path, headers))
+            if self.fail > 0:
+                self.fail -= 1
+                return 500, b"injected fault", {}
+            if self.garbage.get("sts-credential"):
+                return (*self.garbage["sts-credential"].pop(0), {})
+        return 200, self.credentials_document().encode(), {}
+
     def values(self):
-        credentials = {"accessKeyId": self.key_id, "secretAccessKey": self.secret, "sessionToken": self.token,
-                       "expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ")}
         return {"instance-shortid": self.instance_id, "instance-id": self.instance_id, "local-ipv4": self.ip,
-                "region": self.region, "azone": self.zone,
-                f"security-credentials/{self.role}": json.dumps(credentials)}
+                "region": self.region, "azone": self.zone}
 
 
 # ---------------------------------------------------------------- the signature
