@@ -208,3 +208,24 @@ def test_a_request_is_matched_to_the_most_specific_call():
     assert match("PUT", "/v2/instance/i-abc12345", {"autorelease": ""}).action == "AutoReleaseInstance"
     assert match("POST", "/", {"action": "CreateKey"}).action == "CreateKey"
     assert match("PATCH", "/v2/instance", {}) is None
+
+
+# ---------------------------------------------------------------- the plan's own nodes
+
+@pytest.mark.parametrize("stack", ["bd-large-a100", "bd-large-a100-spot"])
+def test_the_node_the_plan_makes_is_created_and_released_by_the_reference(api, plan_for, stack):
+    """The BccInstance inputs of the shipped stack's plan (ids of the plan's other resources replaced
+    by the stand-in's), created and deleted for real: every request conforms, and the node had the
+    data disk and the public IP that the release must free."""
+    (node,) = plan_for(stack).of_type("pulumi-python:dynamic/baiducloud:BccInstance")
+    network = make_network()
+    inputs = {k: v for k, v in node.inputs.items() if not k.startswith("__") and v is not None}
+    inputs.update(subnetId=network["subnet"], securityGroupId=network["group"], imageId="m-ubuntu2204",
+                  zoneName="cn-bj-a", dataDisk={**inputs["dataDisk"], "encryptKey": network["key"]})
+    made = provider("BccInstance").create(inputs)
+    instance = api.state["instance"][made.id]
+    assert instance["dataDisks"] and instance["eip"], (instance["dataDisks"], instance["eip"])
+    provider("BccInstance").delete(made.id, inputs)
+    assert api.rejected == [], [(r["action"], r["why"]) for r in api.rejected]
+    assert problems_of(api.requests) == []
+    assert made.id not in api.state["instance"]
