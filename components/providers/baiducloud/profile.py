@@ -121,7 +121,8 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
     yield ("identity", "unverified without an account: the node role's release policy grants OPERATE on the"
                        " stack's own instances (identity.release_policy); BCC's IAM page names three levels (full"
                        f" control, operation and maintenance, read-only: {_IAM_PAGE}) but not which one releasing"
-                       " an instance needs. If release needs full control, the node's self-release is refused and"
+                       " an instance needs, nor whether releasing it with its data disk and EIP (relatedReleaseFlag)"
+                       " also needs a grant on those. If it does, the node's self-release is refused and"
                        f" the node bills on until its auto release at maxHours ({spec.max_hours:g} h) or"
                        " scripts/run.py's destroy")
     yield ("identity", "unverified without an account: the role's trust document names {\"service\": \"bce:bcc\"}"
