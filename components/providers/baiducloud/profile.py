@@ -122,7 +122,11 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
                        " stack's own instances (identity.release_policy); BCC's IAM page names three levels (full"
                        f" control, operation and maintenance, read-only: {_IAM_PAGE}) but not which one releasing"
                        " an instance needs, nor whether releasing it with its data disk and EIP (relatedReleaseFlag)"
-                       " also needs a grant on those. If it does, the node's self-release is refused and"
+                       " also needs a grant on those. Baidu's other services put deleting in full control, not"
+                       " in operation (CDN: deleting a domain is CdnFullAccessPolicy only,"
+                       " https://cloud.baidu.com/doc/CDN/s/zk04vd3kw; Kafka: deleting clusters is"
+                       " KAFKAFullControlPolicy, https://cloud.baidu.com/doc/Kafka/s/Blbercto2). If BCC does the"
+                       " same, the node's self-release is refused and"
                        f" the node bills on until its auto release at maxHours ({spec.max_hours:g} h) or"
                        " scripts/run.py's destroy")
     yield ("identity", "unverified without an account: the role's trust document names {\"service\": \"bce:bcc\"}"
