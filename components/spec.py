@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional
 
 from components import cidrs as cidr_lists
 from components import providers, schema
+from components import tags as tag_scheme
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
 from components.kubernetes import settings as kubernetes_settings
@@ -32,7 +33,6 @@ from node_agent import layout
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_NODES = 512
 MAX_HOURS = 24 * 30
-TAG_PREFIX = "gpu-training:"
 # One argv string of execve is at most MAX_ARG_STRLEN (32 pages: 131,072 bytes with 4 KiB pages; execve(2),
 # Linux include/uapi/linux/binfmts.h); the agent passes train.command as one, plus up to 1 KiB of torchrun words.
 MAX_COMMAND_BYTES = 131072 - 1024
@@ -660,17 +660,43 @@ def _paddle_defaults(merged: dict, given: dict, problems: _Problems) -> None:
                        f" {merged['cudaToolkit']}: at least {wanted} (CUDA Toolkit release notes, driver table)")
 
 
-def _check_tags(values: dict, profile: ProviderProfile, problems: _Problems) -> dict:
-    tags = values.get("tags", {})
-    for name, value in tags.items():
-        if name.startswith(TAG_PREFIX):
-            problems.error(f"tags.{name}", f"keys starting with {TAG_PREFIX!r} are set by gpu-training itself")
-        if not 1 <= len(name) <= 64:
-            problems.error(f"tags.{name}", "tag keys must be 1-64 characters")
-        if len(str(value)) > profile.tag_value_max:
-            problems.error(f"tags.{name}", f"a value of {len(str(value))} characters; {profile.display_name} takes"
-                           f" tag values of at most {profile.tag_value_max} ({profile.tag_value_source})")
-    return dict(tags)
+# A stand-in for the expiry tag's value at validation (the real one is known at deploy time): the same shape.
+_EXPIRY_STANDIN = tag_scheme.expiry_value("2026-12-31T23:59:00Z")
+
+
+def _check_tags(values: dict, profile: ProviderProfile, stack: str, project: str, tier: Optional[str],
+                problems: _Problems) -> dict:
+    """The user's `tags` and the program's own against the cloud's tag rules (its package's tags.yaml):
+    what the cloud would refuse at `pulumi up` is refused here, naming the key, the value and the rule."""
+    rules = tag_scheme.rules(profile.name)
+    user = values.get("tags", {})
+    for name, value in user.items():
+        if name.lower().startswith(tag_scheme.RESERVED):
+            problems.error(f"tags.{name}", f"keys starting with {tag_scheme.RESERVED!r} are set by gpu-training"
+                           f" itself ({', '.join(tag_scheme.STANDARD)})")
+            continue
+        for why in rules.problems(name, str(value)):
+            problems.error(f"tags.{name}", f"{why}: {profile.display_name} refuses it"
+                           f" ({_cite((rules.key if why.startswith('key ') else rules.value).source)})")
+    total = len(user) + len(tag_scheme.STANDARD)
+    if rules.max_tags is not None and total > rules.max_tags:
+        problems.error("tags", f"{len(user)} tags of yours and gpu-training's {len(tag_scheme.STANDARD)} make {total};"
+                       f" {profile.display_name} takes at most {rules.max_tags} per resource ({rules.max_tags_source}):"
+                       f" give at most {rules.max_tags - len(tag_scheme.STANDARD)}")
+    # The program's own values hold the stack and project names: a name the cloud's tag rule refuses is
+    # refused on the key that sets it.
+    own = tag_scheme.standard(project, stack, tier or "", _EXPIRY_STANDIN)
+    for tag_key, key in ((tag_scheme.STACK, "stack"), (tag_scheme.PROJECT, "project")):
+        for why in rules.value.problems(own[tag_key]):
+            problems.error(key, f"the {key} name {own[tag_key]!r} goes into the {tag_key} tag, whose value {why}"
+                           f" on {profile.display_name} ({_cite(rules.value.source)})")
+    return dict(user)
+
+
+def _cite(source: str) -> str:
+    """A rule's first cited page (its whole source is in the provider's tags.yaml), for a message."""
+    url = re.search(r"https?://[^\s),]+", source)
+    return url.group(0) if url else source.split(";")[0].strip()[:100]
 
 
 def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Problems) -> None:
@@ -1027,7 +1053,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
     bootstrap = _check_bootstrap(values, gpu, problems)
-    tags = _check_tags(values, profile, problems)
+    tags = _check_tags(values, profile, stack, project, tier_name, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
     kubernetes = _check_kubernetes(values, profile, checkpoint, shared, ssh, problems)

@@ -312,11 +312,11 @@ def test_the_shipped_example_bucket_is_warned_about_until_it_is_changed(stack):
     assert not [f for f in own.findings if f.key == "checkpoint.bucket"]
 
 
-@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4", "hw-entry-t4", "bd-large-a100"])
 def test_a_tag_value_longer_than_the_cloud_takes_is_refused_naming_the_tag(stack):
-    from components import providers
+    from components import tags
 
-    limit = providers.profile(stack_spec(stack)[1].provider).tag_value_max
+    limit = tags.rules(stack_spec(stack)[1].provider).value.max_length
     assert_refused(stack, (json.dumps({"team": "v" * (limit + 1)}).join(["tags=", ""]),), "tags.team",
                    f"at most {limit}")
     _, spec = stack_spec(stack, (json.dumps({"team": "v" * limit}).join(["tags=", ""]),))

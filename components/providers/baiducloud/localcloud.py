@@ -10,7 +10,8 @@ The API stand-in (`CloudApi`) checks what the real API checks before it acts:
 - the client token of every create: the same token returns what the first request made (no second
   resource), a create without one is refused;
 - the request bodies: required fields, SSD-only storage types, an encrypted data disk, a bid with a
-  custom price, a release time in UTC.
+  custom price, a release time in UTC, tags (and the ListInstances tag filter) within Baidu's tag rules
+  (tags.yaml in this package).
 Faults: `fail_next(n, status, code)` answers the next n API requests with that error (e.g. 500 or
 429 RequestLimitExceeded), `delay_next(n, seconds)` holds the next n answers (a client timeout),
 both after the request was applied when `after=True` (the answer lost, the work done). Instances
@@ -31,6 +32,8 @@ import uuid
 from datetime import datetime, timezone
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from components.tags import STACK
+from components.tags import rules as tag_rules
 from localcloud import ApiStub, MetadataStub
 
 ACCESS_KEY, SECRET_KEY = "AKlocalbaidu0000", "SKlocalbaidusecret0000000000000000"
@@ -123,6 +126,19 @@ class ApiError(Exception):
         self.status, self.code = status, code
 
 
+def _check_tags(tags: list) -> None:
+    """Refuse tags outside Baidu's tag rules (components/providers/baiducloud/tags.yaml), as the tag service
+    does (TagExceptions.TagKeyInvalid / TagValueInvalid, BCC tag API "Create a Tag")."""
+    rules = tag_rules("baiducloud")
+    for tag in tags if isinstance(tags, list) else []:
+        key, value = str(tag.get("tagKey", "")), str(tag.get("tagValue", ""))
+        if rules.key.problems(key):
+            raise ApiError(400, "TagExceptions.TagKeyInvalid", f"tag key {key!r}: " + "; ".join(rules.key.problems(key)))
+        if rules.value.problems(value):
+            raise ApiError(400, "TagExceptions.TagValueInvalid",
+                           f"tag value {value!r}: " + "; ".join(rules.value.problems(value)))
+
+
 def _need(body: dict, *names: str):
     missing = [n for n in names if body.get(n) in (None, "")]
     if missing:
@@ -159,7 +175,7 @@ class CloudApi(ApiStub):
 
     def add_instance(self, instance_id: str, ip: str, tags: dict | None = None) -> None:
         """A running instance the node runtime can list and release (default tag: the tests' stack 'st')."""
-        tags = tags or {"gpu-training:stack": "st"}
+        tags = tags or {STACK: "st"}
         self.state["instance"][instance_id] = {"id": instance_id, "name": instance_id, "status": "Running",
                                                "internalIp": ip, "polls": 0,
                                                "tags": [{"tagKey": k, "tagValue": v} for k, v in tags.items()]}
@@ -242,6 +258,10 @@ class CloudApi(ApiStub):
     def respond_to(self, action, params):
         body, query, path = params["body"], params["query"], params["path"]
         state = self.state
+        _check_tags(body.get("tags") or body.get("changeTags") or [])
+        if query.get("tags"):  # ListInstances' filter "<key>:<value>"
+            key, _, value = query["tags"].rpartition(":")
+            _check_tags([{"tagKey": key, "tagValue": value}])
         if action == "CreateVpc":
             _need(body, "name", "cidr")
             return 201, self._once(params, lambda: {"vpcId": self._put("vpc", "vpc-", body)})

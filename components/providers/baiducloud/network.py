@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pulumi
 
+from components import tags as tags_scheme
 from components.providers.baiducloud import dynamic
 from components.providers.base import NetworkParts, PartContext
 from components.spec import Spec
 
 VPC_CIDR = "10.42.0.0/16"
-EXPIRY_TAG = "gpu-training:expires-at"
 
 
 def subnet_cidr(index: int) -> str:
@@ -36,7 +36,7 @@ class Network(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # Not the expiry tag: it moves with maxHours, and bce-python-sdk's VPC and subnet clients have no
         # call that changes a tag, so a changed tag would replace the network (dynamic.SCHEMAS).
-        tags = {k: v for k, v in ctx.tags.items() if k != EXPIRY_TAG}
+        tags = {k: v for k, v in ctx.tags.items() if k != tags_scheme.EXPIRES_AT}
         self.zone = spec.zone
         self.vpc = dynamic.Vpc(f"{ctx.name}-vpc", {"name": f"gpu-training-{spec.stack}", "cidr": VPC_CIDR,
                                                   "description": "gpu-training nodes", "tags": tags},
