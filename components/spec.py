@@ -686,9 +686,16 @@ def _check_tags(values: dict, profile: ProviderProfile, stack: str, project: str
     # The program's own values hold the stack and project names: a name the cloud's tag rule refuses is
     # refused on the key that sets it.
     own = tag_scheme.standard(project, stack, tier or "", _EXPIRY_STANDIN)
+    longest = rules.value.max_length
     for tag_key, key in ((tag_scheme.STACK, "stack"), (tag_scheme.PROJECT, "project")):
-        for why in rules.value.problems(own[tag_key]):
-            problems.error(key, f"the {key} name {own[tag_key]!r} goes into the {tag_key} tag, whose value {why}"
+        name = own[tag_key]
+        if longest is not None and len(name) > longest:
+            problems.error(key, f"the {key} name {name!r} is the value of the {tag_key} tag, {len(name)} characters;"
+                           f" {profile.display_name} takes tag values of at most {longest} characters"
+                           f" ({_cite(rules.value.source)}): use a {key} name of at most {longest} characters")
+            continue
+        for why in rules.value.problems(name):
+            problems.error(key, f"the {key} name {name!r} is the value of the {tag_key} tag, which {why}"
                            f" on {profile.display_name} ({_cite(rules.value.source)})")
     return dict(user)
 
@@ -950,6 +957,7 @@ def _check_resolved(spec: Spec, problems: _Problems) -> None:
         problems.warning(key, message)
     _check_egress(spec, problems)
     _check_names(spec, problems)
+    _check_scale(spec, problems)
     if not problems.has_errors:
         _check_user_data_budget(spec, problems)
 
@@ -965,6 +973,40 @@ def _check_names(spec: Spec, problems: _Problems) -> None:
         problems.error("stack", f"the stack name {spec.stack!r} makes the {limit.type.split(':')[-1]} {limit.input}"
                        f" {name!r} {len(name)} characters; {spec.profile.display_name} allows {limit.min}-{limit.max}"
                        f" ({limit.source}): use a stack name of at most {max(room, 0)} characters")
+
+
+def _check_scale(spec: Spec, problems: _Problems) -> None:
+    """Before anything is created: the subnets (sized from `nodes`, components/cidrs.py) fit the VPC, and
+    the preview says what quota the plan needs, so a quota error does not stop `pulumi up` partway."""
+    subnets = 1 + (len(spec.spot_zones) if spec.spot else 0)
+    if not cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, spec.nodes):
+        most = max(n for n in range(1, MAX_NODES + 1) if cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, n))
+        problems.error("nodes", f"{spec.nodes} nodes need {subnets} subnet(s) of a"
+                       f" /{cidr_lists.subnet_prefix(spec.nodes)} each, more than the stack's VPC"
+                       f" ({cidr_lists.STACK_VPC}) holds; allowed: at most {most} nodes with {subnets} zone(s)")
+        return
+    problems.info("nodes", _quota_note(spec))
+
+
+def _quota_note(spec: Spec) -> str:
+    """The quota the plan draws on in the region: instances, GPUs, vCPUs, public addresses."""
+    from components.providers.base import has_public_address
+
+    vcpus = spec.nodes * max(row.vcpus for row in spec.pool_types)
+    if spec.kubernetes is not None:
+        addresses = "the NAT gateway's EIP (the GPU nodes have no public address)"
+    elif has_public_address(spec):
+        addresses = f"{spec.nodes} public IP(s) (EIPs), one per node (publicEgress or sshAllowCidrs)"
+    else:
+        addresses = "no public IP"
+    placement = (f"; all {spec.nodes} nodes go in one placement group (server group, deployment set or"
+                 " placement group), whose member limit the cloud sets per region and account"
+                 if spec.nodes > 1 else "")
+    return (f"the plan needs this {spec.profile.display_name} quota in {spec.region}: {spec.nodes} GPU instance(s)"
+            f" of {spec.instance.name} ({spec.nodes * spec.gpus_per_node:,} {spec.gpu.name} GPUs),"
+            f" {vcpus:,} vCPUs{' (the largest type of the spot pool)' if len(spec.pool_types) > 1 else ''},"
+            f" {addresses}{placement}. Check the account's quotas for them before `pulumi up`: a quota"
+            " error stops it partway, with some resources created")
 
 
 # The shared FS mount address is known only at deploy time: validation renders user-data with a
