@@ -298,6 +298,9 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
                 problems.error(full_key, f"unknown namespace {namespace!r}; did you mean '{prefix}{name}'?")
             continue
         key = schema.BY_NAME.get(name)
+        if key is None and name.lower() == "region":
+            problems.error(full_key, _region_hint(config))
+            continue
         if key is None:
             problems.error(full_key, f"unknown key{_suggest(name, schema.BY_NAME)}"
                            + ("" if _suggest(name, schema.BY_NAME) else
@@ -310,6 +313,17 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
             value = _read_object(key, value, problems)
         values[name] = value
     return values
+
+
+def _region_hint(config: Mapping[str, Any]) -> str:
+    """The region is the cloud's own key (alicloud:region, ...), chosen by the stack's provider."""
+    provider = str(config.get(f"{schema.NAMESPACE}:provider", schema.BY_NAME["provider"].default))
+    if provider in providers.names():
+        region_key = providers.profile(provider).region_key
+        return (f"unknown key; did you mean {region_key!r}? The region is {providers.profile(provider).display_name}'s"
+                f" own key: `pulumi config set {region_key} <region>`, or `--set {region_key}=<region>`")
+    keys = ", ".join(providers.profile(p).region_key for p in providers.names())
+    return f"unknown key; the region is the cloud's own key, one of {keys} (after the provider)"
 
 
 def _read_object(key: schema.Key, value: dict, problems: _Problems) -> dict:
@@ -958,6 +972,7 @@ def _check_resolved(spec: Spec, problems: _Problems) -> None:
     _check_egress(spec, problems)
     _check_names(spec, problems)
     _check_scale(spec, problems)
+    _check_shared_storage_use(spec, problems)
     if not problems.has_errors:
         _check_user_data_budget(spec, problems)
 
@@ -973,6 +988,22 @@ def _check_names(spec: Spec, problems: _Problems) -> None:
         problems.error("stack", f"the stack name {spec.stack!r} makes the {limit.type.split(':')[-1]} {limit.input}"
                        f" {name!r} {len(name)} characters; {spec.profile.display_name} allows {limit.min}-{limit.max}"
                        f" ({limit.source}): use a stack name of at most {max(room, 0)} characters")
+
+
+def _check_shared_storage_use(spec: Spec, problems: _Problems) -> None:
+    """A shared file system on a single-node tier shares nothing, and it bills until `pulumi destroy`
+    (maxHours releases nodes only): a warning with what it bills, from the provider's keeps_billing data."""
+    if spec.shared_storage == "none" or spec.tier.multi_node:
+        return
+    from components import billing
+
+    without = {item.what for item in billing.keeps_billing(replace(spec, shared_storage="none", shared_storage_gb=0))}
+    extra = [item for item in billing.keeps_billing(spec) if item.what not in without]
+    bills = "; ".join(f"{item.what}: {item.size}, {item.basis}, rate {item.rate or 'unknown here'}" for item in extra)
+    problems.warning("sharedStorage", f"{spec.shared_storage!r} on the {spec.tier.name} tier: a single node gains"
+                     " nothing from a shared file system (the guide pairs one with the large tier's nodes), and it"
+                     f" bills from `pulumi up` to `pulumi destroy`, after the node is gone ({bills or 'its capacity'});"
+                     " allowed without this warning: sharedStorage: none")
 
 
 def _check_scale(spec: Spec, problems: _Problems) -> None:
