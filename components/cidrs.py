@@ -33,11 +33,12 @@ def world_unions(cidrs: list[str]) -> list[tuple[str, str]]:
 
 STACK_VPC = "10.42.0.0/16"  # every provider's VPC (network.py VPC_CIDR); its subnets are cut from it
 
-# Addresses a subnet must keep free besides the nodes: what the cloud reserves in every subnet (its
-# network, gateway and broadcast addresses and a few more: a handful on each of the four clouds, the exact
-# count not verified here) and what else the plan puts in it (a shared file system's mount targets and
-# virtual IP, a NAT or load balancer address). 16 is above all of those together.
-SUBNET_SPARE_ADDRESSES = 16
+# Addresses a subnet must keep free besides the nodes: what else the plan puts in it, the largest being
+# Alibaba CPFS's NFS protocol service, which "takes up to 32 addresses of the vSwitch" (docs/shared-storage.md,
+# NAS API CreateProtocolService), then SFS Turbo's two addresses and virtual IP, a NAT or load balancer
+# address; and what the cloud reserves in every subnet (network, gateway, broadcast and a few more: a
+# handful on each cloud, the exact count not verified here). 48 is above all of those together.
+SUBNET_SPARE_ADDRESSES = 48
 SMALLEST_SUBNET_PREFIX = 24  # a /24 as before: a stack whose nodes fit keeps the subnets it has
 
 
@@ -51,7 +52,7 @@ def subnet_prefix(nodes: int) -> int:
 
 def subnet(vpc: str, index: int, nodes: int) -> str:
     """The `index`-th subnet of the VPC sized for `nodes` (each subnet could hold every node: a spot pool
-    may start them all in one zone). For up to 240 nodes this is the /24 10.42.<index>.0/24 of a 10.42.0.0/16."""
+    may start them all in one zone). For up to 208 nodes this is the /24 10.42.<index>.0/24 of a 10.42.0.0/16."""
     block = ipaddress.ip_network(vpc)
     prefix = subnet_prefix(nodes)
     if prefix < block.prefixlen:

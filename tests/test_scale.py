@@ -73,9 +73,9 @@ def test_500_nodes_get_a_subnet_that_holds_them_and_the_quota_is_named():
 
 
 def test_a_stack_whose_nodes_fit_a_24_keeps_its_subnets():
-    assert [cidrs.subnet(cidrs.STACK_VPC, i, n) for i, n in ((0, 1), (1, 2), (2, 240))] == \
+    assert [cidrs.subnet(cidrs.STACK_VPC, i, n) for i, n in ((0, 1), (1, 2), (2, 208))] == \
         ["10.42.0.0/24", "10.42.1.0/24", "10.42.2.0/24"]
-    assert cidrs.subnet(cidrs.STACK_VPC, 1, 241) == "10.42.2.0/23"
+    assert cidrs.subnet(cidrs.STACK_VPC, 1, 209) == "10.42.2.0/23"
     assert cidrs.subnet(cidrs.STACK_VPC, 3, 512) == "10.42.12.0/22"
 
 

@@ -14,7 +14,7 @@ VPC_CIDR = cidrs.STACK_VPC
 
 
 def subnet_cidr(index: int, nodes: int = 1) -> str:
-    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 240 nodes)."""
+    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
     return cidrs.subnet(VPC_CIDR, index, nodes)
 
 
