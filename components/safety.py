@@ -355,7 +355,7 @@ def _as_list(value: Any) -> list:
 
 
 def stack_tags(resource, resources, ctx):
-    """Every tag input the provider's schema gives this type carries gpu-training:stack = the stack."""
+    """Every tag input the provider's schema gives this type carries the stack tag (components/tags.py STACK) = the stack."""
     known = provider_facts.for_type(resource.type)
     if known is None or not known.knows(resource.type):
         return
