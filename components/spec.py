@@ -1011,7 +1011,8 @@ def _check_scale(spec: Spec, problems: _Problems) -> None:
     the preview says what quota the plan needs, so a quota error does not stop `pulumi up` partway."""
     subnets = 1 + (len(spec.spot_zones) if spec.spot else 0)
     if not cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, spec.nodes):
-        most = max(n for n in range(1, MAX_NODES + 1) if cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, n))
+        most = max((n for n in range(1, MAX_NODES + 1) if cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, n)),
+                   default=0)
         problems.error("nodes", f"{spec.nodes} nodes need {subnets} subnet(s) of a"
                        f" /{cidr_lists.subnet_prefix(spec.nodes)} each, more than the stack's VPC"
                        f" ({cidr_lists.STACK_VPC}) holds; allowed: at most {most} nodes with {subnets} zone(s)")
