@@ -15,6 +15,7 @@ import pickle
 import dill
 import pytest
 
+from components import tags
 from components.providers.baiducloud import bceapi, dynamic
 from components.providers.baiducloud.bceapi import BceApiError
 from components.providers.baiducloud.localcloud import ACCESS_KEY, SECRET_KEY, CloudApi
@@ -58,7 +59,7 @@ def instance_inputs(network, **changes) -> dict:
               "subnetId": network["subnet"], "securityGroupId": network["group"], "paymentTiming": "Postpaid",
               "dataDisk": {"cdsSizeInGB": 2000, "storageType": "enhanced_ssd_pl2", "encryptKey": network["key"],
                            "deleteWithInstance": True},
-              "releaseTime": "2026-12-05T10:00:00Z", "tags": {"gpu-training:stack": "t"}}
+              "releaseTime": "2026-12-05T10:00:00Z", "tags": {tags.STACK: "t"}}
     return {**inputs, **changes}
 
 
@@ -182,7 +183,7 @@ def test_diff_replaces_on_spec_and_updates_the_release_time_and_tags_in_place(ap
     olds = {**instance_inputs(network), **made.outs}
     bigger = p.diff(made.id, olds, instance_inputs(network, spec="bcc.other"))
     assert bigger.changes and bigger.replaces == ["spec"]
-    later = instance_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={"gpu-training:stack": "t", "team": "ml"})
+    later = instance_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={tags.STACK: "t", "team": "ml"})
     moved = p.diff(made.id, olds, later)
     assert moved.changes and moved.replaces == []
     p.update(made.id, olds, later)

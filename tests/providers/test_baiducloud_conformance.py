@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from components import providers
+from components import providers, tags
 from components.providers.baiducloud import api_reference, bceapi, dynamic
 from components.providers.baiducloud.bceapi import BceApiError
 from components.providers.baiducloud.localcloud import ACCESS_KEY, SECRET_KEY, CloudApi, Metadata
@@ -48,7 +48,7 @@ def node_inputs(network: dict, **changes) -> dict:
             "dataDisk": {"cdsSizeInGB": 2000, "storageType": "enhanced_ssd_pl2", "encryptKey": network["key"],
                          "deleteWithInstance": True},
             "networkCapacityInMbps": 100, "releaseTime": "2026-12-05T10:00:00Z",
-            "tags": {"gpu-training:stack": "t"}, **changes}
+            "tags": {tags.STACK: "t"}, **changes}
 
 
 def make_network() -> dict:
@@ -69,7 +69,7 @@ def node_runtime(metadata, api_url: str):
     spec.loader.exec_module(module)
     return module.Runtime({"region": REGION, "endpoints": {"metadata": metadata.url, "cloudApi": api_url},
                            "identity": {"roleName": metadata.role},
-                           "cluster": {"tagKey": "gpu-training:stack", "tagValue": "st"}}, None)
+                           "cluster": {"tagKey": tags.STACK, "tagValue": "st"}}, None)
 
 
 def problems_of(requests: list[dict]) -> list[str]:
@@ -96,7 +96,7 @@ def test_every_request_of_a_stack_lifecycle_conforms_to_the_api_reference(api):
                                                      bidModel="custom", bidPrice=30.5, onDemandPrice=40))
     binding = provider("RoleBinding").create({"region": REGION, "roleName": role.id,
                                               "instanceIds": [on_demand.id, bid.id]})
-    later = node_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={"gpu-training:stack": "t", "team": "ml"})
+    later = node_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={tags.STACK: "t", "team": "ml"})
     provider("BccInstance").update(on_demand.id, node_inputs(network), later)
     provider("BccInstance").read(on_demand.id, later)
 

@@ -10,7 +10,8 @@ The API stand-in (`CloudApi`) checks what the real API checks before it acts:
 - the client token of every create: the same token returns what the first request made (no second
   resource), a create without one is refused;
 - the request bodies: required fields, SSD-only storage types, an encrypted data disk, a bid with a
-  custom price, a release time in UTC;
+  custom price, a release time in UTC, tags (and the ListInstances tag filter) within Baidu's tag rules
+  (tags.yaml in this package);
 - the routes and required fields of every call, read from Baidu's API reference as data
   (bce_api.yaml through api_reference.py), and its `leaves_billing` rules: a release that would
   leave an instance's CDS data disk or public IP billing (the plain DELETE release, or the POST one
@@ -38,6 +39,8 @@ from datetime import datetime, timezone
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from components.providers.baiducloud import api_reference
+from components.tags import STACK
+from components.tags import rules as tag_rules
 from localcloud import ApiStub, MetadataStub
 
 ACCESS_KEY, SECRET_KEY = "AKlocalbaidu0000", "SKlocalbaidusecret0000000000000000"
@@ -145,6 +148,19 @@ class ApiError(Exception):
         self.status, self.code = status, code
 
 
+def _check_tags(tags: list) -> None:
+    """Refuse tags outside Baidu's tag rules (components/providers/baiducloud/tags.yaml), as the tag service
+    does (TagExceptions.TagKeyInvalid / TagValueInvalid, BCC tag API "Create a Tag")."""
+    rules = tag_rules("baiducloud")
+    for tag in tags if isinstance(tags, list) else []:
+        key, value = str(tag.get("tagKey", "")), str(tag.get("tagValue", ""))
+        if rules.key.problems(key):
+            raise ApiError(400, "TagExceptions.TagKeyInvalid", f"tag key {key!r}: " + "; ".join(rules.key.problems(key)))
+        if rules.value.problems(value):
+            raise ApiError(400, "TagExceptions.TagValueInvalid",
+                           f"tag value {value!r}: " + "; ".join(rules.value.problems(value)))
+
+
 def _need(body: dict, *names: str):
     missing = [n for n in names if body.get(n) in (None, "")]
     if missing:
@@ -184,7 +200,7 @@ class CloudApi(ApiStub):
         """A running instance the node runtime can list and release (default tag: the tests' stack 'st'),
         with a CDS data disk and a public IP unless told otherwise: what the program's nodes have, so a
         release that would leave them billing is refused here too (the rehearsal's nodes included)."""
-        tags = tags or {"gpu-training:stack": "st"}
+        tags = tags or {STACK: "st"}
         disks = [{"storageType": "enhanced_ssd_pl1", "cdsSizeInGB": 100, "deleteWithInstance": True}] if data_disk else []
         self.state["instance"][instance_id] = {"id": instance_id, "name": instance_id, "status": "Running",
                                                "internalIp": ip, "polls": 0, "dataDisks": disks, "eip": eip,
@@ -272,6 +288,10 @@ class CloudApi(ApiStub):
         call = params.get("call")
         if call is not None:  # the API's own required fields (bce_api.yaml body_required)
             _need(body, *call.body_required)
+        _check_tags(body.get("tags") or body.get("changeTags") or [])
+        if query.get("tags"):  # ListInstances' filter "<key>:<value>"
+            key, _, value = query["tags"].rpartition(":")
+            _check_tags([{"tagKey": key, "tagValue": value}])
         if action == "CreateVpc":
             _need(body, "name", "cidr")
             return 201, self._once(params, lambda: {"vpcId": self._put("vpc", "vpc-", body)})
