@@ -284,6 +284,10 @@ def world_open_ingress(resource, resources, ctx):
 
 def cloud_side_ttl(resource, resources, ctx):
     for entry in _by_type(adapter_for(resource.type).get("ttl", []), resource.type):
+        if any(resource.inputs.get(key) != value for key, value in entry.get("when", {}).items()):
+            continue  # an entry for another way the type is used (e.g. another charging mode)
+        if "unenforceable" in entry:
+            continue  # the cloud offers no TTL there: the adapter says why, the profile warns in the preview
         if "require" in entry:
             yield from requirement_failures(resource, entry["require"])
         companion = entry.get("companion")

@@ -125,7 +125,11 @@ def test_hand_written_entries_name_real_inputs_and_quote_their_source(cloud):
         assert quirk["resource"] in loaded.resources, name
         assert all(i == "*" or i in loaded.inputs(quirk["resource"]) for i in quirk["inputs"]), name
         path, line = quirk["at"].rsplit(":", 1)
-        assert path.endswith(".go") and int(line) > 0 and quirk["quote"].strip() and quirk["effect"], name
+        # Go source, or the provider's own docs at the same commit (a rule only the docs state).
+        assert path.endswith((".go", ".md")) and int(line) > 0 and quirk["quote"].strip() and quirk["effect"], name
+        if quirk["kind"] in facts.RULE_KINDS:  # every path a rule reads starts at one of its inputs
+            paths = [quirk[k] for k in ("if_set", "requires", "input") if k in quirk] + list(quirk.get("differs_when", {}))
+            assert paths and all(p.split(".")[0] in quirk["inputs"] for p in paths), name
 
 
 def test_the_facts_record_what_the_audit_found_in_the_source():
