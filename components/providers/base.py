@@ -252,6 +252,10 @@ class ProviderProfile:
     # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
     reclaim_notice: bool = True
 
+    # Where a resource of this cloud holds the nodes' user data: input paths (`a.b` inside an object),
+    # tried in order on each resource (the preview's --user-data and its size line read it there).
+    user_data_inputs: tuple[str, ...] = ("userData", "user_data")
+
     # The managed Kubernetes the `kubernetes` key deploys to (components/kubernetes/); None: not offered yet.
     kubernetes: Optional[KubernetesOffer] = None
 

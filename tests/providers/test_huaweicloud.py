@@ -332,6 +332,18 @@ def test_a_spot_price_cap_plans_single_capped_spot_ecss_instead_of_the_pool(stac
     assert "NO cloud-side TTL" in warning and "not replaced" in warning
 
 
+def test_preview_prints_the_user_data_of_the_spot_pools_configuration():
+    """The newcomer trial's hole: `preview --user-data` on a spot stack said "no node user-data in the
+    plan"; the profile's user_data_inputs names instanceConfig.userData."""
+    import subprocess
+
+    shown = subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), "hw-medium-v100", "--user-data"],
+                           capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("#cloud-config") and "hw-medium-v100" in shown.stdout
+    assert profile.PROFILE.user_data_inputs == ("userData", "instanceConfig.userData")
+
+
 BASE = {"gpu-training:provider": "huaweicloud", "huaweicloud:region": "cn-north-4", "gpu-training:tier": "entry",
         "gpu-training:checkpoint": {"bucket": "my-ckpt"}}
 LARGE = {"tier": "large", "gpu": "A100-80G", "gpusPerNode": 8, "nodes": 2}

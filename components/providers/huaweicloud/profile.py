@@ -292,6 +292,8 @@ PROFILE = ProviderProfile(
         "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot capacity;"
                               " widen the pool with spotZones, or use billing: on-demand"),
     },
+    # ECSs hold it at the top; the spot pool's AS configuration inside instance_config.
+    user_data_inputs=("userData", "instanceConfig.userData"),
     spot_pool_for=pooled,  # spotMaxPricePerHour: single capped spot ECSs (compute.py), no pool
     checks=checks,
     warnings=warnings,
