@@ -332,6 +332,16 @@ def test_a_spot_price_cap_plans_single_capped_spot_ecss_instead_of_the_pool(stac
     assert "NO cloud-side TTL" in warning and "not replaced" in warning
 
 
+@pytest.mark.parametrize("stack", HW_STACKS)
+def test_the_preview_says_bulk_downloads_go_through_the_nodes_100_mbit_eip(stack):
+    """G3: the per-node EIP caps package downloads; the finding gives the rate it implies."""
+    from tools.stackfiles import stack_spec
+
+    _, spec = stack_spec(stack, ())
+    (finding,) = [f for f in spec.findings if f.key == "egress"]
+    assert f"{profile.PUBLIC_BANDWIDTH_MBPS} Mbit/s" in finding.message and "80 s per GB" in finding.message
+
+
 def test_preview_prints_the_user_data_of_the_spot_pools_configuration():
     """The newcomer trial's hole: `preview --user-data` on a spot stack said "no node user-data in the
     plan"; the profile's user_data_inputs names instanceConfig.userData."""

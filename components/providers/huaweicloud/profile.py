@@ -196,6 +196,14 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
         yield ("nodes", "Huawei's ECS server groups only spread nodes (policy anti-affinity; TF"
                         " compute_servergroup.md): no low-latency or cluster placement exists for these flavors, so"
                         " inter-node traffic runs over the VPC at the flavor's network bandwidth")
+    if has_public_address(spec):
+        seconds_per_gb = 8 * 1000 / PUBLIC_BANDWIDTH_MBPS
+        yield ("egress", f"package downloads (the CUDA repository, PyPI: the framework's wheels) reach each node through"
+                         f" its own EIP, capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s: at least {seconds_per_gb:.0f} s per GB,"
+                         " on every node at every boot (a reclaimed spot node's replacement too); OBS traffic"
+                         " (checkpoints, the data set) stays inside the VPC. Huawei's mirror (repo.huaweicloud.com) is"
+                         " not used: its reachability without an EIP is unverified. An image with the GPU driver"
+                         " preinstalled (gpu-training:image) skips the driver's download")
     yield ("identity", "the node agency's release permission (ecs:cloudServers:delete) cannot be limited to this"
                        " stack's tag: tag conditions (g:ResourceTag) need IAM 5.0 identity policies, which"
                        " pulumi-huaweicloud 0.0.12 does not map; it is granted in this region's project only, and"
