@@ -310,6 +310,26 @@ def test_an_up_after_the_pools_ttl_keeps_it_at_zero_instances(caplog):
         os.environ[clock.CLOCK_ENV] = before
 
 
+def test_an_up_past_the_ttl_refuses_to_start_capped_spot_ecss_again():
+    """Capped spot ECSs have no cloud-side TTL: a later up past expiresAt (which would recreate a node its
+    agent released) stops with the reason instead."""
+    import os
+
+    from components import clock
+    from tools.mockrun import run_program
+    from tools.stackfiles import apply_overrides
+
+    config = apply_overrides(load_stack_config("hw-entry-t4"), ("billing=spot", "spotMaxPricePerHour=5"))
+    first = run_program(config, "hw-entry-t4")
+    before = os.environ[clock.CLOCK_ENV]
+    try:
+        os.environ[clock.CLOCK_ENV] = clock.rfc3339(clock.parse(first.outputs["expiresAt"]) + timedelta(hours=1))
+        with pytest.raises(Exception, match="refusing to start capped spot ECSs"):
+            run_program(config, "hw-entry-t4", prior=first)
+    finally:
+        os.environ[clock.CLOCK_ENV] = before
+
+
 @pytest.mark.parametrize("stack", HW_STACKS)
 def test_a_spot_price_cap_plans_single_capped_spot_ecss_instead_of_the_pool(stack, plan_for):
     """G1: spotMaxPricePerHour -> ecs.Instance(charging_mode="spot", spot_maximum_price); no AS pool, so no

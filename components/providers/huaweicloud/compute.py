@@ -3,7 +3,8 @@ configuration with up to ten flavors) that replaces reclaimed nodes; or, with sp
 single spot ECSs capped at that price (an AS configuration takes no spot price; the ECS resource does:
 `charging_mode = "spot"` with `spot_maximum_price`, resource_huaweicloud_compute_instance.go:418-436,
 sent as extendparam marketType/spotPrice at :650-652, v1.73.3). Capped nodes are not replaced when
-reclaimed, and have no cloud-side TTL (auto_terminate_time is pay-per-use only): the preview says so.
+reclaimed, and have no cloud-side TTL (auto_terminate_time is pay-per-use only): the preview says so,
+and a `pulumi up` past expires_at stops instead of starting them again.
 
 Every node: the agency (`agency_name`; on the AS group for the pool), SSD disks by tier encrypted with
 the stack's KMS key (system and data disks), the stack's tags, an anti-affinity server group when
@@ -76,6 +77,15 @@ def desired_nodes(nodes: int, expires_at: str) -> int:
     return 0
 
 
+def unexpired(expires_at: str, value: str) -> str:
+    """`value`, unless the TTL has (nearly) passed: then the up stops. A capped spot ECS has no cloud-side
+    TTL, so one (re)created now, e.g. after its agent released it, would run until someone destroys it."""
+    note = clock.expired_note(expires_at)
+    if note:
+        raise pulumi.RunError(f"refusing to start capped spot ECSs (spotMaxPricePerHour): {note}; or `pulumi destroy`")
+    return value
+
+
 def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
     """User data is read by cloud-init at first boot only: a changed one is for nodes created after it,
     and a newer public image must not rebuild a running node (docs/day2.md)."""
@@ -142,7 +152,9 @@ class Nodes(NodesComponent):
     def spot_pool(self, launch: NodeLaunch) -> None:
         if capped_spot(launch.spec):
             # No pool: single spot ECSs at most at the user's price (a string in the provider).
-            self.instances(launch, charging_mode="spot", spot_maximum_price=f"{launch.spec.spot_max_price:g}")
+            price = f"{launch.spec.spot_max_price:g}"
+            self.instances(launch, charging_mode="spot", spot_maximum_price=pulumi.Output.from_input(
+                launch.expires_at).apply(lambda expiry: unexpired(expiry, price)))
             return
         spec, disk = launch.spec, launch.spec.data_disk
         child = pulumi.ResourceOptions(parent=self)
