@@ -130,6 +130,8 @@ def test_hand_written_entries_name_real_inputs_and_quote_their_source(cloud):
         if quirk["kind"] in facts.RULE_KINDS:  # every path a rule reads starts at one of its inputs
             paths = [quirk[k] for k in ("if_set", "requires", "input") if k in quirk] + list(quirk.get("differs_when", {}))
             assert paths and all(p.split(".")[0] in quirk["inputs"] for p in paths), name
+        if quirk["kind"] == "read_overwrites":  # Read can store a value there only if the schema computes it
+            assert loaded.inputs(quirk["resource"])[quirk["input"]].get("computed"), name
 
 
 def test_the_facts_record_what_the_audit_found_in_the_source():
