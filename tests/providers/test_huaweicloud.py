@@ -330,6 +330,26 @@ def test_an_up_past_the_ttl_refuses_to_start_capped_spot_ecss_again():
         os.environ[clock.CLOCK_ENV] = before
 
 
+def test_the_ttl_rule_exempts_only_a_spot_ecs_and_never_an_unnamed_charging_mode(plan_for):
+    """The adapter's `unenforceable` entry holds for chargingMode spot only; an ECS whose charging mode no
+    entry names (or a pay-per-use one without auto_terminate_time) still breaks cloud-side-ttl."""
+    import dataclasses
+
+    (rule,) = [r for r in safety.RULES if r.name == "cloud-side-ttl"]
+    plan = plan_for("hw-entry-t4")
+
+    def violations(change):
+        resources = [dataclasses.replace(r, inputs=change(dict(r.inputs))) if r.type == INSTANCE else r
+                     for r in plan.resources]
+        return [v.message for v in safety.check(safety.from_plan(resources), "hw-entry-t4", [rule])]
+
+    assert violations(lambda i: i) == []
+    assert violations(lambda i: {**i, "chargingMode": "spot", "autoTerminateTime": None}) == []
+    assert violations(lambda i: {k: v for k, v in i.items() if k != "autoTerminateTime"})
+    assert any("none of the adapter's TTL entries applies" in m
+               for m in violations(lambda i: {k: v for k, v in i.items() if k != "chargingMode"}))
+
+
 @pytest.mark.parametrize("stack", HW_STACKS)
 def test_a_spot_price_cap_plans_single_capped_spot_ecss_instead_of_the_pool(stack, plan_for):
     """G1: spotMaxPricePerHour -> ecs.Instance(charging_mode="spot", spot_maximum_price); no AS pool, so no
