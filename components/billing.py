@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from components import clock
+from components import clock, generated_key
 from components.providers.base import Lingering
 
 COMPONENT_PREFIX = "gpu-training:"  # our own component resources: no cloud resource, no bill
 # Provider-neutral resources that live in the Pulumi state only (no cloud account involved).
-STATE_ONLY = {clock.TIME_STATIC: "pulumiverse-time: a time kept in the Pulumi state, no cloud resource"}
+STATE_ONLY = {clock.TIME_STATIC: "pulumiverse-time: a time kept in the Pulumi state, no cloud resource",
+              generated_key.TYPE: "a public key made by `pulumi up` itself (components/generated_key.py), no cloud resource"}
 
 
 def checkpoint_data(spec) -> Lingering:

@@ -103,7 +103,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
         "identity": {"roleName": role or role_name(spec)},
         "artifacts": artifacts.node_config_section(spec),
         "cluster": {"tagKey": tags.STACK, "tagValue": spec.stack,
-                    "poolName": pool_name(spec) if spec.spot and spec.profile.spot_pool else None},
+                    "poolName": pool_name(spec) if spec.profile.has_pool(spec) else None},
         "bootstrap": {
             "aptMirror": profile.apt_mirror,
             "pipIndex": profile.pip_index,

@@ -284,7 +284,13 @@ def world_open_ingress(resource, resources, ctx):
 
 
 def cloud_side_ttl(resource, resources, ctx):
-    for entry in _by_type(adapter_for(resource.type).get("ttl", []), resource.type):
+    entries = _by_type(adapter_for(resource.type).get("ttl", []), resource.type)
+    applying = [e for e in entries if all(resource.inputs.get(k) == v for k, v in e.get("when", {}).items())]
+    if entries and not applying:  # e.g. a charging mode no entry names: never a silent pass
+        yield f"none of the adapter's TTL entries applies ({'; '.join(str(e.get('when')) for e in entries)})"
+    for entry in applying:
+        if "unenforceable" in entry:
+            continue  # the cloud offers no TTL there: the adapter says why, the profile warns in the preview
         if "require" in entry:
             yield from requirement_failures(resource, entry["require"])
         companion = entry.get("companion")

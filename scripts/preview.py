@@ -13,13 +13,13 @@ import sys
 
 from components import billing, cost, dataset, egress, safety
 from components.bootstrap import decode, user_data_limit
+from components.providers import facts
 from components.spec import Spec, SpecError
 from tools.mockrun import Plan, ProgramExit, run_program
 from tools.stackfiles import StackFileError, stack_names, stack_spec
 
 EXIT_INVALID = 2
 EXIT_FAILED = 1
-USER_DATA_KEYS = ("userData", "user_data")
 COLLAPSE_AFTER = 3  # siblings of one type beyond this are summarised in the human view
 
 
@@ -38,11 +38,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def node_user_data(plan: Plan) -> tuple[str, int] | None:
-    """The encoded user-data of node 0 (the first resource that carries one) and its size."""
+def node_user_data(plan: Plan, spec: Spec) -> tuple[str, int] | None:
+    """The encoded user-data of node 0 (the first resource that carries one) and its size; where a
+    resource holds it is the provider's `user_data_inputs` (e.g. Huawei's instanceConfig.userData)."""
     for resource in plan.resources:
-        for key in USER_DATA_KEYS:
-            value = resource.inputs.get(key)
+        for path in spec.profile.user_data_inputs:
+            value = facts.input_at(resource.inputs, path)
             if isinstance(value, str) and value:
                 return value, len(value)
     return None
@@ -60,7 +61,7 @@ def findings_of(spec: Spec) -> list[dict]:
 
 def document(spec: Spec, plan: Plan) -> dict:
     hourly = cost.spec_cost(spec)
-    user_data = node_user_data(plan)
+    user_data = node_user_data(plan, spec)
     return {
         "stack": spec.stack,
         "provider": spec.provider,
@@ -154,7 +155,7 @@ def render_human(spec: Spec, plan: Plan) -> None:
         console.print(f"data: {size}{shards}, staged onto each node's {spec.data_disk.size_gb} GiB data disk before"
                       f" training; staging time: {when}")
         console.print(f"  [dim]{data['basis']}[/]")
-    user_data = node_user_data(plan)
+    user_data = node_user_data(plan, spec)
     if user_data:
         console.print(f"user-data: {user_data[1]:,} bytes encoded (limit {user_data_limit(spec.provider):,})")
     for finding in spec.findings:
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the program failed: {root_cause(error)}", file=sys.stderr)
         return EXIT_FAILED
     if args.user_data:
-        user_data = node_user_data(plan)
+        user_data = node_user_data(plan, spec)
         if user_data is None:
             print("error: no node user-data in the plan", file=sys.stderr)
             return EXIT_FAILED

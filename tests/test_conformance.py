@@ -57,6 +57,10 @@ def test_the_provider_supplies_an_adapter_that_names_real_types_and_inputs(provi
         for entry in adapter.get(section, []):
             for requirement in entry.get("require", []):
                 check_path(entry["type"], requirement["path"])
+            for key in entry.get("when", {}):
+                check_path(entry["type"], key)
+            if "unenforceable" in entry:  # no TTL the cloud offers there: only with the reason and its source
+                assert entry.get("when") and len(entry["unenforceable"]) > 80, entry
             if "companion" in entry:
                 check_path(entry["companion"]["type"], entry["companion"]["refers_by"])
                 for requirement in entry["companion"]["require"]:

@@ -5,7 +5,8 @@ provider would diff them:
 
 - inputs named in a resource's `ignoreChanges` are not compared (what Pulumi does);
 - what the provider reads back is what is compared: a Read quirk recorded in the provider facts
-  (components/providers/<cloud>/provider_facts.json, `hand_written`) is applied to the first state;
+  (components/providers/<cloud>/provider_facts.json, `hand_written`: a list read back as one item, an
+  input Read overwrites with the service's differing value) is applied to the first state;
 - a changed ForceNew input (provider facts), a changed `replacementTrigger` or `replaceOnChanges`
   input replaces the resource, and a replaced resource's new id reaches every input that holds it;
 - an in-place update the provider makes by stopping or reinstalling the machine (`update_stops_instance`,
@@ -162,6 +163,8 @@ def read_back(resource: PlannedResource) -> dict:
                 items = inputs.get(name)
                 if isinstance(items, list) and len(items) > 1:
                     inputs[name] = [items[-1]]  # one map, filled by every item in turn: the last wins
+        elif quirk["kind"] == "read_overwrites" and facts.read_overwrite_differs(quirk, inputs):
+            inputs[quirk["input"]] = f"<what the service returns: {quirk['at']}>"  # not what the program sent
     return inputs
 
 

@@ -125,7 +125,13 @@ def test_hand_written_entries_name_real_inputs_and_quote_their_source(cloud):
         assert quirk["resource"] in loaded.resources, name
         assert all(i == "*" or i in loaded.inputs(quirk["resource"]) for i in quirk["inputs"]), name
         path, line = quirk["at"].rsplit(":", 1)
-        assert path.endswith(".go") and int(line) > 0 and quirk["quote"].strip() and quirk["effect"], name
+        # Go source, or the provider's own docs at the same commit (a rule only the docs state).
+        assert path.endswith((".go", ".md")) and int(line) > 0 and quirk["quote"].strip() and quirk["effect"], name
+        if quirk["kind"] in facts.RULE_KINDS:  # every path a rule reads starts at one of its inputs
+            paths = [quirk[k] for k in ("if_set", "requires", "input") if k in quirk] + list(quirk.get("differs_when", {}))
+            assert paths and all(p.split(".")[0] in quirk["inputs"] for p in paths), name
+        if quirk["kind"] == "read_overwrites":  # Read can store a value there only if the schema computes it
+            assert loaded.inputs(quirk["resource"])[quirk["input"]].get("computed"), name
 
 
 def test_the_facts_record_what_the_audit_found_in_the_source():
@@ -148,6 +154,19 @@ def test_the_facts_record_what_the_audit_found_in_the_source():
     cvm = tc.resources["tencentcloud:Instance/instance:Instance"]
     assert {"field": "user_data", "how": "ForceNewIf"} in [{k: c[k] for k in ("field", "how")}
                                                             for c in cvm["force_new_in_customize_diff"]]
+    # Huawei, terraform-provider-huaweicloud v1.73.3 (the audit of issue 22: B2, W3, W4, G1).
+    hw = facts.load("huaweicloud")
+    ecs = hw.inputs("huaweicloud:Ecs/instance:Instance")
+    assert ecs["chargingMode"]["validate"] == {"kind": "one_of", "values": ["prePaid", "postPaid", "spot"]}
+    assert ecs["spotMaximumPrice"]["force_new"] and "spot_duration" in ecs["spotMaximumPrice"]["conflicts_with"]
+    group = hw.inputs("huaweicloud:As/group:Group")["desireInstanceNumber"]
+    assert group["computed"] and not group.get("force_new")  # updated in place: a later up resizes the pool
+    config = hw.inputs("huaweicloud:As/configuration:Configuration")["instanceConfig"]
+    assert config["force_new"] and "keyName" in config["block"] and "spotMaximumPrice" not in config["block"]
+    etag = hw.inputs("huaweicloud:Obs/bucketObject:BucketObject")["etag"]
+    assert etag["computed"] and etag["optional"]
+    assert sorted(q["kind"] for q in hw.quirks("huaweicloud:Obs/bucketObject:BucketObject")) == ["read_overwrites"]
+    assert [q["kind"] for q in hw.quirks("huaweicloud:As/configuration:Configuration")] == ["requires_with"]
 
 
 # ---------------------------------------------------------------- the checker

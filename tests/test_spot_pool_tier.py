@@ -12,26 +12,35 @@ from stackcases import SPOT_CAPPED, plan_or_refusal, provider_of, vm_stack_names
 # Stacks of clouds whose spot nodes a pool draws (profile.spot_pool; Baidu's bid instances have none).
 POOL_STACKS = [stack for stack in vm_stack_names() if providers.profile(provider_of(stack)).spot_pool]
 
-# Where each cloud's pool resource lists the types it may draw: (type, input, field of each item or None).
+# Where each cloud's pool resource lists the types it may draw: type -> (its inputs -> the type names).
 POOL_TYPE_INPUTS = {
-    "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup": ("launchTemplateConfigs", "instanceType"),
-    "tencentcloud:As/scalingConfig:ScalingConfig": ("instanceTypes", None),
+    "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup":
+        lambda inputs: [item["instanceType"] for item in inputs.get("launchTemplateConfigs") or []],
+    "tencentcloud:As/scalingConfig:ScalingConfig": lambda inputs: inputs.get("instanceTypes") or [],
+    "huaweicloud:As/configuration:Configuration":  # up to ten flavors, comma-separated
+        lambda inputs: inputs["instanceConfig"]["flavor"].split(","),
 }
 
 
 def drawn_types(plan) -> set[str]:
     found = set()
-    for type_, (name, field) in POOL_TYPE_INPUTS.items():
+    for type_, names in POOL_TYPE_INPUTS.items():
         for resource in plan.of_type(type_):
-            items = resource.inputs.get(name) or []
-            found |= {item[field] if field else item for item in items}
+            found |= set(names(resource.inputs))
     return found
+
+
+def pooled_spot(stack: str) -> tuple[str, ...]:
+    """Spot with a price cap, or without one where a cap means single capped instances, not the pool (Huawei)."""
+    _, spec = stack_spec(stack, SPOT_CAPPED)
+    return SPOT_CAPPED if spec.profile.has_pool(spec) else ("billing=spot",)
 
 
 @pytest.mark.parametrize("stack", POOL_STACKS)
 def test_every_type_the_pool_may_draw_passes_the_tiers_rules(stack, plan_for):
-    plan = plan_or_refusal(plan_for, stack, SPOT_CAPPED)
-    _, spec = stack_spec(stack, SPOT_CAPPED)
+    overrides = pooled_spot(stack)
+    plan = plan_or_refusal(plan_for, stack, overrides)
+    _, spec = stack_spec(stack, overrides)
     rows = {row.name: row for row in spec.pool_types}
     drawn = drawn_types(plan)
     assert drawn and drawn <= set(rows), (drawn, set(rows))

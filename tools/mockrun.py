@@ -29,7 +29,7 @@ from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.rpc_manager import RPCManager
 from pulumi.runtime.sync_await import _sync_await
 
-from components import clock, providers
+from components import clock, generated_key, providers
 from tools.stackfiles import engine_form
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -85,8 +85,13 @@ def _static_time(inputs: dict, earlier: Optional[PlannedResource]) -> dict:
             "second": moment.second}
 
 
+def _generated_key(inputs: dict, earlier: Optional[PlannedResource]) -> dict:
+    """components/generated_key.py: a public key made at creation (its private half discarded), kept after."""
+    return {"public_key": f"ssh-rsa <made by `pulumi up`, private key discarded> {inputs.get('comment', '')}".strip()}
+
+
 # Outputs of provider-neutral resources, computed as their provider would: {type: (inputs, earlier) -> outputs}.
-NEUTRAL_OUTPUTS = {clock.TIME_STATIC: _static_time}
+NEUTRAL_OUTPUTS = {clock.TIME_STATIC: _static_time, generated_key.TYPE: _generated_key}
 
 
 def _fill(template: Any, **values: Any) -> Any:

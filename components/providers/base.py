@@ -128,6 +128,10 @@ def no_checks(spec: Any) -> Iterable[tuple[str, str]]:
     return ()
 
 
+def always_pooled(spec: Any) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class UserDataLimit:
     """How much user data the cloud's API accepts. Ours is base64(gzip(#cloud-config)); a limit that
@@ -238,12 +242,23 @@ class ProviderProfile:
     # Spot nodes are kept by a pool that replaces reclaimed ones and that the agent retires before it
     # releases its node (cluster.poolName). False: spot nodes are single instances (no pool to retire).
     spot_pool: bool = True
+    # Whether a given spot stack's nodes are in that pool: a cloud may offer single capped spot instances
+    # beside it (Huawei: an AS configuration takes no price cap, an ECS does). Used through has_pool().
+    spot_pool_for: Callable[[Any], bool] = always_pooled
     # A reclaimed spot node is told first (a notice in its metadata: node_runtime.spot_notice). False: it
     # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
     reclaim_notice: bool = True
 
+    # Where a resource of this cloud holds the nodes' user data: input paths (`a.b` inside an object),
+    # tried in order on each resource (the preview's --user-data and its size line read it there).
+    user_data_inputs: tuple[str, ...] = ("userData", "user_data")
+
     # The managed Kubernetes the `kubernetes` key deploys to (components/kubernetes/); None: not offered yet.
     kubernetes: Optional[KubernetesOffer] = None
+
+    def has_pool(self, spec: Any) -> bool:
+        """A pool keeps this stack's spot nodes (the agent retires it: cluster.poolName)."""
+        return bool(spec.spot) and self.spot_pool and self.spot_pool_for(spec)
 
     def owns(self, type_token: str) -> bool:
         return type_token.startswith(self.type_prefixes or (f"{self.name}:",))

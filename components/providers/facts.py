@@ -320,6 +320,42 @@ def check_block(fields: Mapping[str, dict], inputs: Mapping[str, Any], prefix: s
             problems.append(Problem(f"{prefix}{name}", "is required", "missing"))
 
 
+# ---------------------------------------------------------------- hand-written rules between inputs
+
+# Kinds of hand_written entries that are rules a plan can break (ProviderFacts.rule_problems):
+# - requires_with: `requires` must be set whenever `if_set` is (a dotted path, `a.b` inside an object);
+# - read_overwrites: Read stores the service's value in `input`, which differs from any value the
+#   program can compute while every input of `differs_when` has its value; setting `input` then is a
+#   change on every `pulumi up` (tests/test_day2.py applies it to the state).
+RULE_KINDS = ("requires_with", "read_overwrites")
+
+
+def input_at(inputs: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted input path; a single-item block may come as an object or a one-item list."""
+    value: Any = inputs
+    for part in path.split("."):
+        if isinstance(value, (list, tuple)) and len(value) == 1:
+            value = value[0]
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def is_set(value: Any) -> bool:
+    return value is UNKNOWN or value not in (None, "", [], {})
+
+
+def read_overwrite_differs(rule: dict, inputs: Mapping[str, Any]) -> bool:
+    """True when `inputs` set the rule's input while the conditions that make Read differ hold."""
+    return is_set(input_at(inputs, rule["input"])) and \
+        all(input_at(inputs, path) == wanted for path, wanted in rule.get("differs_when", {}).items())
+
+
+def _condition_text(rule: dict) -> str:
+    return " and ".join(f"{path} = {json.dumps(value)}" for path, value in rule.get("differs_when", {}).items())
+
+
 # ---------------------------------------------------------------- the facts of one cloud
 
 @dataclass(frozen=True)
@@ -351,7 +387,21 @@ class ProviderFacts:
                                         " bridge.yaml and run scripts/provider_facts.py", "unknown_input")]
         problems: list[Problem] = []
         check_block(self.inputs(type_token), inputs, "", problems)
+        problems += self.rule_problems(type_token, inputs)
         return problems
+
+    def rule_problems(self, type_token: str, inputs: Mapping[str, Any]) -> list[Problem]:
+        """The hand-written rules between inputs that the schema does not state (RULE_KINDS)."""
+        found = []
+        for rule in self.quirks(type_token):
+            if rule["kind"] == "requires_with":
+                if is_set(input_at(inputs, rule["if_set"])) and not is_set(input_at(inputs, rule["requires"])):
+                    found.append(Problem(rule["requires"], f"is required with {rule['if_set']}: {rule['effect']}"
+                                                           f" ({rule['at']})", "missing"))
+            elif rule["kind"] == "read_overwrites" and read_overwrite_differs(rule, inputs):
+                found.append(Problem(rule["input"], f"may not be set with {_condition_text(rule)}: {rule['effect']}"
+                                                    f" ({rule['at']})", "read_overwritten"))
+        return found
 
     def quirks(self, type_token: str) -> list[dict]:
         """The hand-written Read/Update behaviours of this type (each with `at` and `quote`)."""

@@ -70,6 +70,22 @@ def test_spot_finish_retires_the_pool_before_the_release(make_node, api_stub, cl
     assert node.state()['phase'] == 'done' and node.state()['pool']['retired'] is True
 
 
+def test_a_capped_huawei_spot_node_without_a_pool_releases_only_itself(make_node, api_stub):
+    """Huawei with spotMaxPricePerHour: single capped spot ECSs, node.json names no pool; the agent
+    touches no AS group and deletes its own ECS, as an on-demand node does."""
+    api = api_stub('huaweicloud')
+    api.add_pool(POOL)
+    node = make_node(cloud='huaweicloud', api=api)
+    node.cfg['billing'] = 'spot'
+    node.cfg['cluster']['poolName'] = None
+    node.train(FT_STEPS=5)
+    assert node.run() == 0, node.output()
+    actions = [r['action'] for r in api.requests]
+    assert 'ListScalingGroups' not in actions and 'ScalingGroupAction' not in actions, actions
+    assert actions.count('DeleteServers') == 1 and 'pool' not in node.marker()
+    assert api.pools[next(iter(api.pools))]['status'] == 'INSERVICE'
+
+
 def test_on_demand_finish_leaves_pools_alone(make_node, api_stub):
     api = api_stub('alicloud')
     api.add_pool(POOL)

@@ -1,5 +1,10 @@
-"""Huawei Cloud GPU nodes: N pay-per-use ECSs, or a spot pool (an AS group over a spot AS configuration
-with up to ten flavors) that replaces reclaimed nodes.
+"""Huawei Cloud GPU nodes: N pay-per-use ECSs; or, on spot, a spot pool (an AS group over a spot AS
+configuration with up to ten flavors) that replaces reclaimed nodes; or, with spotMaxPricePerHour, N
+single spot ECSs capped at that price (an AS configuration takes no spot price; the ECS resource does:
+`charging_mode = "spot"` with `spot_maximum_price`, resource_huaweicloud_compute_instance.go:418-436,
+sent as extendparam marketType/spotPrice at :650-652, v1.73.3). Capped nodes are not replaced when
+reclaimed, and have no cloud-side TTL (auto_terminate_time is pay-per-use only): the preview says so,
+and a `pulumi up` past expires_at stops instead of starting them again.
 
 Every node: the agency (`agency_name`; on the AS group for the pool), SSD disks by tier encrypted with
 the stack's KMS key (system and data disks), the stack's tags, an anti-affinity server group when
@@ -11,6 +16,12 @@ there is more than one node, and an EIP for outbound traffic only (released with
   SCHEDULED at expires_at ("YYYY-MM-DDThh:mmZ", UTC; docs/resources/as_policy.md) that SETs the
   group to 0 instances; the group deletes what it removes (delete_instances "yes", with their EIPs and
   disks). The agent's own TTL and scripts/run.py's destroy remain the backstop (the preview says so).
+  A policy that has fired does not fire again, so a `pulumi up` after expires_at (less than 30
+  minutes before it) asks for 0 instances instead of `nodes`: no spot GPU starts past its TTL.
+- Login key of the pool: an AS configuration with user data and no key_name injects the user data as
+  the root password (docs/resources/as_configuration.md:256-258), so the pool always names a key
+  pair: the user's sshPublicKey, or a public key made at the first `pulumi up` whose private half is
+  discarded (components/generated_key.py). SSH stays closed unless sshAllowCidrs opens it.
 - Server groups: only `anti-affinity` (docs/resources/compute_servergroup.md): nodes are spread, not
   packed; no low-latency placement exists for these flavors (a preview finding for multi-node stacks).
 """
@@ -20,10 +31,13 @@ import re
 
 import pulumi
 
+from components import clock
+from components.generated_key import GeneratedPublicKey
 from components.nodeconfig import pool_name
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
                                        PartContext, StorageParts)
-from components.providers.huaweicloud.profile import AS_MAX_FLAVORS, disk_iops, disk_throughput, public_bandwidth_mbps
+from components.providers.huaweicloud.profile import (AS_MAX_FLAVORS, capped_spot, disk_iops, disk_throughput,
+                                                      public_bandwidth_mbps)
 from components.providers.huaweicloud.sdk import as_, dew, ecs, ims
 from components.spec import Spec
 
@@ -53,6 +67,25 @@ def key_pair_name(spec: Spec) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", f"gpu-training-{spec.stack}")[:64]
 
 
+def desired_nodes(nodes: int, expires_at: str) -> int:
+    """The pool's size: `nodes`, or 0 once its TTL has (nearly) passed. The scheduled policy that empties
+    the pool fires once; an AS group told `nodes` after that would start spot GPUs nothing stops."""
+    note = clock.expired_note(expires_at)
+    if note is None:
+        return nodes
+    pulumi.log.warn(f"the spot pool is kept at 0 instances: {note}")
+    return 0
+
+
+def unexpired(expires_at: str, value: str) -> str:
+    """`value`, unless the TTL has (nearly) passed: then the up stops. A capped spot ECS has no cloud-side
+    TTL, so one (re)created now, e.g. after its agent released it, would run until someone destroys it."""
+    note = clock.expired_note(expires_at)
+    if note:
+        raise pulumi.RunError(f"refusing to start capped spot ECSs (spotMaxPricePerHour): {note}; or `pulumi destroy`")
+    return value
+
+
 def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
     """User data is read by cloud-init at first boot only: a changed one is for nodes created after it,
     and a newer public image must not rebuild a running node (docs/day2.md)."""
@@ -69,10 +102,15 @@ class Nodes(NodesComponent):
         self.disk_key = dew.Key(f"{ctx.name}-disk-key", key_alias=f"gpu-training-{spec.stack}-disks",
                                 key_description=f"gpu-training {spec.stack}: node disks",
                                 pending_days=KMS_PENDING_DAYS, tags=tags, opts=child)
+        public_key = spec.ssh_public_key
+        if not public_key and spec.profile.has_pool(spec):
+            public_key = GeneratedPublicKey(f"{ctx.name}-pool-login-key", comment=f"gpu-training-{spec.stack}-no-private-key",
+                                            opts=child).public_key
         key_name = None
-        if spec.ssh_public_key:
-            key_name = ecs.Keypair(f"{ctx.name}-key", name=key_pair_name(spec), public_key=spec.ssh_public_key,
-                                   opts=child).name
+        if public_key:
+            # A new public key replaces the key pair (ForceNew); its name stays, so the old one goes first.
+            key_name = ecs.Keypair(f"{ctx.name}-key", name=key_pair_name(spec), public_key=public_key,
+                                   opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True)).name
         group_id = None
         if spec.nodes > 1:
             group_id = ecs.Servergroup(f"{ctx.name}-servergroup", name=f"gpu-training-{spec.stack}",
@@ -82,6 +120,11 @@ class Nodes(NodesComponent):
                                group_id, bandwidth or None, "traffic" if bandwidth else None))
 
     def on_demand(self, launch: NodeLaunch) -> None:
+        # The last resort if the agent never releases the node: Huawei deletes it.
+        self.instances(launch, charging_mode="postPaid", auto_terminate_time=launch.expires_at)
+
+    def instances(self, launch: NodeLaunch, **billing) -> None:
+        """One ECS per node; `billing`: the charging mode and what goes with it."""
         spec, disk = launch.spec, launch.spec.data_disk
         for index in range(spec.nodes):
             node = ecs.Instance(
@@ -101,15 +144,18 @@ class Nodes(NodesComponent):
                 delete_eip_on_termination=True,
                 user_data=launch.user_data, agency_name=launch.identity.role_name, key_pair=launch.key,
                 scheduler_hints=[ecs.InstanceSchedulerHintArgs(group=launch.placement)] if launch.placement else None,
-                charging_mode="postPaid",
-                # The last resort if the agent never releases the node: Huawei deletes it.
-                auto_terminate_time=launch.expires_at,
-                tags=launch.tags, opts=node_options(self))
+                tags=launch.tags, opts=node_options(self), **billing)
             self.instance_ids.append(node.id)
             self.private_ips.append(node.access_ip_v4)
             self.public_ips.append(node.public_ip)
 
     def spot_pool(self, launch: NodeLaunch) -> None:
+        if capped_spot(launch.spec):
+            # No pool: single spot ECSs at most at the user's price (a string in the provider).
+            price = f"{launch.spec.spot_max_price:g}"
+            self.instances(launch, charging_mode="spot", spot_maximum_price=pulumi.Output.from_input(
+                launch.expires_at).apply(lambda expiry: unexpired(expiry, price)))
+            return
         spec, disk = launch.spec, launch.spec.data_disk
         child = pulumi.ResourceOptions(parent=self)
         public_ip = None
@@ -139,7 +185,9 @@ class Nodes(NodesComponent):
             vpc_id=launch.network.vpc_id, networks=[as_.GroupNetworkArgs(id=s) for s in launch.network.subnet_ids.values()],
             security_groups=[as_.GroupSecurityGroupArgs(id=launch.network.security_group_id)],
             availability_zones=zones, multi_az_scaling_policy="PRIORITY",
-            desire_instance_number=spec.nodes, min_instance_number=0, max_instance_number=spec.nodes,
+            desire_instance_number=pulumi.Output.from_input(launch.expires_at).apply(
+                lambda expiry: desired_nodes(spec.nodes, expiry)),
+            min_instance_number=0, max_instance_number=spec.nodes,
             agency_name=launch.identity.role_name, health_periodic_audit_method="NOVA_AUDIT",
             # What the group removes is deleted, with its EIP and disks: nothing keeps billing.
             delete_instances="yes", delete_publicip=True, delete_volume=True, force_delete=True,

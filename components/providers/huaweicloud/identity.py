@@ -3,7 +3,7 @@ privilege classic IAM can express. Nodes get the agency's temporary AK/SK/token 
 service (`/openstack/latest/securitykey`, ECS user guide ecs_03_0166); no AK/SK ever reaches a node.
 
 - Region project (type XA, this region's project only): delete an ECS (self-release), list and read
-  ECSs (peers, the node's own status for reclaim detection) and, with spot billing, pause the pool's
+  ECSs (peers, the node's own status for reclaim detection) and, with a spot pool, pause the pool's
   AS group and list groups (the pool retire).
 - Global (type AX, OBS is a global service): objects under `<bucket>/<prefix>/<stack>/` only, and
   listing the bucket for that prefix only.
@@ -44,7 +44,7 @@ def project_policy(spec: Spec) -> dict:
         {"Effect": "Allow", "Action": list(RELEASE_ACTIONS)},
         {"Effect": "Allow", "Action": ["ecs:cloudServers:list", "ecs:cloudServers:get"]},
     ]
-    if spec.spot:
+    if spec.profile.has_pool(spec):  # capped spot nodes have no pool to retire
         statements += [{"Effect": "Allow", "Action": list(POOL_ACTIONS)},
                        {"Effect": "Allow", "Action": ["as:groups:list", "as:groups:get"]}]
     return {"Version": "1.1", "Statement": statements}

@@ -138,7 +138,7 @@ def endpoint_rules(region: str) -> tuple[EndpointRule, ...]:
 def cloud_api_default(spec) -> tuple[str, ...]:
     """What the node agent calls with endpoints.cloudApi unset: the ECS (and AS) API of the region."""
     hosts = (f"ecs.{spec.region}.myhuaweicloud.com",)
-    return hosts + ((f"as.{spec.region}.myhuaweicloud.com",) if spec.spot else ())
+    return hosts + ((f"as.{spec.region}.myhuaweicloud.com",) if spec.spot and pooled(spec) else ())
 
 
 # ---------------------------------------------------------------- value rules
@@ -160,12 +160,33 @@ def checks(spec) -> Iterable[tuple[str, str]]:
 AS_MAX_FLAVORS = 10  # "A maximum of `10` flavors can be selected" (TF docs/resources/as_configuration.md:202)
 
 
+def capped_spot(spec) -> bool:
+    """Spot with spotMaxPricePerHour: single spot ECSs with `spot_maximum_price` instead of the AS pool,
+    whose configuration takes no price (TF resource_huaweicloud_compute_instance.go:432-436 has it;
+    as_configuration's instance_config has charging_mode spot only)."""
+    return bool(spec.spot) and spec.spot_max_price is not None
+
+
+def pooled(spec) -> bool:
+    return not capped_spot(spec)
+
+
 def warnings(spec) -> Iterable[tuple[str, str]]:
-    if spec.spot and len(spec.pool_types) > AS_MAX_FLAVORS:
+    if spec.spot and pooled(spec) and len(spec.pool_types) > AS_MAX_FLAVORS:
         kept = ", ".join(row.name for row in spec.pool_types[:AS_MAX_FLAVORS])
         yield ("billing", f"spot: an AS configuration takes at most {AS_MAX_FLAVORS} flavors; the pool uses {kept}"
                           f" and leaves out {len(spec.pool_types) - AS_MAX_FLAVORS} more")
-    if spec.spot:
+    if capped_spot(spec):
+        yield ("spotMaxPricePerHour", f"capped spot: {spec.nodes} single spot ECS(s) (charging_mode spot,"
+                                      f" spot_maximum_price {spec.spot_max_price:g} per hour) instead of the AS spot pool,"
+                                      " whose configuration takes no price. NO cloud-side TTL: Huawei spot ECSs take no"
+                                      " auto_terminate_time (TF compute_instance.md: 'only support in postpaid charging"
+                                      " mode'), so only the node agent's own TTL and scripts/run.py's destroy end them."
+                                      " A reclaimed node is not replaced" +
+                                      (f"; spotZones ({', '.join(spec.spot_zones)}) are not used: the nodes start in"
+                                       " the stack's zone" if spec.spot_zones else "") +
+                                      ". Remove spotMaxPricePerHour for the pool (market price, at most pay-per-use)")
+    elif spec.spot:
         yield ("billing", "spot: Huawei spot ECSs take no auto_terminate_time (TF compute_instance.md: 'only supported in"
                           " postpaid charging mode'); the pool's scheduled scale-to-zero (AS policy at maxHours) is the"
                           " cloud-side TTL, and the node agent's own TTL plus scripts/run.py's destroy are the backstop."
@@ -175,6 +196,14 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
         yield ("nodes", "Huawei's ECS server groups only spread nodes (policy anti-affinity; TF"
                         " compute_servergroup.md): no low-latency or cluster placement exists for these flavors, so"
                         " inter-node traffic runs over the VPC at the flavor's network bandwidth")
+    if has_public_address(spec):
+        seconds_per_gb = 8 * 1000 / PUBLIC_BANDWIDTH_MBPS
+        yield ("egress", f"package downloads (the CUDA repository, PyPI: the framework's wheels) reach each node through"
+                         f" its own EIP, capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s: at least {seconds_per_gb:.0f} s per GB,"
+                         " on every node at every boot (a reclaimed spot node's replacement too); OBS traffic"
+                         " (checkpoints, the data set) stays inside the VPC. Huawei's mirror (repo.huaweicloud.com) is"
+                         " not used: its reachability without an EIP is unverified. An image with the GPU driver"
+                         " preinstalled (gpu-training:image) skips the driver's download")
     yield ("identity", "the node agency's release permission (ecs:cloudServers:delete) cannot be limited to this"
                        " stack's tag: tag conditions (g:ResourceTag) need IAM 5.0 identity policies, which"
                        " pulumi-huaweicloud 0.0.12 does not map; it is granted in this region's project only, and"
@@ -268,12 +297,12 @@ PROFILE = ProviderProfile(
                             " an ECS'): base64-encoded, 'the content before encoding at most 32KB'; text or gzip"),
     unsupported={
         "gpu=Ascend-910B": ASCEND_REFUSED,
-        "spotMaxPricePerHour": ("the spot pool is an AS group, and pulumi-huaweicloud 0.0.12's as_.Configuration has no"
-                                " spot price (instance_config: charging_mode spot only): the pool pays the market price,"
-                                " which Huawei caps at the pay-per-use price; remove the key"),
         "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot capacity;"
                               " widen the pool with spotZones, or use billing: on-demand"),
     },
+    # ECSs hold it at the top; the spot pool's AS configuration inside instance_config.
+    user_data_inputs=("userData", "instanceConfig.userData"),
+    spot_pool_for=pooled,  # spotMaxPricePerHour: single capped spot ECSs (compute.py), no pool
     checks=checks,
     warnings=warnings,
     routes=routes,

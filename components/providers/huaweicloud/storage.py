@@ -1,26 +1,35 @@
 """Huawei Cloud storage: the node agent and the training code in OBS, the checkpoint bucket when asked
 to create it (retained on destroy), and SFS Turbo HPC as the large tier's shared file system.
 
-OBS objects carry the file's MD5 as `etag`, so a changed file re-uploads on `pulumi up`; they are
-SSE-KMS encrypted (`encryption`, the account's default OBS key). SFS Turbo sits in the stack's VPC,
-subnet and security group (members may reach it), and nodes mount its `export_location` over NFSv3.
+OBS objects are SSE-KMS encrypted (`encryption`, the account's default OBS key). A changed file must
+be a changed input, or `pulumi up` would not upload it again; that input cannot be `etag`: the
+provider's Read stores the ETag OBS returns (resource_huaweicloud_obs_bucket_object.go:281, v1.73.3),
+and the ETag of an SSE-KMS object is not its MD5 (OBS API "Server-Side Encryption Overview",
+https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0105.html), so an MD5 etag would differ
+after every Read and re-upload every object on every `pulumi up` (provider_facts.json hand_written
+`obs_object_etag_read_back`). The file's SHA-256 rides in `content_type` as a MIME parameter instead:
+the provider sends it on each PUT (Content-Type) and Read stores what OBS returns for it, which is what
+was sent, so it differs only when the file does; a changed input is an in-place update (UpdateContext
+is the same PUT), never a replacement.
+
+SFS Turbo sits in the stack's VPC, subnet and security group (members may reach it), and nodes mount
+its `export_location` over NFSv3.
 """
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import pulumi
 
-from components.artifacts import all_artifacts
+from components.artifacts import Artifact, all_artifacts
 from components.providers.base import NetworkParts, PartContext, StorageParts
 from components.providers.huaweicloud.profile import TURBO, TURBO_HPC_BANDWIDTH, TURBO_SHARE_TYPE
 from components.providers.huaweicloud.sdk import obs, sfs
 from components.spec import Spec
 
 
-def _md5_hex(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
+def content_type(artifact: Artifact) -> str:
+    """The object's Content-Type with the file's SHA-256 as a parameter (RFC 2045 `type/subtype; name=value`).
+    Always octet-stream: a type guessed from the system's MIME table would differ between workstations."""
+    return f"application/octet-stream; sha256={artifact.sha256}"
 
 
 class Storage(pulumi.ComponentResource):
@@ -37,7 +46,7 @@ class Storage(pulumi.ComponentResource):
             bucket_dependency = [bucket]
         for index, artifact in enumerate(all_artifacts(spec)):
             obs.BucketObject(f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                             source=artifact.source, etag=_md5_hex(artifact.path), encryption=True, acl="private",
+                             source=artifact.source, content_type=content_type(artifact), encryption=True, acl="private",
                              opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
         self.address = None
         if spec.shared_storage == TURBO:
