@@ -275,3 +275,39 @@ def test_the_stand_in_refuses_a_kubeconfig_duration_ack_refuses(ack):
     for minutes in (low - 1, high + 1):
         with pytest.raises(ValueError, match="TemporaryDurationMinutes"):
             ack.user_config(minutes)
+
+
+class AutomationStackRecorder:
+    """pulumi.automation.Stack's refresh and destroy, recorded, with the workspace's CLI version."""
+
+    def __init__(self, cli_version: str):
+        self.workspace = type("Workspace", (), {"pulumi_version": cli_version})()
+        self.calls: list[tuple[str, dict]] = []
+
+    def refresh(self, **options):
+        self.calls.append(("refresh", options))
+
+    def destroy(self, **options):
+        self.calls.append(("destroy", options))
+
+
+def test_the_automation_layer_runs_the_program_on_teardown_and_needs_a_cli_that_can():
+    import inspect
+
+    from pulumi import automation
+    from tools.runlib.automation import RUN_PROGRAM_SINCE, AutomationError, PulumiStack
+
+    # The pinned SDK takes the option (pulumi/automation/_stack.py: refresh and destroy, run_program).
+    for method in (automation.Stack.refresh, automation.Stack.destroy):
+        assert "run_program" in inspect.signature(method).parameters
+    layer = PulumiStack.__new__(PulumiStack)  # the real methods over a recorded automation Stack
+    layer._stack = AutomationStackRecorder("3.272.0")
+    layer.refresh(print, run_program=True)
+    layer.destroy(print, run_program=True)
+    layer.destroy(print)
+    assert [(name, options.get("run_program")) for name, options in layer._stack.calls] == [
+        ("refresh", True), ("destroy", True), ("destroy", None)]
+    layer._stack = AutomationStackRecorder("3.150.0")
+    with pytest.raises(AutomationError, match="--run-program came in " + ".".join(map(str, RUN_PROGRAM_SINCE))):
+        layer.destroy(print, run_program=True)
+    assert layer._stack.calls == [], "nothing is started with a CLI that would reuse the expired credential"
