@@ -206,6 +206,9 @@ def test_a_destroy_after_the_kubeconfig_expired_still_reaches_the_cluster(tmp_pa
     assert refused.value.status == 401
     # ... and the command printed for a destroy by hand runs the program too.
     assert "pulumi destroy --stack large-a100-k8s --run-program" in out
+    # After the destroy, only what outlives it is still said to bill (the bucket's checkpoints).
+    after = out.split("Still billing after destroy")[1]
+    assert "checkpoints, markers and reports" in after and "ACK control plane" not in after
 
 
 PULL_STALL = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}],

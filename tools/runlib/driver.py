@@ -373,7 +373,9 @@ class Driver:
             return exitcodes.DESTROY_FAILED
         self.opts.state_file.unlink(missing_ok=True)
         self.say(f"stack {self.opts.stack} destroyed; checkpoints and report stay in the bucket", "bold green")
-        self.keeps_billing = [i for i in self.keeps_billing if isinstance(i, Mapping) and i.get("until") != "pulumi destroy"]
+        # What ends with the destroy says so first ("pulumi destroy", maybe followed by how run.py gets there).
+        self.keeps_billing = [i for i in self.keeps_billing if isinstance(i, Mapping)
+                              and not str(i.get("until") or "").startswith("pulumi destroy")]
         self.billing_lines("Still billing after destroy (yours to delete):")
         return decision.exit_code
 
