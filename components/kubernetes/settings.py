@@ -88,6 +88,12 @@ def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems, regio
             problems.error("kubernetes.image", f"{given} {image!r}: {why}")
     start = _start_deadline(raw.get("startDeadlineMinutes", DEFAULT_START_DEADLINE_MINUTES), offer, max_hours,
                             problems)
+    if offer.credential_minutes:
+        problems.info("kubernetes", f"the Kubernetes provider's kubeconfig from `up` expires after"
+                      f" {offer.credential_minutes} minutes: tear down with scripts/run.py, or by hand with"
+                      " `pulumi refresh --run-program` and `pulumi destroy --run-program` (Pulumi CLI >= 3.160), which"
+                      " read a new one; a plain `pulumi destroy` after that fails with Unauthorized and leaves the"
+                      " cluster billing (docs/kubernetes.md, Access)")
     namespace = raw.get("namespace", DEFAULT_NAMESPACE)
     if not _LABEL_RE.fullmatch(namespace):
         problems.error("kubernetes.namespace", f"{namespace!r} is not a Kubernetes namespace name; allowed:"

@@ -371,3 +371,12 @@ def test_the_shipped_stack_pulls_from_acr_in_its_region_and_bounds_the_start(pla
     image = job["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image.startswith("registry.cn-beijing.aliyuncs.com/"), image
     assert plan.outputs["job"]["startDeadlineMinutes"] == 30
+
+
+
+def test_the_preview_says_how_to_tear_down_after_the_kubeconfig_expires():
+    done = run_preview(STACK)
+    assert done.returncode == 0, done.stderr
+    text = " ".join((done.stdout + done.stderr).split())
+    assert "info kubernetes: the Kubernetes provider's kubeconfig from `up` expires after 240 minutes" in text
+    assert "`pulumi destroy --run-program`" in text
