@@ -109,7 +109,14 @@ def test_without_the_client_certificate_the_handshake_is_refused_and_said_so(api
     assert refused.value.status is None and "/pods" in str(refused.value)
 
 
-@pytest.mark.parametrize("text", ["", "not: [yaml", "clusters: []", yaml.safe_dump({"current-context": "x"})])
+BAD_CA = yaml.safe_dump({"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+                         "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1",
+                                                                "certificate-authority-data": "%%%"}}],
+                         "users": [{"name": "u", "user": {}}]})
+
+
+@pytest.mark.parametrize("text", ["", "not: [yaml", "clusters: []", yaml.safe_dump({"current-context": "x"}), BAD_CA],
+                         ids=["empty", "not-yaml", "no-context", "unknown-context", "bad-base64"])
 def test_an_unreadable_kubeconfig_is_a_clear_error(text):
     with pytest.raises(KubeApiError, match="kubeconfig output cannot be read"):
         KubeApi.from_kubeconfig(text)

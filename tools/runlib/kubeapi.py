@@ -46,16 +46,11 @@ class KubeApi:
             context = next(c["context"] for c in config["contexts"] if c["name"] == context_name)
             cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
             user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        except (yaml.YAMLError, KeyError, IndexError, StopIteration, TypeError, AttributeError) as exc:
+            return cls(server=cluster["server"].rstrip("/"), ca_pem=_data(cluster, "certificate-authority"),
+                       token=user.get("token"), client_cert_pem=_data(user, "client-certificate"),
+                       client_key_pem=_data(user, "client-key"))
+        except (yaml.YAMLError, KeyError, IndexError, StopIteration, TypeError, AttributeError, ValueError) as exc:
             raise KubeApiError(f"the kubeconfig output cannot be read ({type(exc).__name__}: {exc})") from None
-
-        def data(entry: dict, key: str) -> Optional[str]:
-            value = entry.get(f"{key}-data")
-            return base64.b64decode(value).decode() if value else None
-
-        return cls(server=cluster["server"].rstrip("/"), ca_pem=data(cluster, "certificate-authority"),
-                   token=user.get("token"), client_cert_pem=data(user, "client-certificate"),
-                   client_key_pem=data(user, "client-key"))
 
     def pods(self, namespace: str, selector: str) -> list[dict]:
         query = urllib.parse.urlencode({"labelSelector": selector})
@@ -75,8 +70,8 @@ class KubeApi:
             headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
         with tempfile.TemporaryDirectory(prefix="gpu-training-kube-") as folder:
-            context = self._tls(folder) if self.server.startswith("https://") else None
             try:
+                context = self._tls(folder) if self.server.startswith("https://") else None
                 with urllib.request.urlopen(request, timeout=self.timeout_s, context=context) as answer:
                     return json.loads(answer.read() or b"{}")
             except urllib.error.HTTPError as exc:
@@ -93,6 +88,12 @@ class KubeApi:
                     f.write(content)
             context.load_cert_chain(cert, key)
         return context
+
+
+def _data(entry: dict, key: str) -> Optional[str]:
+    """A kubeconfig's `<key>-data` field: base64 of a PEM (binascii.Error is a ValueError)."""
+    value = entry.get(f"{key}-data")
+    return base64.b64decode(value, validate=True).decode() if value else None
 
 
 def _status_message(error: urllib.error.HTTPError) -> str:
