@@ -71,7 +71,7 @@ KEYS: tuple[Key, ...] = (
         "Run on a managed Kubernetes cluster instead of VMs (docs/kubernetes.md); absent: VM nodes.",
         fields={"version": "string", "apiAllowCidrs": "array", "systemNodes": "integer",
                 "systemInstanceType": "string", "image": "string", "gpuOperator": "boolean",
-                "namespace": "string"}),
+                "namespace": "string", "startDeadlineMinutes": "integer"}),
 )
 
 BY_NAME = {key.name: key for key in KEYS}

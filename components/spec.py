@@ -1130,7 +1130,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     tags = _check_tags(values, profile, stack, project, tier_name, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
-    kubernetes = _check_kubernetes(values, profile, checkpoint, shared, ssh, problems)
+    kubernetes = _check_kubernetes(values, profile, region, max_hours, checkpoint, shared, ssh, problems)
 
     if problems.has_errors or instance is None or gpu is None or count is None:
         if not problems.has_errors:  # defensive: never build a half-resolved spec
@@ -1162,12 +1162,13 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     return replace(spec, findings=tuple(problems.items))
 
 
-def _check_kubernetes(values: dict, profile: ProviderProfile, checkpoint: CheckpointSpec, shared: str,
-                      ssh: tuple[str, ...], problems: _Problems) -> Optional[kubernetes_settings.KubernetesSpec]:
+def _check_kubernetes(values: dict, profile: ProviderProfile, region: str, max_hours: float, checkpoint: CheckpointSpec,
+                      shared: str, ssh: tuple[str, ...], problems: _Problems) -> Optional[kubernetes_settings.KubernetesSpec]:
     """The `kubernetes:` section (components/kubernetes/settings.py) and the VM settings it cannot honour."""
     if values.get("kubernetes") is None:
         return None
-    found = kubernetes_settings.check(values["kubernetes"], profile.kubernetes, problems)
+    found = kubernetes_settings.check(values["kubernetes"], profile.kubernetes, problems, region=region,
+                                      max_hours=max_hours)
     if found is None:
         return None
     if not checkpoint.bucket:

@@ -88,7 +88,17 @@ def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
     data = stack_data(args.stack, args.data) if mode == "full" else {}
     return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or work_dir / "out" / args.stack,
                       mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
-                      poll_s=args.poll, **data)
+                      poll_s=args.poll, teardown_runs_program=teardown_runs_program(args.stack), **data)
+
+
+def teardown_runs_program(stack: str) -> bool:
+    """A Kubernetes stack's provider takes a temporary kubeconfig that the program reads (docs/kubernetes.md):
+    refresh and destroy must run the program, or they use the expired one recorded at the last `up`."""
+    from tools.stackfiles import StackFileError, load_stack_config
+    try:
+        return load_stack_config(stack).get("gpu-training:kubernetes") is not None
+    except StackFileError as exc:
+        raise UsageError(exc.render()) from None
 
 
 def stack_data(stack: str, override: Path | None) -> dict:

@@ -81,6 +81,7 @@ class FakeStack:
         self._outputs, self.on_up, self.on_destroy, self.stack = outputs, on_up, on_destroy, stack
         self.calls: list[str] = []
         self.created: list[bool] = []
+        self.run_program: list[bool] = []  # refresh's and destroy's run_program, in call order
 
     def factory(self, name, work_dir, create=True):
         assert name == self.stack and Path(work_dir) == REPO
@@ -101,11 +102,13 @@ class FakeStack:
     def last_update_started(self):
         return None
 
-    def refresh(self, on_output):
+    def refresh(self, on_output, run_program=False):
         self.calls.append("refresh")
+        self.run_program.append(run_program)
 
-    def destroy(self, on_output):
+    def destroy(self, on_output, run_program=False):
         self.calls.append("destroy")
+        self.run_program.append(run_program)
         if self.on_destroy:
             self.on_destroy()
 

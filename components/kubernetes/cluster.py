@@ -75,7 +75,9 @@ class KubernetesTraining(pulumi.ComponentResource):
             "gpuPoolId": cluster.gpu_pool_id,
             "kubeconfig": cluster.kubeconfig,  # secret: `pulumi stack output kubeconfig --show-secrets`
             "apiServerAccess": cluster.api_endpoint_note,
-            "job": {"namespace": spec.kubernetes.namespace, "name": manifests.JOB, "pods": spec.nodes},
+            # run.py fails the Job when no pod runs this long after `up` (tools/runlib/startcheck.py).
+            "job": {"namespace": spec.kubernetes.namespace, "name": manifests.JOB, "pods": spec.nodes,
+                    "startDeadlineMinutes": spec.kubernetes.start_deadline_minutes},
             "instanceIds": [],
             "privateIps": [],
             "poolId": cluster.gpu_pool_id,

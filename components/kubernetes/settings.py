@@ -18,11 +18,20 @@ _LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # An image reference: [registry/]path[:tag][@sha256:digest]; no spaces or shell characters.
 _IMAGE_RE = re.compile(r"[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?")
 # The training container: PyTorch with CUDA and cuDNN runtime libraries (the GPU driver comes from the
-# node: ACK installs it). Docker Hub may be slow from mainland China: mirror it into ACR and set
-# kubernetes.image (docs/kubernetes.md).
+# node: ACK installs it). It is on Docker Hub: where the provider says the nodes cannot pull from there
+# (KubernetesOffer.image_pull_problem, e.g. mainland China), kubernetes.image must name a registry they reach.
 DEFAULT_IMAGE = "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime"
+# A reference's registry host: its first '/'-separated part when that holds '.' or ':' or is localhost,
+# else Docker Hub; index.docker.io is Docker Hub's legacy name (distribution/reference normalize.go,
+# splitDockerDomain: https://github.com/distribution/reference/blob/main/normalize.go).
+DOCKER_HUB = "docker.io"
 DEFAULT_NAMESPACE = "gpu-training"
 MAX_SYSTEM_NODES = 10
+# How long after `up` the Job's pods may take to start before run.py fails the Job (no pod Running: an image
+# that cannot be pulled, or pods that cannot be scheduled): GPU nodes scaled up from zero (minutes), the
+# image pulled, the agent's packages installed. The upper bound keeps the check inside the kubeconfig's life.
+DEFAULT_START_DEADLINE_MINUTES = 30
+MIN_START_DEADLINE_MINUTES = 10
 
 
 @dataclass(frozen=True)
@@ -35,9 +44,19 @@ class KubernetesSpec:
     image: str
     gpu_operator: bool
     namespace: str
+    start_deadline_minutes: int = DEFAULT_START_DEADLINE_MINUTES
 
 
-def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems) -> Optional[KubernetesSpec]:
+def image_registry(image: str) -> str:
+    """The registry host an image reference is pulled from (DOCKER_HUB when it names none)."""
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return DOCKER_HUB if first == "index.docker.io" else first
+    return DOCKER_HUB
+
+
+def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems, region: Optional[str] = None,
+          max_hours: Optional[float] = None) -> Optional[KubernetesSpec]:
     """The validated section, or None when the stack has none (a VM stack) or it could not be built."""
     if raw is None:
         return None
@@ -62,6 +81,19 @@ def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems) -> Op
     if not _IMAGE_RE.fullmatch(image):
         problems.error("kubernetes.image", f"{image!r} is not a container image reference; expected"
                        " registry/path:tag (e.g. registry.cn-beijing.aliyuncs.com/you/pytorch:2.4.1-cuda12.4)")
+    elif region and offer.image_pull_problem:
+        why = offer.image_pull_problem(region, image_registry(image))
+        if why:
+            given = "not set, so the default" if "image" not in raw else "set to"
+            problems.error("kubernetes.image", f"{given} {image!r}: {why}")
+    start = _start_deadline(raw.get("startDeadlineMinutes", DEFAULT_START_DEADLINE_MINUTES), offer, max_hours,
+                            problems)
+    if offer.credential_minutes:
+        problems.info("kubernetes", f"the Kubernetes provider's kubeconfig from `up` expires after"
+                      f" {offer.credential_minutes} minutes: tear down with scripts/run.py, or by hand with"
+                      " `pulumi refresh --run-program` and `pulumi destroy --run-program` (Pulumi CLI >= 3.160), which"
+                      " read a new one; a plain `pulumi destroy` after that fails with Unauthorized and leaves the"
+                      " cluster billing (docs/kubernetes.md, Access)")
     namespace = raw.get("namespace", DEFAULT_NAMESPACE)
     if not _LABEL_RE.fullmatch(namespace):
         problems.error("kubernetes.namespace", f"{namespace!r} is not a Kubernetes namespace name; allowed:"
@@ -72,7 +104,23 @@ def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems) -> Op
         problems.warning("kubernetes.gpuOperator", f"true: NVIDIA's GPU Operator is installed for monitoring and"
                          f" feature discovery only (driver, toolkit and device plugin off): {offer.gpu_stack_note}")
     return KubernetesSpec(offer, version, cidrs, system_nodes, system_type, image,
-                          bool(raw.get("gpuOperator", False)), namespace)
+                          bool(raw.get("gpuOperator", False)), namespace, start)
+
+
+def _start_deadline(value, offer: KubernetesOffer, max_hours: Optional[float], problems) -> int:
+    """kubernetes.startDeadlineMinutes: run.py reads the pods with the kubeconfig from `up`, so the check must
+    come before that credential expires (offer.credential_minutes), and before maxHours ends the Job."""
+    most = offer.credential_minutes - 30 if offer.credential_minutes else 24 * 60
+    if max_hours is not None:
+        most = max(MIN_START_DEADLINE_MINUTES, min(most, int(max_hours * 60)))
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_START_DEADLINE_MINUTES <= value <= most:
+        limit = (f"the kubeconfig from `up` lasts {offer.credential_minutes} minutes"
+                 if offer.credential_minutes else "one day")
+        problems.error("kubernetes.startDeadlineMinutes", f"{value!r} is out of range; allowed: whole minutes"
+                       f" {MIN_START_DEADLINE_MINUTES}-{most} (GPU nodes from zero and the image pull take minutes;"
+                       f" {limit}, and maxHours ends the Job)")
+        return DEFAULT_START_DEADLINE_MINUTES
+    return value
 
 
 def _api_cidrs(value, problems) -> tuple[str, ...]:

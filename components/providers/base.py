@@ -183,6 +183,15 @@ class KubernetesOffer:
     gang_labels: Mapping[str, str]  # pod labels the cluster's scheduler gangs by: {name label, min label}
     gang_source: str
     workload_identity: str  # how pods get bucket credentials, with the source
+    # The kubeconfig the program reads for its Kubernetes provider: how long it authenticates (None: until
+    # revoked), the range the cloud accepts, and the source. A short-lived one is why refresh and destroy
+    # run the program (docs/kubernetes.md, "Access and teardown").
+    credential_minutes: Optional[int] = None
+    credential_minutes_range: Optional[tuple[int, int]] = None
+    credential_source: str = ""
+    # (region, image) -> why the cluster's nodes in that region cannot pull that image, or None: the
+    # provider's rule for kubernetes.image (e.g. a registry its network does not reach).
+    image_pull_problem: Optional[Callable[[str, str], Optional[str]]] = None
 
 
 @dataclass(frozen=True)

@@ -309,6 +309,9 @@ def test_the_safety_rules_catch_an_unencrypted_pool_and_optional_tokens(plan_for
     ({"apiAllowCidrs": ["198.51.100.7/32"], "version": "1.33"}, "kubernetes.version"),
     ({"apiAllowCidrs": ["198.51.100.7/32"], "namespace": "x" * 64}, "kubernetes.namespace"),
     ({"apiAllowCidrs": ["198.51.100.7/32"], "image": "pytorch\n:latest"}, "kubernetes.image"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "startDeadlineMinutes": 5}, "kubernetes.startDeadlineMinutes"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "startDeadlineMinutes": 239}, "kubernetes.startDeadlineMinutes"),
+    ({"apiAllowCidrs": ["198.51.100.7/32"], "startDeadlineMinutes": 12.5}, "kubernetes.startDeadlineMinutes"),
 ], ids=lambda v: str(v)[:30])
 def test_bad_values_of_the_section_are_refused_by_key(value, key):
     from components.spec import SpecError, build_spec
@@ -318,3 +321,62 @@ def test_bad_values_of_the_section_are_refused_by_key(value, key):
     with pytest.raises(SpecError) as refused:
         build_spec(config, stack=STACK)
     assert key in {f.key for f in refused.value.errors}, refused.value.render()
+
+
+# The training image (issue 22, B3). The rule is the provider's data: components/providers/alicloud/registry.py
+# (which hosts are Docker Hub, which regions are mainland China, with the ACK doc it rests on).
+DOCKER_HUB_IMAGES = [None, "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime", "docker.io/pytorch/pytorch:2.4.1",
+                     "index.docker.io/library/python:3.12", "library/python:3.12", "python:3.12"]
+
+
+def _section(image, region="cn-beijing"):
+    from tools.stackfiles import load_stack_config
+
+    config = load_stack_config(STACK)
+    section = {k: v for k, v in config["gpu-training:kubernetes"].items() if k != "image"}
+    if image is not None:
+        section["image"] = image
+    return {**config, "alicloud:region": region, "gpu-training:kubernetes": section}
+
+
+@pytest.mark.parametrize("image", DOCKER_HUB_IMAGES, ids=lambda i: str(i))
+def test_a_mainland_stack_never_pulls_the_training_image_from_docker_hub(image):
+    from components.providers.alicloud import registry
+    from components.kubernetes.settings import image_registry
+    from components.spec import SpecError, build_spec
+
+    assert registry.mainland("cn-beijing") and image_registry(image or "pytorch/pytorch:x") in registry.DOCKER_HUB_HOSTS
+    with pytest.raises(SpecError) as refused:
+        build_spec(_section(image), stack=STACK)
+    found = [f for f in refused.value.errors if f.key == "kubernetes.image"]
+    assert found, refused.value.render()
+    assert "Docker Hub" in found[0].message and "Container Registry (ACR)" in found[0].message
+    assert "cn-beijing" in found[0].message
+
+
+@pytest.mark.parametrize("image,region", [
+    ("registry.cn-beijing.aliyuncs.com/team/pytorch:2.4.1-cuda12.4-cudnn9-runtime", "cn-beijing"),
+    ("mirror.example.internal/pytorch/pytorch:2.4.1", "cn-shanghai"),
+    (None, "cn-hongkong"), (None, "ap-southeast-1")])
+def test_an_image_the_nodes_reach_is_accepted(image, region):
+    from components.spec import build_spec
+
+    spec = build_spec(_section(image, region), stack=STACK)
+    assert spec.kubernetes.image == (image or "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime")
+
+
+def test_the_shipped_stack_pulls_from_acr_in_its_region_and_bounds_the_start(plan_for):
+    plan = plan_for(STACK)
+    job = next(as_manifest(r) for r in plan.resources if r.type == JOB)
+    image = job["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.startswith("registry.cn-beijing.aliyuncs.com/"), image
+    assert plan.outputs["job"]["startDeadlineMinutes"] == 30
+
+
+
+def test_the_preview_says_how_to_tear_down_after_the_kubeconfig_expires():
+    done = run_preview(STACK)
+    assert done.returncode == 0, done.stderr
+    text = " ".join((done.stdout + done.stderr).split())
+    assert "info kubernetes: the Kubernetes provider's kubeconfig from `up` expires after 240 minutes" in text
+    assert "`pulumi destroy --run-program`" in text

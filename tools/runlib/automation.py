@@ -1,13 +1,21 @@
 """The thin layer over Pulumi's Automation API: the only part of run.py that needs the Pulumi CLI.
 
 Everything here is one call into ``pulumi.automation``; all decisions live elsewhere, so tests
-replace this class with a recording fake of the same five methods.
+replace this class with a recording fake of the same five methods (refresh and destroy take
+run_program: whether the CLI runs the program first).
 """
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Optional
+
+
+# `pulumi refresh --run-program` / `pulumi destroy --run-program` (the Automation API's run_program=True).
+RUN_PROGRAM_SINCE = (3, 160, 0)
+RUN_PROGRAM_SOURCE = ("Pulumi blog 'Improved refresh and destroy experience' (v3.160.0, https://pulumi.com/blog/"
+                      "improved-refresh-destroy-experience) and docs 'Running your program on refresh and destroy'"
+                      " (https://www.pulumi.com/docs/iac/operations/stack-management/run-program/)")
 
 
 class AutomationError(Exception):
@@ -50,8 +58,30 @@ class PulumiStack:
         info = self._stack.info()
         return info.start_time if info is not None else None
 
-    def refresh(self, on_output: Callable[[str], None]) -> None:
-        self._stack.refresh(on_output=on_output)
+    def refresh(self, on_output: Callable[[str], None], run_program: bool = False) -> None:
+        self._stack.refresh(on_output=on_output, **self._program_option(run_program))
 
-    def destroy(self, on_output: Callable[[str], None]) -> None:
-        self._stack.destroy(on_output=on_output)
+    def destroy(self, on_output: Callable[[str], None], run_program: bool = False) -> None:
+        self._stack.destroy(on_output=on_output, **self._program_option(run_program))
+
+    def _program_option(self, run_program: bool) -> dict:
+        """run_program: run the program first, so providers get the credentials it computes now (a Kubernetes
+        stack's temporary kubeconfig) instead of the ones recorded in state at the last `up` (Pulumi docs,
+        "Running your program on refresh and destroy": RUN_PROGRAM_SOURCE)."""
+        if not run_program:
+            return {}
+        version = _version(getattr(self._stack.workspace, "pulumi_version", None))
+        if version is not None and version < RUN_PROGRAM_SINCE:
+            raise AutomationError(
+                f"Pulumi CLI {'.'.join(map(str, version))} cannot run the program on refresh and destroy (--run-program"
+                f" came in {'.'.join(map(str, RUN_PROGRAM_SINCE))}, {RUN_PROGRAM_SOURCE}); without it this stack's"
+                " teardown uses an expired credential. Upgrade the CLI (https://www.pulumi.com/docs/install/) and"
+                " run the destroy again")
+        return {"run_program": True}
+
+
+def _version(text: Optional[str]) -> Optional[tuple[int, ...]]:
+    try:
+        return tuple(int(part) for part in str(text).lstrip("v").split("-")[0].split(".")[:3]) if text else None
+    except ValueError:
+        return None

@@ -66,6 +66,16 @@ def _not_saved(verdict: Verdict, cmd: Commands, timed_out: bool) -> tuple[str, t
     ))
 
 
+def decide_start_failed(reason: str, keep: bool, cmd: Commands) -> Decision:
+    """The run never started (startcheck.py): no pod ran the agent, so destroying loses nothing."""
+    headline = f"training never started: {reason}"
+    if keep:
+        return Decision(False, exitcodes.FAILED, headline + "; stack kept (--keep)", (
+            "Fix the cause (kubernetes.image, the pool's instance types or quota), then `pulumi up` again;",
+            f"or destroy:  {cmd.destroy}"))
+    return Decision(True, exitcodes.FAILED, headline + "; nothing ran, so nothing is lost by destroying")
+
+
 def decide(verdict: Verdict, timed_out: bool, keep: bool, force: bool, cmd: Commands) -> Decision:
     """Destroy or not, the exit code, and the words for it."""
     code = outcome_code(verdict, timed_out)

@@ -21,9 +21,11 @@ from rich.table import Table
 from . import exitcodes
 from .automation import AutomationError
 from .bucket import BucketError, StackBucket
-from .decide import Commands, Decision, decide
+from .decide import Commands, Decision, decide, decide_start_failed
+from .kubeapi import KubeApi
 from .markers import Verdict, assess, current
 from .report import ReportError, render, report_folder
+from .startcheck import StartCheck
 from .watch import CostRate, Watcher, WatchResult, clock_text
 
 DEFAULT_TIMEOUT_H = 24.0
@@ -44,6 +46,9 @@ class RunOptions:
     data_dir: Optional[Path] = None  # a packed data set to upload (the stack's data.localDir, or --data)
     data_bucket: Optional[Mapping] = None  # the bucket as the stack file names it (checkpoint output)
     data_bucket_from_stack: bool = False   # checkpoint.create: the bucket exists only after `up`
+    # The stack's providers take credentials the program computes (a Kubernetes stack's temporary kubeconfig):
+    # refresh and destroy run the program so they get live ones, not the expired ones in state.
+    teardown_runs_program: bool = False
 
     @property
     def state_file(self) -> Path:
@@ -60,12 +65,14 @@ def commands_for(opts: RunOptions) -> Commands:
     if opts.out_dir.resolve() != default_out.resolve():
         base += ["--out", str(opts.out_dir)]
     join = shlex.join
+    # Pulumi CLI >= 3.160 (automation.RUN_PROGRAM_SINCE): without it, teardown reuses the credential in state.
+    run_program = " --run-program" if opts.teardown_runs_program else ""
     return Commands(
         watch=join([*base, "--watch-only"]),
         destroy=join([*base, "--destroy-only"]),
         force_destroy=join([*base, "--destroy-only", "--force"]),
-        pulumi_destroy=f"pulumi refresh --stack {shlex.quote(opts.stack)} --yes && "
-                       f"pulumi destroy --stack {shlex.quote(opts.stack)}",
+        pulumi_destroy=f"pulumi refresh --stack {shlex.quote(opts.stack)} --yes{run_program} && "
+                       f"pulumi destroy --stack {shlex.quote(opts.stack)}{run_program}",
         restart_agent="sudo systemctl restart gpu-training-agent",
     )
 
@@ -215,7 +222,7 @@ class Driver:
                 watcher = Watcher(bucket, node_count, cost, baseline=baseline, since=since,
                                   stack_started=stack_started, timeout_s=opts.timeout_h * 3600,
                                   poll_s=opts.poll_s, settle_s=opts.settle_s, console=self.console,
-                                  now=self.now, sleep=self.sleep)
+                                  now=self.now, sleep=self.sleep, start_check=self._start_check(outputs))
                 result = watcher.run()
 
             self.phase = "report"
@@ -229,9 +236,20 @@ class Driver:
             return exitcodes.ERROR
 
         self._summary(result, files, report_dir, cost, stack_started, quarantined)
+        if result.start_failed:
+            return self._act(stack, decide_start_failed(result.start_failed, opts.keep, self.cmd))
         decision = decide(result.verdict or assess([], node_count), result.timed_out, opts.keep, opts.force,
                           self.cmd)
         return self._act(stack, decision)
+
+    def _start_check(self, outputs: Mapping) -> Optional[StartCheck]:
+        """A Kubernetes stack's bound on a Job that never starts (its `job` output names the deadline)."""
+        job, kubeconfig = outputs.get("job"), outputs.get("kubeconfig")
+        if not isinstance(job, Mapping) or not job.get("startDeadlineMinutes") or not isinstance(kubeconfig, str):
+            return None
+        return StartCheck(api=lambda: KubeApi.from_kubeconfig(kubeconfig), namespace=str(job["namespace"]),
+                          job=str(job["name"]), deadline_s=float(job["startDeadlineMinutes"]) * 60,
+                          say=lambda line: self.say(line, "yellow"))
 
     def _baseline(self, bucket, stack, up_started: Optional[float]):
         """(baseline etags, fallback time, when the stack started) for telling this run's markers apart."""
@@ -343,18 +361,21 @@ class Driver:
                 return exitcodes.DECLINED
         self.phase = "destroy"
         try:
-            self.say(f"pulumi refresh --stack {self.opts.stack}", "bold")
+            flag = " --run-program" if self.opts.teardown_runs_program else ""
+            self.say(f"pulumi refresh --stack {self.opts.stack}{flag}", "bold")
             # Nodes release themselves when done: refresh first so destroy does not trip over them.
-            stack.refresh(on_output=self.pulumi_line)
-            self.say(f"pulumi destroy --stack {self.opts.stack}", "bold")
-            stack.destroy(on_output=self.pulumi_line)
+            stack.refresh(on_output=self.pulumi_line, run_program=self.opts.teardown_runs_program)
+            self.say(f"pulumi destroy --stack {self.opts.stack}{flag}", "bold")
+            stack.destroy(on_output=self.pulumi_line, run_program=self.opts.teardown_runs_program)
         except Exception as exc:
             self.say(f"destroy failed: {_tail(exc)}", "bold red")
             self.say(f"Some resources may remain; retry with:  {self.cmd.pulumi_destroy}")
             return exitcodes.DESTROY_FAILED
         self.opts.state_file.unlink(missing_ok=True)
         self.say(f"stack {self.opts.stack} destroyed; checkpoints and report stay in the bucket", "bold green")
-        self.keeps_billing = [i for i in self.keeps_billing if isinstance(i, Mapping) and i.get("until") != "pulumi destroy"]
+        # What ends with the destroy says so first ("pulumi destroy", maybe followed by how run.py gets there).
+        self.keeps_billing = [i for i in self.keeps_billing if isinstance(i, Mapping)
+                              and not str(i.get("until") or "").startswith("pulumi destroy")]
         self.billing_lines("Still billing after destroy (yours to delete):")
         return decision.exit_code
 

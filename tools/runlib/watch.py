@@ -44,6 +44,7 @@ class WatchResult:
     timed_out: bool = False
     polls: int = 0
     last_error: Optional[str] = None
+    start_failed: Optional[str] = None  # why the run never started (startcheck.py): nothing ran, nothing to lose
 
 
 def clock_text(seconds: float) -> str:
@@ -74,8 +75,12 @@ class Watcher:
                  since: Optional[datetime] = None, stack_started: Optional[float] = None,
                  timeout_s: float, poll_s: float = 10.0, settle_s: float = 600.0,
                  console: Optional[Console] = None,
-                 now: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep):
+                 now: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 start_check: Optional[Callable[[float], Optional[str]]] = None):
         self.bucket, self.node_count, self.cost = bucket, node_count, cost
+        # Called with the seconds since the watch began (right after `up`) while no node has reported; a reason
+        # ends the watch.
+        self.start_check = start_check
         self.baseline, self.since = baseline, since
         self.timeout_s, self.poll_s, self.settle_s = timeout_s, poll_s, settle_s
         self.console = console or Console()
@@ -141,6 +146,10 @@ class Watcher:
                         last_printed = key
                 if self.finished(result.verdict, failed_since, now):
                     return result
+                if self.start_check and not result.markers:
+                    result.start_failed = self.start_check(now - began)
+                    if result.start_failed:
+                        return result
                 if now >= deadline:
                     result.timed_out = True
                     return result

@@ -8,7 +8,7 @@ pods' bucket access is RRSA: a RAM role only this cluster's `trainer` ServiceAcc
 nothing but read/write on `<bucket>/<prefix>/<stack>/` (identity.bucket_statements).
 
 The kubeconfig comes from cs.get_cluster_credential (a short-lived credential, kept secret) and feeds
-the pulumi-kubernetes provider. The API server's public endpoint admits only kubernetes.apiAllowCidrs:
+the pulumi-kubernetes provider; refresh and destroy must run the program to get a live one. The API server's public endpoint admits only kubernetes.apiAllowCidrs:
 an SLB access control list (slb.Acl) with those entries, bound to ACK's listener by api_acl.py.
 """
 from __future__ import annotations
@@ -30,9 +30,6 @@ from components.spec import Spec
 # Pod and Service CIDRs: outside the VPC's 10.42.0.0/16 (network.py), as ACK requires (Flannel).
 POD_CIDR = "172.20.0.0/16"
 SERVICE_CIDR = "172.21.0.0/20"
-# kubeconfig lifetime (cs.get_cluster_credential temporary_duration_minutes: 15-4320): long enough for
-# one `pulumi up` of a cluster that takes ~15 minutes to create; a later `pulumi up` reads a new one.
-CREDENTIAL_MINUTES = 240
 # RRSA: the namespace label that turns on ack-pod-identity-webhook, and the ServiceAccount annotation
 # that names the role (ACK doc "Use RRSA to authorize different pods to access different cloud services").
 RRSA_WEBHOOK_ADDON = "ack-pod-identity-webhook"
@@ -130,8 +127,11 @@ class AckCluster(pulumi.ComponentResource):
             f"{ctx.name}-autoscaler", cluster_id=self.cluster.id, scale_down_enabled=True, scale_up_from_zero=True,
             unneeded_duration="10m", skip_nodes_with_local_storage=False, opts=child)
         self.pod_role = self._pod_role(spec, ctx, child)
-        credential = alicloud.cs.get_cluster_credential_output(cluster_id=self.cluster.id,
-                                                               temporary_duration_minutes=CREDENTIAL_MINUTES)
+        # A temporary kubeconfig (profile.ACK.credential_minutes): every program run reads a new one, and
+        # refresh and destroy run the program too (run.py; docs/kubernetes.md), so teardown never uses an
+        # expired one from state.
+        credential = alicloud.cs.get_cluster_credential_output(
+            cluster_id=self.cluster.id, temporary_duration_minutes=k8s.offer.credential_minutes)
         self.kubeconfig = pulumi.Output.secret(credential.kube_config)
         self.register_outputs({"clusterId": self.cluster.id})
 

@@ -1,7 +1,9 @@
 """Local stand-ins for Alibaba Cloud (tests, `make rehearse`): the ECS metadata service in hardened
 mode (session token required: 403 without it) and the ECS RPC API, recording signed requests:
 DescribeInstances (peers) and the spot pool's auto provisioning groups (`add_pool`), which
-DeleteAutoProvisioningGroup marks deleted but keeps listing, as the API lists deleted groups.
+DeleteAutoProvisioningGroup marks deleted but keeps listing, as the API lists deleted groups; STS for
+RRSA; and an ACK cluster (AckCluster): its temporary kubeconfigs and the few Kubernetes API calls
+run.py and the teardown make, refusing a kubeconfig past its expiration.
 
 Facts: ECS doc "Instance metadata" (https://www.alibabacloud.com/help/en/ecs/user-guide/instance-metadata-items) and the
 DeleteInstance API (https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-deleteinstance).
@@ -9,11 +11,14 @@ DeleteInstance API (https://www.alibabacloud.com/help/en/ecs/developer-reference
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from datetime import datetime, timedelta, timezone
 from urllib.parse import parse_qsl, urlsplit
 
-from localcloud import ApiStub, MetadataStub
+import yaml
+
+from localcloud import ApiStub, MetadataStub, Stub
 
 UTC_ISO = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -104,3 +109,102 @@ class Sts(ApiStub):
             "AccessKeyId": f"STS.pod-{uuid.uuid4().hex[:8]}", "AccessKeySecret": uuid.uuid4().hex,
             "SecurityToken": uuid.uuid4().hex, "Expiration": expiry.strftime(UTC_ISO)}}).encode(), {
             "Content-Type": "application/json"}
+
+
+class AckCluster(Stub):
+    """One ACK cluster: the ACK API's DescribeClusterUserKubeconfig (GET /k8s/<cluster>/user_config) and the
+    cluster's API server, on one local server.
+
+    The rules are the ACK offer's data (profile.ACK): TemporaryDurationMinutes outside
+    credential_minutes_range is refused (400), and a kubeconfig authenticates until its `expiration`
+    (credential_source), after which the API server answers 401 Unauthorized, as a Kubernetes API server
+    does for a credential it no longer accepts. The stand-in's kubeconfig carries a bearer token where
+    ACK's carries a client certificate (both are kubeconfig user credentials; tools/runlib/kubeapi.py reads
+    either). `now` is the stand-in's clock (seconds): a test moves it on with `advance`.
+
+    Kubernetes API: list pods by `job-name=<job>`, get and delete a Job (Background propagation deletes its
+    pods), answers in the API's own shapes (PodList, Job, Status)."""
+
+    def __init__(self, cluster_id: str = "c-standin0001"):
+        from components.providers.alicloud.profile import ACK
+        self.offer, self.cluster_id = ACK, cluster_id
+        self.offset = 0.0
+        self.tokens: dict[str, float] = {}  # token -> expiry (stand-in clock)
+        self.jobs: dict[tuple[str, str], dict] = {}  # (namespace, name) -> Job
+        self.pods: dict[tuple[str, str], list[dict]] = {}  # (namespace, job) -> pods
+        self.requests: list[tuple[str, str, int]] = []  # (method, path, status)
+        self.deleted = False  # DeleteCluster: the teardown got to the cluster itself
+        super().__init__()
+
+    def now(self) -> float:
+        return time.time() + self.offset
+
+    def advance(self, minutes: float) -> None:
+        self.offset += minutes * 60
+
+    def add_job(self, namespace: str, name: str, pods: list[dict]) -> None:
+        self.jobs[(namespace, name)] = {"apiVersion": "batch/v1", "kind": "Job",
+                                        "metadata": {"name": name, "namespace": namespace}}
+        self.pods[(namespace, name)] = [json.loads(json.dumps(p)) for p in pods]
+
+    def user_config(self, minutes: int) -> dict:
+        """What DescribeClusterUserKubeconfig answers (the program's cs.get_cluster_credential)."""
+        status, body, _ = self.answer("GET", f"/k8s/{self.cluster_id}/user_config?TemporaryDurationMinutes={minutes}",
+                                      {}, b"")
+        if status != 200:
+            raise ValueError(body.decode())
+        return json.loads(body)
+
+    def answer(self, method, path, headers, body):
+        status, data = self._answer(method, path, {k.lower(): v for k, v in headers.items()})
+        with self.lock:
+            self.requests.append((method, path, status))
+        return status, json.dumps(data).encode(), {"Content-Type": "application/json"}
+
+    def _answer(self, method, path, headers):
+        split = urlsplit(path)
+        query = dict(parse_qsl(split.query))
+        if split.path == f"/k8s/{self.cluster_id}/user_config" and method == "GET":
+            return self._kubeconfig(query.get("TemporaryDurationMinutes"))
+        token = (headers.get("authorization") or "").removeprefix("Bearer ")
+        if self.tokens.get(token, 0) <= self.now():
+            return 401, _status(401, "Unauthorized", "Unauthorized")
+        parts = split.path.strip("/").split("/")
+        if parts[:3] == ["api", "v1", "namespaces"] and len(parts) == 5 and parts[4] == "pods" and method == "GET":
+            job = query.get("labelSelector", "").removeprefix("job-name=")
+            return 200, {"apiVersion": "v1", "kind": "PodList", "items": self.pods.get((parts[3], job), [])}
+        if parts[:4] == ["apis", "batch", "v1", "namespaces"] and len(parts) == 7 and parts[5] == "jobs":
+            key = (parts[4], parts[6])
+            if key not in self.jobs:
+                return 404, _status(404, "NotFound", f'jobs.batch "{parts[6]}" not found')
+            if method == "DELETE":
+                self.jobs.pop(key)
+                self.pods.pop(key, None)
+                return 200, _status(200, "", "", status="Success")
+            return 200, self.jobs[key]
+        return 404, _status(404, "NotFound", "the server could not find the requested resource")
+
+    def _kubeconfig(self, minutes):
+        low, high = self.offer.credential_minutes_range
+        try:
+            minutes = int(minutes) if minutes is not None else high
+        except ValueError:
+            minutes = -1
+        if not low <= minutes <= high:
+            return 400, {"code": "ErrorParamInvalid",
+                         "message": f"TemporaryDurationMinutes must be {low} to {high}: {self.offer.credential_source}"}
+        token = uuid.uuid4().hex
+        expiry = self.now() + minutes * 60
+        self.tokens[token] = expiry
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "standin",
+                  "clusters": [{"name": "kubernetes", "cluster": {"server": self.url}}],
+                  "users": [{"name": "standin-user", "user": {"token": token}}],
+                  "contexts": [{"name": "standin", "context": {"cluster": "kubernetes", "user": "standin-user"}}]}
+        return 200, {"config": yaml.safe_dump(config),
+                     "expiration": datetime.fromtimestamp(expiry, timezone.utc).strftime(UTC_ISO)}
+
+
+def _status(code: int, reason: str, message: str, status: str = "Failure") -> dict:
+    """A Kubernetes API Status object (what the API server answers for errors and deletes)."""
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": status, "message": message,
+            "reason": reason, "code": code}

@@ -14,6 +14,7 @@ from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, Endpoint
                                        NameLimit,
                                        ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
                                        has_public_address, inbound_note)
+from components.providers.alicloud import registry
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
 # "Request syntax", help.aliyun.com/zh/cpfs/request-syntax: the service endpoints nas.<region>.aliyuncs.com).
@@ -260,6 +261,16 @@ ACK = KubernetesOffer(
                        " this one ServiceAccount; ack-pod-identity-webhook injects ALIBABA_CLOUD_ROLE_ARN,"
                        " ALIBABA_CLOUD_OIDC_PROVIDER_ARN, ALIBABA_CLOUD_OIDC_TOKEN_FILE (ACK doc 'Use RRSA to"
                        " authorize different pods to access different cloud services')"),
+    # cs.get_cluster_credential's temporary kubeconfig: long enough for one `pulumi up` (~15 minutes to create
+    # the cluster) and run.py's start check (kubernetes.startDeadlineMinutes); teardown does not need it to
+    # last, because refresh and destroy run the program, which reads a new one (docs/kubernetes.md).
+    credential_minutes=240,
+    credential_minutes_range=(15, 4320),
+    credential_source=("ACK API DescribeClusterUserKubeconfig, TemporaryDurationMinutes: 15 to 4320 (3 days); the"
+                       " answer's `expiration` is when the kubeconfig stops authenticating"
+                       " (https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/developer-reference/"
+                       "api-cs-2015-12-15-describeclusteruserkubeconfig; zh: https://help.aliyun.com/document_detail/183915.htm)"),
+    image_pull_problem=registry.image_pull_problem,
 )
 
 PROFILE = ProviderProfile(
