@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date as Date
 from typing import Optional
 
 from components import datafiles, providers
 
 GIB_TO_GB = 1.073741824
+# A price read more than this many days ago is shown as stale: clouds change list prices and spot
+# markets move, and a month is the longest the toolkit trusts a figure it cannot re-check offline.
+STALE_AFTER_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -16,10 +20,21 @@ class Price:
     region: Optional[str]
     date: Optional[str]
     source: Optional[str]
+    spot_per_hour: Optional[float] = None  # the cloud's own spot/bid price, when refresh --spot read one
+    caveat: Optional[str] = None
 
     @property
     def known(self) -> bool:
         return self.on_demand_per_hour is not None
+
+    def age_days(self, today: Date) -> Optional[int]:
+        if self.date is None:
+            return None
+        return (today - Date.fromisoformat(str(self.date)[:10])).days
+
+    def stale(self, today: Date, max_age_days: int = STALE_AFTER_DAYS) -> bool:
+        age = self.age_days(today)
+        return age is not None and age > max_age_days
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,8 @@ def load_catalog(provider: str) -> Catalog:
                 region=price.get("region"),
                 date=None if price.get("date") is None else str(price.get("date")),
                 source=price.get("source"),
+                spot_per_hour=price.get("spotPerHour"),
+                caveat=price.get("caveat"),
             ),
         ))
     return Catalog(provider, currency, raw.get("sources", {}), tuple(rows))
