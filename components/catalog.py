@@ -13,6 +13,15 @@ GIB_TO_GB = 1.073741824
 STALE_AFTER_DAYS = 30
 
 
+def refresh_command(provider: str) -> str:
+    """The command that fills (or renews) a provider's catalog prices, for every place showing an unknown one."""
+    if not providers.has_module(provider, "pricing"):
+        return f"no price API client for {provider} yet (components/providers/{provider}/pricing.py)"
+    needs = providers.module(provider, "pricing").NEEDS
+    extra = "".join(f" --{option.replace('_', '-')} ..." for option in needs)
+    return f"scripts/prices.py refresh --provider {provider} --region REGION{extra} --spot"
+
+
 @dataclass(frozen=True)
 class Price:
     on_demand_per_hour: Optional[float]  # None = unknown

@@ -82,14 +82,6 @@ def _needed_by(option: str) -> str:
 OPTION_EXAMPLES = {"zone": "--zone ap-shanghai-2", "image": "--image img-xxxxxxxx", "project_id": "--project-id 0123abcd"}
 
 
-def refresh_hint(provider: str) -> str:
-    """The command that fills a provider's prices, for every place that shows an unknown price."""
-    if provider not in pricing_providers():
-        return f"no price API client for {provider} (add components/providers/{provider}/pricing.py)"
-    extra = " ".join(OPTION_EXAMPLES[o].split()[0] + " ..." for o in _needs(provider))
-    return f"scripts/prices.py refresh --provider {provider} --region REGION {extra} --spot".replace("  ", " ")
-
-
 def catalog_path(provider: str, override: Path | None) -> Path:
     return override if override is not None else providers.catalog_path(provider)
 
@@ -139,7 +131,7 @@ def show(args: argparse.Namespace) -> int:
             print(f"  {row['type']:<32} {value:g} {currency}/h, {spot_text}  ({price.get('region')},"
                   f" {price.get('date')}, {price.get('source')}{caveat}){stale}")
         if unknown:
-            print(f"  {unknown} unknown: {refresh_hint(name)} fills them")
+            print(f"  {unknown} unknown: {catalog.refresh_command(name)} fills them")
     return EXIT_OK
 
 

@@ -267,3 +267,38 @@ def test_show_marks_an_old_price_stale_and_says_which_command_fills_the_unknown(
     tighter = prices("show", "--provider", "tencentcloud", "--catalog", str(path), "--max-age-days", "5",
                      env=environment())
     assert "STALE (12 days old)" in tighter.stdout
+
+
+PREVIEWED = {"alicloud": "entry-t4", "tencentcloud": "tc-medium-a100", "huaweicloud": "hw-entry-t4",
+             "baiducloud": "bd-large-a100-spot"}
+
+
+def preview_json(stack: str, env: dict) -> dict:
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), stack, "--json"], capture_output=True,
+                         text=True, cwd=REPO, env={**env, "PYTHONPATH": f"{REPO}:{REPO / 'node'}"}, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("provider", sorted(PREVIEWED))
+def test_the_preview_shows_the_refreshed_price_with_its_source_and_date_else_the_command(tmp_path, provider):
+    args, api = CASES[provider]
+    stack = PREVIEWED[provider]
+    before = preview_json(stack, environment())["cost"]
+    assert before["onDemandPerHour"] is None and before["effectivePerMaxHours"] is None
+    assert f"scripts/prices.py refresh --provider {provider}" in before["basis"]
+
+    path = tmp_path / f"{provider}.yaml"
+    shutil.copy(providers.catalog_path(provider), path)
+    with PriceStandIn(provider) as stand_in:
+        run = prices("refresh", "--provider", provider, *args, "--spot", "--endpoint", stand_in.url,
+                     "--catalog", str(path), env=environment(**CREDENTIALS[provider]))
+    assert run.returncode == 0, run.stderr
+    document = preview_json(stack, environment(GPU_TRAINING_CATALOGS=str(tmp_path)))
+    section, outputs = document["cost"], document["outputs"]
+    assert api in section["priceSource"] and section["priceDate"] == "2026-12-02" and not section["stale"]
+    nodes = outputs["nodeCount"]
+    assert section["onDemandPerHour"] == pytest.approx(nodes * price_of(outputs["instanceType"]), rel=1e-4)
+    assert section["effectivePerHour"] == pytest.approx(nodes * section["perNodeHour"])
+    assert section["effectivePerMaxHours"] == pytest.approx(section["effectivePerHour"] * section["maxHours"], rel=1e-6)
+    assert section["spotSource"] == ("cloud" if provider in SPOT_FACTOR else "estimate")
