@@ -302,3 +302,29 @@ def test_the_preview_shows_the_refreshed_price_with_its_source_and_date_else_the
     assert section["effectivePerHour"] == pytest.approx(nodes * section["perNodeHour"])
     assert section["effectivePerMaxHours"] == pytest.approx(section["effectivePerHour"] * section["maxHours"], rel=1e-6)
     assert section["spotSource"] == ("cloud" if provider in SPOT_FACTOR else "estimate")
+
+
+def test_node_hours_cost_prices_a_stack_s_hours_with_the_source_and_date_and_flags_a_stale_price(tmp_path, monkeypatch):
+    from components import cost
+    from tools.stackfiles import stack_spec
+
+    monkeypatch.setenv("GPU_TRAINING_NOW", "2026-12-02T10:00:00Z")
+    _, spec = stack_spec("entry-t4", [])
+    unknown = cost.node_hours_cost(spec, 3.0)
+    assert unknown.total is None and "scripts/prices.py refresh --provider alicloud" in unknown.basis
+
+    path = tmp_path / "alicloud.yaml"
+    shutil.copy(providers.catalog_path("alicloud"), path)
+    quote = catalog_prices.Quote(spec.instance.name, 7.5, "CNY", "cn-hangzhou", "Alibaba Cloud ECS API DescribePrice",
+                                 spot_per_hour=2.0)
+    path.write_text(catalog_prices.edit(path.read_text(), {spec.instance.name: quote}, "2026-11-30"))
+    monkeypatch.setenv(providers.CATALOGS_ENV, str(tmp_path))
+    _, spec = stack_spec("entry-t4", [])
+    used = cost.node_hours_cost(spec, 3.0)
+    assert (used.total, used.per_node_hour, used.currency) == (22.5, 7.5, "CNY")
+    assert (used.source, used.date, used.stale) == ("Alibaba Cloud ECS API DescribePrice", "2026-11-30", False)
+    _, spot_spec = stack_spec("entry-t4", ["billing=spot"])
+    assert cost.node_hours_cost(spot_spec, 3.0).total == 6.0  # the cloud's spot price, not the estimate
+    monkeypatch.setenv("GPU_TRAINING_NOW", "2027-02-01T10:00:00Z")
+    late = cost.node_hours_cost(spec, 3.0)
+    assert late.stale and "STALE: read 63 days ago" in late.basis and late.total == 22.5
