@@ -1,8 +1,10 @@
 """Per-provider GPU instance catalogs (data files with sources and dated prices) and type resolution."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import date as Date
+from pathlib import Path
 from typing import Optional
 
 from components import datafiles, providers
@@ -88,6 +90,38 @@ class Catalog:
 
     def counts_for(self, gpu: str) -> list[int]:
         return sorted({row.gpu_count for row in self.instances if row.gpu == gpu})
+
+
+@dataclass(frozen=True)
+class DiskPrice:
+    """The pay-as-you-go price of a disk category (and performance level) per GiB-hour, as refresh read it."""
+    category: str
+    performance_level: Optional[str]
+    per_gib_hour: float
+    currency: str
+    region: str
+    date: str
+    source: str
+
+
+def disk_prices_path(provider: str) -> Path:
+    """disk_prices.yaml in the provider's package, or <provider>.disks.yaml in $GPU_TRAINING_CATALOGS."""
+    folder = os.environ.get(providers.CATALOGS_ENV)
+    if folder and (Path(folder) / f"{provider}.disks.yaml").is_file():
+        return Path(folder) / f"{provider}.disks.yaml"
+    return providers.package_dir(provider) / "disk_prices.yaml"
+
+
+def disk_price(provider: str, category: str, performance_level: Optional[str]) -> Optional[DiskPrice]:
+    """The refreshed price of a disk kind, or None (no disk price file, or the kind is not in it)."""
+    path = disk_prices_path(provider)
+    if not path.is_file():
+        return None
+    for row in (datafiles.load_path(path) or {}).get("disks") or []:
+        if row["category"] == category and row.get("performanceLevel") == performance_level:
+            return DiskPrice(category, performance_level, float(row["perGiBHour"]), row["currency"], row["region"],
+                             str(row["date"]), row["source"])
+    return None
 
 
 def load_catalog(provider: str) -> Catalog:

@@ -197,3 +197,35 @@ def training_run_cost(instance: InstanceType, nodes: int, train_hours: float, st
     return RunCost(hourly.currency, nodes, nodes * instance.gpu_count, on_demand_hours, billed_spot,
                    total(hourly.on_demand_per_hour, on_demand_hours), total(hourly.spot_per_hour, billed_spot),
                    basis)
+
+
+@dataclass(frozen=True)
+class DiskCost:
+    """The stack's data disks per hour (they bill while the nodes run and go with them)."""
+    currency: Optional[str]
+    nodes: int
+    size_gb: int
+    kind: str
+    per_hour: Optional[float]  # all nodes; None = unknown
+    source: Optional[str]
+    date: Optional[str]
+    basis: str
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "sizeGb": self.size_gb, "nodes": self.nodes, "currency": self.currency,
+                "perHour": self.per_hour, "priceSource": self.source, "priceDate": self.date, "basis": self.basis}
+
+
+def data_disk_cost(spec) -> DiskCost:
+    """The data disks' hourly cost from the refreshed disk prices (catalog.disk_price), or unknown and why."""
+    disk = spec.data_disk
+    kind = disk.category + (f" {disk.performance_level}" if disk.performance_level else "")
+    price = catalog.disk_price(spec.provider, disk.category, disk.performance_level)
+    if price is None:
+        return DiskCost(None, spec.nodes, disk.size_gb, kind, None, None, None,
+                        f"unknown: no refreshed price for {kind} disks ({catalog.refresh_command(spec.provider)}"
+                        " --disks fills it where the provider's price API prices disks)")
+    per_hour = round(price.per_gib_hour * disk.size_gb * spec.nodes, 4)
+    return DiskCost(price.currency, spec.nodes, disk.size_gb, kind, per_hour, price.source, price.date,
+                    f"{price.per_gib_hour:g} {price.currency}/GiB-h x {disk.size_gb} GiB x {spec.nodes} node(s)"
+                    f" ({price.region}, {price.date}, {price.source})")

@@ -158,7 +158,9 @@ def cost_section(spec: Spec) -> dict:
     def scaled(value, factor):
         return None if value is None else round(value * factor, 4)
 
-    return {**hourly.as_dict(), "maxHours": spec.max_hours,
+    disks = cost.data_disk_cost(spec)
+    return {**hourly.as_dict(), "maxHours": spec.max_hours, "dataDisks": {
+                **disks.as_dict(), "perMaxHours": scaled(disks.per_hour, spec.max_hours)},
             "onDemandPerMaxHours": scaled(hourly.on_demand_per_hour, spec.max_hours),
             "spotPerMaxHours": scaled(hourly.spot_per_hour, spec.max_hours),
             "effectivePerMaxHours": scaled(hourly.effective_per_hour, spec.max_hours),
@@ -186,9 +188,15 @@ def render_cost(console, spec: Spec) -> None:
                   money(section["spotPerHour"], "/h"), money(section["effectivePerHour"], "/h"))
     table.add_row(f"whole maxHours ({spec.max_hours:g} h)", money(section["onDemandPerMaxHours"]),
                   money(section["spotPerMaxHours"]), money(section["effectivePerMaxHours"]))
+    disks = section["dataDisks"]
+    disk_hour, disk_run = money(disks["perHour"], "/h"), money(disks["perMaxHours"])
+    table.add_row(f"data disks ({spec.nodes} x {disks['sizeGb']} GiB {disks['kind']}), per hour",
+                  disk_hour, disk_hour, disk_hour)
+    table.add_row("data disks, whole maxHours", disk_run, disk_run, disk_run)
     console.print(table)
-    console.print(f"[dim]{section['basis']}[/]", highlight=False)
-    console.print("[dim]the instances only: what keeps billing after the nodes are gone is listed below[/]")
+    console.print(f"[dim]instances: {section['basis']}[/]", highlight=False)
+    console.print(f"[dim]data disks: {disks['basis']}[/]", highlight=False)
+    console.print("[dim]what keeps billing after the nodes are gone is listed below[/]")
 
 
 def render_egress(console, section: dict) -> None:

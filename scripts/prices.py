@@ -26,12 +26,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Optional
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
 
 from components import catalog, clock, providers
+from components.tiers import tiers
 from tools import catalog_prices
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
@@ -65,6 +67,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                          + _needed_by("project_id") + ")")
     refresh.add_argument("--types", help="comma-separated instance types (default: every catalog row)")
     refresh.add_argument("--spot", action="store_true", help="also record the latest spot price (spotPerHour)")
+    refresh.add_argument("--disks", action="store_true", help="also price the data disk kinds the tiers use, per GiB-hour"
+                         " (where the provider's pricing.py has fetch_disks: " + (", ".join(
+                             p for p in pricing_providers() if hasattr(providers.module(p, "pricing"), "fetch_disks"))
+                             or "none") + ")")
     refresh.add_argument("--endpoint", help="API endpoint URL, e.g. https://ecs.cn-hangzhou.aliyuncs.com")
     refresh.add_argument("--catalog", type=Path, help="the catalog file to update (default: the provider's)")
     refresh.add_argument("--dry-run", action="store_true", help="fetch and print, write nothing")
@@ -200,6 +206,45 @@ def refresh(args: argparse.Namespace) -> int:
         return EXIT_OK
     catalog_prices.write(path, edited)
     print(f"wrote {len(quotes)} price(s) to {path}; {len(failures)} type(s) without a price")
+    if args.disks:
+        return refresh_disks(args, module, date)
+    return EXIT_OK
+
+
+def disk_kinds(provider: str) -> list[tuple[str, Optional[str]]]:
+    """The data disk kinds (category, performance level) the provider gives the guide's tiers."""
+    profile = providers.profile(provider)
+    kinds = [profile.data_disk(t.disk_class, t.data_disk_default_gb, None) for t in tiers().values()]
+    return list(dict.fromkeys((disk.category, disk.performance_level) for disk in kinds))
+
+
+def refresh_disks(args: argparse.Namespace, module, date: str) -> int:
+    if not hasattr(module, "fetch_disks"):
+        print(f"no disk prices: {module.DISPLAY}'s pricing.py has no fetch_disks; disks stay unpriced", file=sys.stderr)
+        return EXIT_OK
+    answers = module.fetch_disks(disk_kinds(args.provider), region=args.region, zone=args.zone,
+                                 endpoint=args.endpoint, env=os.environ)
+    rows = []
+    for (category, level), answer in answers.items():
+        if not isinstance(answer, dict):
+            print(f"no disk price for {category} {level or ''}: {answer}".replace("  ", " "), file=sys.stderr)
+            continue
+        rows.append({"category": category, "performanceLevel": level, "perGiBHour": round(answer["perGiBHour"], 8),
+                     "currency": answer["currency"], "region": args.region, "date": date,
+                     "source": module.source(args.endpoint, args.region) + " ResourceType=disk"})
+    if not rows:
+        return fail(f"the {module.DISPLAY} API priced no disk kind", EXIT_FAILED)
+    path = (args.catalog.parent / f"{args.provider}.disks.yaml") if args.catalog else catalog.disk_prices_path(args.provider)
+    text = (f"# Data disk prices per GiB-hour, written by scripts/prices.py refresh --disks on {date}; a refresh\n"
+            "# rewrites this file. Each row names the API it was read from.\n"
+            + yaml.safe_dump({"provider": args.provider, "disks": rows}, sort_keys=False))
+    if args.dry_run:
+        print(text)
+        return EXIT_OK
+    catalog_prices.write(path, text)
+    for row in rows:
+        print(f"disk {row['category']} {row['performanceLevel'] or ''}: {row['perGiBHour']:g} {row['currency']}/GiB-h")
+    print(f"wrote {len(rows)} disk price(s) to {path}")
     return EXIT_OK
 
 

@@ -31,6 +31,11 @@ def price_of(name: str) -> float:
     return round(sum(map(ord, name)) % 89 + 61.5, 4)
 
 
+def disk_price_of(category: str, level: str | None) -> float:
+    """The stand-ins' disk price per GiB-hour for a kind."""
+    return round(0.0005 * (len(category) + len(level or "")), 6)
+
+
 class PriceStandIn:
     def __init__(self, cloud: str, deny: bool = False):
         self.cloud, self.deny = cloud, deny
@@ -112,6 +117,12 @@ class PriceStandIn:
         return getattr(self, f"answer_{self.cloud}")(call, params)
 
     def answer_alicloud(self, call, params):
+        if params.get("ResourceType") == "disk":
+            size = int(params["DataDisk.1.Size"])
+            price = round(disk_price_of(params["DataDisk.1.Category"], params.get("DataDisk.1.PerformanceLevel")) * size, 6)
+            return 200, {"RequestId": "r", "PriceInfo": {"Price": {"OriginalPrice": price, "DiscountPrice": 0.0,
+                                                                    "TradePrice": price, "Currency": "CNY"},
+                                                          "Rules": {"Rule": []}}}
         name = params["InstanceType"]
         if name in NOT_SOLD:
             return self.error("InvalidInstanceType.ValueNotSupported", "not sold in this region")

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from components import providers
-from tests.price_standins import NOT_SOLD, SPOT_FACTOR, PriceStandIn, price_of
+from tests.price_standins import NOT_SOLD, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
 from tools import catalog_prices, price_rules
 
 REPO = Path(__file__).resolve().parent.parent
@@ -131,6 +131,8 @@ def _send(url: str, path: str, headers: dict, body: dict) -> tuple[int, dict]:
 # One wrong request per cloud: a required parameter left out, and a call the API does not have.
 WRONG = {
     "alicloud": [("/?Action=DescribePrice&RegionId=cn-hangzhou", {}, {}, "InstanceType"),
+                 ("/?Action=DescribePrice&RegionId=cn-hangzhou&ResourceType=disk&DataDisk.1.Category=cloud_essd", {}, {},
+                  "DataDisk.1.Size"),
                  ("/?Action=DescribePrices&RegionId=cn-hangzhou&InstanceType=x", {}, {}, "DescribePrices")],
     "tencentcloud": [("/", {"X-TC-Action": "InquiryPriceRunInstances"}, {"Placement": {"Zone": "ap-shanghai-2"},
                                                                          "InstanceType": "GN7.2XLARGE32"}, "ImageId"),
@@ -158,7 +160,7 @@ def test_each_stand_in_refuses_a_request_that_breaks_its_cloud_rules(provider):
             else:
                 assert status == 400
     codes = [code for code, _ in stand_in.refusals]
-    assert codes == [price_rules.MISSING, price_rules.UNKNOWN_CALL]
+    assert codes == [price_rules.MISSING] * (len(WRONG[provider]) - 1) + [price_rules.UNKNOWN_CALL]
 
 
 def test_alicloud_requests_carry_the_describe_price_parameters(tmp_path):
@@ -328,3 +330,28 @@ def test_node_hours_cost_prices_a_stack_s_hours_with_the_source_and_date_and_fla
     monkeypatch.setenv("GPU_TRAINING_NOW", "2027-02-01T10:00:00Z")
     late = cost.node_hours_cost(spec, 3.0)
     assert late.stale and "STALE: read 63 days ago" in late.basis and late.total == 22.5
+
+
+def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_path):
+    path = tmp_path / "alicloud.yaml"
+    shutil.copy(providers.catalog_path("alicloud"), path)
+    with PriceStandIn("alicloud") as stand_in:
+        run = prices("refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--types", "ecs.gn7e-c16g1.32xlarge",
+                     "--disks", "--endpoint", stand_in.url, "--catalog", str(path),
+                     env=environment(**CREDENTIALS["alicloud"]))
+    assert run.returncode == 0, run.stderr
+    assert stand_in.refusals == []
+    disk_calls = [r for r in stand_in.requests if "ResourceType=disk" in r["path"] + r["body"]]
+    assert len(disk_calls) == 3  # PL1, PL2, PL3: the entry, medium and large tiers' ESSD levels
+    disks = {(row["category"], row["performanceLevel"]): row
+             for row in yaml.safe_load((tmp_path / "alicloud.disks.yaml").read_text())["disks"]}
+    assert disks[("cloud_essd", "PL3")]["perGiBHour"] == pytest.approx(disk_price_of("cloud_essd", "PL3"))
+    assert disks[("cloud_essd", "PL3")]["date"] == "2026-12-02" and "DescribePrice" in disks[("cloud_essd", "PL3")]["source"]
+
+    section = preview_json("large-a100", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
+    assert section["kind"] == "cloud_essd PL3" and section["priceDate"] == "2026-12-02"
+    assert section["perHour"] == pytest.approx(disk_price_of("cloud_essd", "PL3") * section["sizeGb"] * section["nodes"],
+                                               rel=1e-3)
+    assert section["perMaxHours"] == pytest.approx(section["perHour"] * 72, rel=1e-6)
+    unknown = preview_json("tc-entry-t4", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
+    assert unknown["perHour"] is None and "--disks" in unknown["basis"]

@@ -3,8 +3,10 @@ runs against each request it is sent.
 
 A rule file names, per call, the parameters the cloud requires (`required`, dotted paths into the
 request; `name[]` means every element of the list `name`, which must not be empty), the values a
-parameter may take (`values`), groups of which at least one must be given (`anyOf`), parameters that
-only go together (`together`: a parameter name, or NAME=VALUE), and the source of all of it. `problems`
+parameter may take (`values`), parameters required only when another has a value (`requiredWhen`:
+NAME=VALUE -> paths; `defaults` gives the value the cloud assumes for a parameter left out), groups of which at least one must be given (`anyOf`), parameters that only go
+together (`together`: a parameter name, or NAME=VALUE), and the source of all of it. RPC-style flat
+names with dots (Alibaba's `DataDisk.1.Category`) are looked up as they are first. `problems`
 returns what a cloud would refuse, as (code, message) pairs; an empty list means the request passes.
 """
 from __future__ import annotations
@@ -26,6 +28,8 @@ class CallRule:
     name: str
     required: tuple[str, ...]
     values: Mapping[str, tuple]
+    required_when: Mapping[str, tuple[str, ...]]
+    defaults: Mapping[str, Any]
     any_of: tuple[tuple[str, ...], ...]
     together: tuple[tuple[str, ...], ...]
     source: str
@@ -42,9 +46,15 @@ class Rules:
         if rule is None:
             return [(UNKNOWN_CALL, f"{call!r} is not a price call this API answers; known: {', '.join(self.calls)}")]
         found = []
+        params = {**rule.defaults, **params}
         for path in rule.required:
             if not _present(params, path):
                 found.append((MISSING, f"{rule.name}: {path} is required ({rule.source})"))
+        for condition, paths in rule.required_when.items():
+            if _holds(params, condition):
+                for path in paths:
+                    if not _present(params, path):
+                        found.append((MISSING, f"{rule.name}: {path} is required with {condition} ({rule.source})"))
         for path, allowed in rule.values.items():
             for value in _values(params, path):
                 if value not in allowed:
@@ -69,6 +79,8 @@ def load(provider: str) -> Rules:
     for call, row in raw["calls"].items():
         calls[call] = CallRule(call, row.get("name", call), tuple(row.get("required", ())),
                                {k: tuple(v) for k, v in (row.get("values") or {}).items()},
+                               {k: tuple(v) for k, v in (row.get("requiredWhen") or {}).items()},
+                               dict(row.get("defaults") or {}),
                                tuple(tuple(g) for g in row.get("anyOf", ())),
                                tuple(tuple(g) for g in row.get("together", ())), row["source"])
     return Rules(provider, raw["wire"], calls)
@@ -92,6 +104,8 @@ def _walk(value: Any, parts: list[str]) -> list[Any]:
 
 
 def _present(params: Mapping[str, Any], path: str) -> bool:
+    if params.get(path) not in (None, ""):
+        return True
     parts = path.split(".")
     if any(p.endswith("[]") for p in parts):
         # Every element of the list must carry the field, and the list must not be empty.
@@ -104,6 +118,8 @@ def _present(params: Mapping[str, Any], path: str) -> bool:
 
 
 def _values(params: Mapping[str, Any], path: str) -> list[Any]:
+    if params.get(path) not in (None, ""):
+        return [params[path]]
     return _walk(params, path.split("."))
 
 

@@ -70,6 +70,29 @@ def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Opti
     return result
 
 
+DISK_PROBE_GIB = 100  # the size asked about: the price per GiB-hour is its price / 100
+
+
+def fetch_disks(kinds: Iterable[tuple[str, Optional[str]]], *, region: str, zone: Optional[str],
+                endpoint: Optional[str], env: Mapping[str, str], **_) -> dict[tuple, Union[dict, str]]:
+    """{(category, level): {"perGiBHour", "currency"} or the reason}: DescribePrice ResourceType=disk, which
+    prices pay-as-you-go disks by the hour only (help.aliyun.com/document_detail/107829.html)."""
+    from alibabacloud_ecs20140526 import models
+
+    client, runtime, result = _client(region, endpoint, env), _runtime(), {}
+    for category, level in kinds:
+        disk = models.DescribePriceRequestDataDisk(category=category, size=DISK_PROBE_GIB, performance_level=level)
+        request = models.DescribePriceRequest(region_id=region, resource_type="disk", price_unit="Hour",
+                                              data_disk=[disk], zone_id=zone)
+        try:
+            price = client.describe_price_with_options(request, runtime).body.price_info.price
+            result[(category, level)] = {"perGiBHour": float(price.trade_price) / DISK_PROBE_GIB,
+                                         "currency": price.currency}
+        except Exception as error:  # the SDK's API and transport errors
+            result[(category, level)] = f"DescribePrice (disk) failed: {_why(error)}"
+    return result
+
+
 def _latest_spot(client, runtime, models, name: str, region: str, zone: Optional[str]) -> Optional[float]:
     start = (datetime.now(timezone.utc) - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
     request = models.DescribeSpotPriceHistoryRequest(region_id=region, instance_type=name, network_type="vpc",
