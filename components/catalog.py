@@ -24,6 +24,13 @@ def refresh_command(provider: str) -> str:
     return f"scripts/prices.py refresh --provider {provider} --region REGION{extra} --spot"
 
 
+def disk_refresh_command(provider: str) -> str:
+    """The command that fills a provider's disk prices, or why nothing does yet."""
+    if providers.has_module(provider, "pricing") and hasattr(providers.module(provider, "pricing"), "fetch_disks"):
+        return refresh_command(provider) + " --disks"
+    return f"no disk price client for {provider} yet (a fetch_disks in components/providers/{provider}/pricing.py)"
+
+
 @dataclass(frozen=True)
 class Price:
     on_demand_per_hour: Optional[float]  # None = unknown

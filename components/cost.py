@@ -223,8 +223,7 @@ def data_disk_cost(spec) -> DiskCost:
     price = catalog.disk_price(spec.provider, disk.category, disk.performance_level)
     if price is None:
         return DiskCost(None, spec.nodes, disk.size_gb, kind, None, None, None,
-                        f"unknown: no refreshed price for {kind} disks ({catalog.refresh_command(spec.provider)}"
-                        " --disks fills it where the provider's price API prices disks)")
+                        f"unknown: no refreshed price for {kind} disks ({catalog.disk_refresh_command(spec.provider)})")
     per_hour = round(price.per_gib_hour * disk.size_gb * spec.nodes, 4)
     return DiskCost(price.currency, spec.nodes, disk.size_gb, kind, per_hour, price.source, price.date,
                     f"{price.per_gib_hour:g} {price.currency}/GiB-h x {disk.size_gb} GiB x {spec.nodes} node(s)"

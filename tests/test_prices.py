@@ -354,4 +354,6 @@ def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_p
                                                rel=1e-3)
     assert section["perMaxHours"] == pytest.approx(section["perHour"] * 72, rel=1e-6)
     unknown = preview_json("tc-entry-t4", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
-    assert unknown["perHour"] is None and "--disks" in unknown["basis"]
+    assert unknown["perHour"] is None and "no disk price client for tencentcloud" in unknown["basis"]
+    none_yet = preview_json("entry-t4", environment())["cost"]["dataDisks"]
+    assert none_yet["perHour"] is None and "refresh --provider alicloud" in none_yet["basis"] and "--disks" in none_yet["basis"]
