@@ -357,3 +357,39 @@ def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_p
     assert unknown["perHour"] is None and "no disk price client for tencentcloud" in unknown["basis"]
     none_yet = preview_json("entry-t4", environment())["cost"]["dataDisks"]
     assert none_yet["perHour"] is None and "refresh --provider alicloud" in none_yet["basis"] and "--disks" in none_yet["basis"]
+
+
+def test_huawei_rates_every_flavor_in_one_signed_bss_request(tmp_path):
+    path = catalog_copy(tmp_path, "huaweicloud")
+    with PriceStandIn("huaweicloud") as stub:
+        run = prices("refresh", "--provider", "huaweicloud", "--region", "cn-north-4", "--project-id", "0a1b2c3d4e5f",
+                     "--types", "pi2.2xlarge.4,p3.16xlarge.8", "--endpoint", stub.url, "--catalog", str(path),
+                     env=environment(**CREDENTIALS["huaweicloud"], HW_DOMAIN_ID="d0m41n"))
+    assert run.returncode == 0, run.stderr
+    (request,) = stub.requests
+    assert (request["method"], request["path"]) == ("POST", "/v2/bills/ratings/on-demand-resources")
+    assert request["headers"]["authorization"].startswith(f"SDK-HMAC-SHA256 Access={KEY_ID}, SignedHeaders=")
+    assert request["headers"]["x-domain-id"] == "d0m41n" and "x-sdk-date" in request["headers"]
+    body = json.loads(request["body"])
+    assert body["project_id"] == "0a1b2c3d4e5f"
+    assert [(p["id"], p["resource_spec"], p["region"], p["usage_measure_id"], p["usage_value"])
+            for p in body["product_infos"]] == [("1", "pi2.2xlarge.4.linux", "cn-north-4", 4, 1),
+                                                ("2", "p3.16xlarge.8.linux", "cn-north-4", 4, 1)]
+
+
+def test_baidu_prices_a_postpaid_spec_in_the_zone_and_asks_the_bid_market_price(tmp_path):
+    path = catalog_copy(tmp_path, "baiducloud")
+    with PriceStandIn("baiducloud") as stub:
+        run = prices("refresh", "--provider", "baiducloud", "--region", "bj", "--zone", "cn-bj-d", "--spot",
+                     "--endpoint", stub.url, "--catalog", str(path), env=environment(**CREDENTIALS["baiducloud"]))
+    assert run.returncode == 0, run.stderr
+    calls = [(r["method"], urlsplit(r["path"]).path, json.loads(r["body"])) for r in stub.requests]
+    spec = "bcc.hgn5IB.c116m978.8A100-80g"
+    assert calls == [("POST", "/v2/instance/price", {"spec": spec, "paymentTiming": "Postpaid", "zoneName": "cn-bj-d",
+                                                      "purchaseCount": 1, "purchaseLength": 1}),
+                     ("POST", "/v2/instance/bidPrice", {"spec": spec, "zoneName": "cn-bj-d", "purchaseCount": 1})]
+    for r in stub.requests:
+        assert r["headers"]["authorization"].startswith(f"bce-auth-v1/{KEY_ID}/")
+        assert "clientToken" in urlsplit(r["path"]).query
+    price = rows(path)[spec]["price"]
+    assert "hourly unit assumed" in price["caveat"]

@@ -121,6 +121,9 @@ def ranking_note(result: Result) -> str:
     currencies = sorted({ev.run.currency for ev in result.ranked})
     why = (f"{unknown} of {len(result.ranked)} fitting configurations have no known price"
            if unknown else f"prices are in several currencies ({', '.join(currencies)})")
-    return (f"ranked by GPU-hours, not cost: {why} (scripts/prices.py refresh fills catalog prices);"
-            " spot GPU-hours are weighted by the provider's typical spot fraction. GPU-hours favour fast GPUs,"
-            " whose hours usually cost more")
+    priced = sorted({ev.offer.provider for ev in result.ranked if ev.cost is not None})
+    narrow = (f"; --provider {' --provider '.join(priced)} ranks the priced clouds by cost" if priced and unknown
+              else "")
+    return (f"ranked by GPU-hours, not cost: {why} (scripts/prices.py refresh fills catalog prices{narrow});"
+            " the guide's named GPUs come before stand-ins, spot GPU-hours are weighted by the provider's typical"
+            " spot fraction. GPU-hours favour fast GPUs, whose hours usually cost more")

@@ -24,6 +24,10 @@ from urllib.parse import urlsplit
 DISPLAY = "Huawei Cloud"
 CREDENTIALS = ("HW_ACCESS_KEY", "HW_SECRET_KEY")
 TOKEN = "HW_SECURITY_TOKEN"  # optional: temporary credentials
+# Optional: the account (domain) id. huaweicloudsdkcore's GlobalCredentials sends it as X-Domain-Id on
+# global services such as BSS and otherwise looks it up through IAM first; without it the request goes
+# unscoped, which is unverified against the real BSS.
+DOMAIN = "HW_DOMAIN_ID"
 NEEDS = ("project_id",)  # BSS asks for any valid project id of the account (not the priced region's)
 ENDPOINT = "https://bss.myhuaweicloud.com"
 PATH = "/v2/bills/ratings/on-demand-resources"
@@ -37,8 +41,8 @@ def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
     missing = [name for name in CREDENTIALS if not env.get(name)]
     if not missing:
         return None
-    return (f"set {' and '.join(missing)} (an IAM user allowed bss:discount:view, which BSS needs to rate"
-            f" on-demand resources; {TOKEN} too for temporary credentials)")
+    return (f"set {' and '.join(missing)} (an IAM user allowed to query BSS prices; {TOKEN} too for temporary"
+            f" credentials; {DOMAIN} names the account for the global BSS endpoint)")
 
 
 def source(endpoint: Optional[str], region: str) -> str:
@@ -56,6 +60,8 @@ def _post(endpoint: str, body: dict, env: Mapping[str, str]) -> tuple[int, dict]
     headers = {"Content-Type": "application/json;charset=UTF-8"}
     if env.get(TOKEN):
         headers["X-Security-Token"] = env[TOKEN]
+    if env.get(DOMAIN):
+        headers["X-Domain-Id"] = env[DOMAIN]
     request = SdkRequest(method="POST", schema=parts.scheme, host=parts.netloc, resource_path=PATH, uri=PATH,
                          query_params=[], header_params=headers, body=json.dumps(body))
     Signer(GlobalCredentials(env[CREDENTIALS[0]], env[CREDENTIALS[1]])).sign(request)
