@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Optional
 from pathlib import Path
+from typing import Optional
 from urllib.parse import urlsplit
 
 import yaml
