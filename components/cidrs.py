@@ -27,3 +27,53 @@ def world_unions(cidrs: list[str]) -> list[tuple[str, str]]:
         if any(n.prefixlen == 0 for n in ipaddress.collapse_addresses(networks)):
             found.append((world, ", ".join(str(n) for n in networks)))
     return found
+
+
+# ---------------------------------------------------------------- the stack's own subnets
+
+STACK_VPC = "10.42.0.0/16"  # every provider's VPC (network.py VPC_CIDR); its subnets are cut from it
+
+# Addresses a subnet must keep free besides the nodes: what else the plan puts in it, the largest being
+# Alibaba CPFS's NFS protocol service, which "takes up to 32 addresses of the vSwitch" (docs/shared-storage.md,
+# NAS API CreateProtocolService), then SFS Turbo's two addresses and virtual IP, a NAT or load balancer
+# address; and what the cloud reserves in every subnet (network, gateway, broadcast and a few more: a
+# handful on each cloud, the exact count not verified here). 48 is above all of those together.
+SUBNET_SPARE_ADDRESSES = 48
+SMALLEST_SUBNET_PREFIX = 24  # a /24 as before: a stack whose nodes fit keeps the subnets it has
+
+
+def subnet_prefix(nodes: int) -> int:
+    """The longest prefix (smallest subnet, never smaller than a /24) that holds `nodes` and the spare addresses."""
+    prefix = SMALLEST_SUBNET_PREFIX
+    while prefix > 0 and 2 ** (32 - prefix) - SUBNET_SPARE_ADDRESSES < nodes:
+        prefix -= 1
+    return prefix
+
+
+def subnet(vpc: str, index: int, nodes: int) -> str:
+    """The `index`-th subnet of the VPC sized for `nodes` (each subnet could hold every node: a spot pool
+    may start them all in one zone). For up to 208 nodes this is the /24 10.42.<index>.0/24 of a 10.42.0.0/16."""
+    block = ipaddress.ip_network(vpc)
+    prefix = subnet_prefix(nodes)
+    if prefix < block.prefixlen:
+        raise ValueError(f"{nodes} nodes need a /{prefix} subnet, larger than the VPC {vpc}")
+    size = 2 ** (32 - prefix)
+    start = int(block.network_address) + index * size
+    found = ipaddress.ip_network(f"{ipaddress.ip_address(start)}/{prefix}")
+    if not found.subnet_of(block):
+        raise ValueError(f"subnet {index} of /{prefix} for {nodes} nodes lies outside the VPC {vpc}")
+    return str(found)
+
+
+def subnets_fit(vpc: str, count: int, nodes: int) -> bool:
+    """Whether `count` subnets sized for `nodes` fit in the VPC."""
+    try:
+        subnet(vpc, count - 1, nodes)
+    except ValueError:
+        return False
+    return True
+
+
+def usable_addresses(cidr: str) -> int:
+    """The nodes a subnet of ours may hold: its size less the spare addresses."""
+    return ipaddress.ip_network(cidr).num_addresses - SUBNET_SPARE_ADDRESSES

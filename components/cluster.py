@@ -10,7 +10,7 @@ from typing import Optional
 import pulumi
 import pulumiverse_time
 
-from components import billing, clock, cost, providers
+from components import billing, clock, cost, providers, tags
 from components.bootstrap import render_user_data
 from components.nodeconfig import build_node_config
 from components.providers.base import PartContext
@@ -38,13 +38,9 @@ def _warn_if_expired(expiry: str) -> str:
 
 
 def standard_tags(spec: Spec, expiry: pulumi.Input[str]) -> dict[str, pulumi.Input[str]]:
-    return {
-        **spec.tags,
-        "gpu-training:project": spec.project,
-        "gpu-training:stack": spec.stack,
-        "gpu-training:tier": spec.tier.name,
-        "gpu-training:expires-at": expiry,
-    }
+    """The user's tags and the program's own (components/tags.py: one scheme every cloud accepts)."""
+    value = pulumi.Output.from_input(expiry).apply(tags.expiry_value)
+    return {**spec.tags, **tags.standard(spec.project, spec.stack, spec.tier.name, value)}
 
 
 class TrainingCluster(pulumi.ComponentResource):
@@ -89,5 +85,5 @@ class TrainingCluster(pulumi.ComponentResource):
             return None
         if not public_ips:  # spot pool: addresses are only known once nodes exist
             return pulumi.Output.from_input(
-                f"ssh ubuntu@<public IP of a node tagged gpu-training:stack={spec.stack}>")
+                f"ssh ubuntu@<public IP of a node tagged {tags.STACK}={spec.stack}>")
         return pulumi.Output.from_input(public_ips[0]).apply(lambda ip: f"ssh ubuntu@{ip}")

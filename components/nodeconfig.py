@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from components import artifacts, cost
+from components import artifacts, cost, tags
 from components.spec import Spec
 
 VERSION = 1
@@ -102,7 +102,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
                  "effectivePerNodeHour": effective},
         "identity": {"roleName": role or role_name(spec)},
         "artifacts": artifacts.node_config_section(spec),
-        "cluster": {"tagKey": "gpu-training:stack", "tagValue": spec.stack,
+        "cluster": {"tagKey": tags.STACK, "tagValue": spec.stack,
                     "poolName": pool_name(spec) if spec.spot and spec.profile.spot_pool else None},
         "bootstrap": {
             "aptMirror": profile.apt_mirror,

@@ -23,11 +23,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 import yaml
 
+from components import tags
 from components.providers import facts as provider_facts
 from components.providers.facts import UNKNOWN
 
 ADAPTER_FILE = "conformance.yaml"
-STACK_TAG = "gpu-training:stack"
+STACK_TAG = tags.STACK
 MISSING = object()  # a path that leads nowhere (distinct from an explicit null)
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
@@ -354,7 +355,7 @@ def _as_list(value: Any) -> list:
 
 
 def stack_tags(resource, resources, ctx):
-    """Every tag input the provider's schema gives this type carries gpu-training:stack = the stack."""
+    """Every tag input the provider's schema gives this type carries the stack tag (components/tags.py STACK) = the stack."""
     known = provider_facts.for_type(resource.type)
     if known is None or not known.knows(resource.type):
         return
@@ -362,10 +363,10 @@ def stack_tags(resource, resources, ctx):
     for name in adapter_for(resource.type).get("tags", {}).get("inputs", []):
         if name not in inputs or inputs[name].get("output_only"):
             continue
-        tags = resource.inputs.get(name)
-        if tags is UNKNOWN:
+        given = resource.inputs.get(name)
+        if given is UNKNOWN:
             continue
-        value = tags.get(STACK_TAG, MISSING) if isinstance(tags, Mapping) else MISSING
+        value = given.get(STACK_TAG, MISSING) if isinstance(given, Mapping) else MISSING
         if value is UNKNOWN:
             continue
         if value != ctx.stack:

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional
 
 from components import cidrs as cidr_lists
 from components import providers, schema
+from components import tags as tag_scheme
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
 from components.kubernetes import settings as kubernetes_settings
@@ -32,7 +33,6 @@ from node_agent import layout
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_NODES = 512
 MAX_HOURS = 24 * 30
-TAG_PREFIX = "gpu-training:"
 # One argv string of execve is at most MAX_ARG_STRLEN (32 pages: 131,072 bytes with 4 KiB pages; execve(2),
 # Linux include/uapi/linux/binfmts.h); the agent passes train.command as one, plus up to 1 KiB of torchrun words.
 MAX_COMMAND_BYTES = 131072 - 1024
@@ -298,6 +298,9 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
                 problems.error(full_key, f"unknown namespace {namespace!r}; did you mean '{prefix}{name}'?")
             continue
         key = schema.BY_NAME.get(name)
+        if key is None and name.lower() == "region":
+            problems.error(full_key, _region_hint(config))
+            continue
         if key is None:
             problems.error(full_key, f"unknown key{_suggest(name, schema.BY_NAME)}"
                            + ("" if _suggest(name, schema.BY_NAME) else
@@ -310,6 +313,17 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
             value = _read_object(key, value, problems)
         values[name] = value
     return values
+
+
+def _region_hint(config: Mapping[str, Any]) -> str:
+    """The region is the cloud's own key (alicloud:region, ...), chosen by the stack's provider."""
+    provider = str(config.get(f"{schema.NAMESPACE}:provider", schema.BY_NAME["provider"].default))
+    if provider in providers.names():
+        region_key = providers.profile(provider).region_key
+        return (f"unknown key; did you mean {region_key!r}? The region is {providers.profile(provider).display_name}'s"
+                f" own key: `pulumi config set {region_key} <region>`, or `--set {region_key}=<region>`")
+    keys = ", ".join(providers.profile(p).region_key for p in providers.names())
+    return f"unknown key; the region is the cloud's own key, one of {keys} (after the provider)"
 
 
 def _read_object(key: schema.Key, value: dict, problems: _Problems) -> dict:
@@ -660,17 +674,50 @@ def _paddle_defaults(merged: dict, given: dict, problems: _Problems) -> None:
                        f" {merged['cudaToolkit']}: at least {wanted} (CUDA Toolkit release notes, driver table)")
 
 
-def _check_tags(values: dict, profile: ProviderProfile, problems: _Problems) -> dict:
-    tags = values.get("tags", {})
-    for name, value in tags.items():
-        if name.startswith(TAG_PREFIX):
-            problems.error(f"tags.{name}", f"keys starting with {TAG_PREFIX!r} are set by gpu-training itself")
-        if not 1 <= len(name) <= 64:
-            problems.error(f"tags.{name}", "tag keys must be 1-64 characters")
-        if len(str(value)) > profile.tag_value_max:
-            problems.error(f"tags.{name}", f"a value of {len(str(value))} characters; {profile.display_name} takes"
-                           f" tag values of at most {profile.tag_value_max} ({profile.tag_value_source})")
-    return dict(tags)
+# A stand-in for the expiry tag's value at validation (the real one is known at deploy time): the same shape.
+_EXPIRY_STANDIN = tag_scheme.expiry_value("2026-12-31T23:59:00Z")
+
+
+def _check_tags(values: dict, profile: ProviderProfile, stack: str, project: str, tier: Optional[str],
+                problems: _Problems) -> dict:
+    """The user's `tags` and the program's own against the cloud's tag rules (its package's tags.yaml):
+    what the cloud would refuse at `pulumi up` is refused here, naming the key, the value and the rule."""
+    rules = tag_scheme.rules(profile.name)
+    user = values.get("tags", {})
+    for name, value in user.items():
+        if name.lower().startswith(tag_scheme.RESERVED):
+            problems.error(f"tags.{name}", f"keys starting with {tag_scheme.RESERVED!r} are set by gpu-training"
+                           f" itself ({', '.join(tag_scheme.STANDARD)})")
+            continue
+        for why in rules.problems(name, str(value)):
+            problems.error(f"tags.{name}", f"{why}: {profile.display_name} refuses it"
+                           f" ({_cite((rules.key if why.startswith('key ') else rules.value).source)})")
+    total = len(user) + len(tag_scheme.STANDARD)
+    if rules.max_tags is not None and total > rules.max_tags:
+        problems.error("tags", f"{len(user)} tags of yours and gpu-training's {len(tag_scheme.STANDARD)} make {total};"
+                       f" {profile.display_name} takes at most {rules.max_tags} per resource ({rules.max_tags_source}):"
+                       f" give at most {rules.max_tags - len(tag_scheme.STANDARD)}")
+    # The program's own values hold the stack and project names: a name the cloud's tag rule refuses is
+    # refused on the key that sets it.
+    own = tag_scheme.standard(project, stack, tier or "", _EXPIRY_STANDIN)
+    longest = rules.value.max_length
+    for tag_key, key in ((tag_scheme.STACK, "stack"), (tag_scheme.PROJECT, "project")):
+        name = own[tag_key]
+        if longest is not None and len(name) > longest:
+            problems.error(key, f"the {key} name {name!r} is the value of the {tag_key} tag, {len(name)} characters;"
+                           f" {profile.display_name} takes tag values of at most {longest} characters"
+                           f" ({_cite(rules.value.source)}): use a {key} name of at most {longest} characters")
+            continue
+        for why in rules.value.problems(name):
+            problems.error(key, f"the {key} name {name!r} is the value of the {tag_key} tag, which {why}"
+                           f" on {profile.display_name} ({_cite(rules.value.source)})")
+    return dict(user)
+
+
+def _cite(source: str) -> str:
+    """A rule's first cited page (its whole source is in the provider's tags.yaml), for a message."""
+    url = re.search(r"https?://[^\s),]+", source)
+    return url.group(0) if url else source.split(";")[0].strip()[:100]
 
 
 def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Problems) -> None:
@@ -924,6 +971,8 @@ def _check_resolved(spec: Spec, problems: _Problems) -> None:
         problems.warning(key, message)
     _check_egress(spec, problems)
     _check_names(spec, problems)
+    _check_scale(spec, problems)
+    _check_shared_storage_use(spec, problems)
     if not problems.has_errors:
         _check_user_data_budget(spec, problems)
 
@@ -939,6 +988,57 @@ def _check_names(spec: Spec, problems: _Problems) -> None:
         problems.error("stack", f"the stack name {spec.stack!r} makes the {limit.type.split(':')[-1]} {limit.input}"
                        f" {name!r} {len(name)} characters; {spec.profile.display_name} allows {limit.min}-{limit.max}"
                        f" ({limit.source}): use a stack name of at most {max(room, 0)} characters")
+
+
+def _check_shared_storage_use(spec: Spec, problems: _Problems) -> None:
+    """A shared file system on a single-node tier shares nothing, and it bills until `pulumi destroy`
+    (maxHours releases nodes only): a warning with what it bills, from the provider's keeps_billing data."""
+    if spec.shared_storage == "none" or spec.tier.multi_node:
+        return
+    from components import billing
+
+    without = {item.what for item in billing.keeps_billing(replace(spec, shared_storage="none", shared_storage_gb=0))}
+    extra = [item for item in billing.keeps_billing(spec) if item.what not in without]
+    bills = "; ".join(f"{item.what}: {item.size}, {item.basis}, rate {item.rate or 'unknown here'}" for item in extra)
+    problems.warning("sharedStorage", f"{spec.shared_storage!r} on the {spec.tier.name} tier: a single node gains"
+                     " nothing from a shared file system (the guide pairs one with the large tier's nodes), and it"
+                     f" bills from `pulumi up` to `pulumi destroy`, after the node is gone ({bills or 'its capacity'});"
+                     " allowed without this warning: sharedStorage: none")
+
+
+def _check_scale(spec: Spec, problems: _Problems) -> None:
+    """Before anything is created: the subnets (sized from `nodes`, components/cidrs.py) fit the VPC, and
+    the preview says what quota the plan needs, so a quota error does not stop `pulumi up` partway."""
+    subnets = 1 + (len(spec.spot_zones) if spec.spot else 0)
+    if not cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, spec.nodes):
+        most = max((n for n in range(1, MAX_NODES + 1) if cidr_lists.subnets_fit(cidr_lists.STACK_VPC, subnets, n)),
+                   default=0)
+        problems.error("nodes", f"{spec.nodes} nodes need {subnets} subnet(s) of a"
+                       f" /{cidr_lists.subnet_prefix(spec.nodes)} each, more than the stack's VPC"
+                       f" ({cidr_lists.STACK_VPC}) holds; allowed: at most {most} nodes with {subnets} zone(s)")
+        return
+    problems.info("nodes", _quota_note(spec))
+
+
+def _quota_note(spec: Spec) -> str:
+    """The quota the plan draws on in the region: instances, GPUs, vCPUs, public addresses."""
+    from components.providers.base import has_public_address
+
+    vcpus = spec.nodes * max(row.vcpus for row in spec.pool_types)
+    if spec.kubernetes is not None:
+        addresses = "the NAT gateway's EIP (the GPU nodes have no public address)"
+    elif has_public_address(spec):
+        addresses = f"{spec.nodes} public IP(s) (EIPs), one per node (publicEgress or sshAllowCidrs)"
+    else:
+        addresses = "no public IP"
+    placement = (f"; all {spec.nodes} nodes go in one placement group (server group, deployment set or"
+                 " placement group), whose member limit the cloud sets per region and account"
+                 if spec.nodes > 1 else "")
+    return (f"the plan needs this {spec.profile.display_name} quota in {spec.region}: {spec.nodes} GPU instance(s)"
+            f" of {spec.instance.name} ({spec.nodes * spec.gpus_per_node:,} {spec.gpu.name} GPUs),"
+            f" {vcpus:,} vCPUs{' (the largest type of the spot pool)' if len(spec.pool_types) > 1 else ''},"
+            f" {addresses}{placement}. Check the account's quotas for them before `pulumi up`: a quota"
+            " error stops it partway, with some resources created")
 
 
 # The shared FS mount address is known only at deploy time: validation renders user-data with a
@@ -1027,7 +1127,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
     bootstrap = _check_bootstrap(values, gpu, problems)
-    tags = _check_tags(values, profile, problems)
+    tags = _check_tags(values, profile, stack, project, tier_name, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
     kubernetes = _check_kubernetes(values, profile, checkpoint, shared, ssh, problems)

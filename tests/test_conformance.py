@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from components import providers, safety
+from components import providers, safety, tags
 from components.providers import facts
 from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, stacks_of
 
@@ -119,7 +119,7 @@ def test_every_tag_input_carries_the_stack_files_tags(provider, stack, overrides
 
     plan = plan_or_refusal(plan_for, stack, overrides)
     config = load_stack_config(stack)
-    wanted = {"gpu-training:tier": config["gpu-training:tier"], **(config.get("gpu-training:tags") or {})}
+    wanted = {tags.TIER: config["gpu-training:tier"], **(config.get("gpu-training:tags") or {})}
     known = facts.load(provider)
     tag_inputs = safety.adapter(provider)["tags"]["inputs"]
     missing, tagged = [], 0
@@ -129,8 +129,8 @@ def test_every_tag_input_carries_the_stack_files_tags(provider, stack, overrides
         for name in tag_inputs:
             if name in known.inputs(resource.type):
                 tagged += 1
-                tags = resource.inputs.get(name) or {}
-                missing += [f"{resource.name}.{name}[{k!r}]" for k, v in wanted.items() if tags.get(k) != v]
+                given = resource.inputs.get(name) or {}
+                missing += [f"{resource.name}.{name}[{k!r}]" for k, v in wanted.items() if given.get(k) != v]
     assert tagged and not missing, missing
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components import safety
+from components import safety, tags
 from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, strings_in, vm_stack_names
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,7 +116,7 @@ MUTATIONS = [  # (stack, overrides, type, change, policy that must report it)
     ("entry-t4", (), "ecs/instance:Instance", lambda i: i["dataDisks"][0].update(encrypted=False), "encrypted-disks"),
     ("entry-t4", (), "ecs/instance:Instance", lambda i: i.pop("autoReleaseTime"), "cloud-side-ttl"),
     ("entry-t4", (), "ram/policy:Policy", _wildcard_policy, "least-privilege-node-role"),
-    ("entry-t4", (), "vpc/network:Network", lambda i: i["tags"].update({"gpu-training:stack": "other"}), "stack-tags"),
+    ("entry-t4", (), "vpc/network:Network", lambda i: i["tags"].update({tags.STACK: "other"}), "stack-tags"),
     ("entry-t4", (), "ecs/instance:Instance", lambda i: i.update(instanceChargeType="Hourly"), "provider-schema"),
     ("tc-medium-a100", (), "Cbs/storage:Storage", lambda i: i.update(encrypt=False), "encrypted-disks"),
     ("tc-medium-a100", (), "As/schedule:Schedule", lambda i: i.update(maxSize=2), "cloud-side-ttl"),
@@ -149,7 +149,7 @@ def test_values_unknown_during_preview_are_skipped_not_guessed(plan_for):
     # Known values next to unknown ones are still judged.
     for resource in resources:
         if resource.type.endswith("As/scalingConfig:ScalingConfig"):
-            resource.inputs["tags"]["gpu-training:stack"] = "someone-else"
+            resource.inputs["tags"][tags.STACK] = "someone-else"
     assert {name for name, _, _ in run_pack("tc-medium-a100", resources)} == {"stack-tags"}
 
 

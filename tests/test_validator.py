@@ -312,11 +312,11 @@ def test_the_shipped_example_bucket_is_warned_about_until_it_is_changed(stack):
     assert not [f for f in own.findings if f.key == "checkpoint.bucket"]
 
 
-@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4", "hw-entry-t4", "bd-large-a100"])
 def test_a_tag_value_longer_than_the_cloud_takes_is_refused_naming_the_tag(stack):
-    from components import providers
+    from components import tags
 
-    limit = providers.profile(stack_spec(stack)[1].provider).tag_value_max
+    limit = tags.rules(stack_spec(stack)[1].provider).value.max_length
     assert_refused(stack, (json.dumps({"team": "v" * (limit + 1)}).join(["tags=", ""]),), "tags.team",
                    f"at most {limit}")
     _, spec = stack_spec(stack, (json.dumps({"team": "v" * limit}).join(["tags=", ""]),))
@@ -331,3 +331,23 @@ def test_a_command_longer_than_one_exec_argument_is_refused():
                    "MAX_ARG_STRLEN")
     _, spec = stack_spec("entry-t4", ("train.command=python t.py " + "x" * 1000,))
     assert spec.train.command.endswith("x" * 1000)
+
+
+# ---------------------------------------------------------------- newcomer trial: region key, shared FS on one node
+
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4", "hw-entry-t4", "bd-large-a100"])
+def test_a_bare_region_key_is_pointed_to_the_clouds_own_region_key(stack):
+    from components import providers
+
+    region_key = providers.profile(stack_spec(stack)[1].provider).region_key
+    assert_refused(stack, ("region=cn-beijing",), "gpu-training:region", f"did you mean {region_key!r}")
+
+
+@pytest.mark.parametrize("stack,kind", [("entry-t4", "cpfs"), ("hw-entry-t4", "sfsturbo"), ("medium-a100", "cpfs")])
+def test_a_shared_file_system_on_a_single_node_tier_is_warned_about_with_what_it_bills(stack, kind):
+    _, spec = stack_spec(stack, (f"sharedStorage={kind}",))
+    (warning,) = [f for f in spec.findings if f.key == "sharedStorage" and "single node" in f.message]
+    assert warning.level == "warning" and f"{spec.shared_storage_gb:,} GiB" in warning.message
+    assert "pulumi destroy" in warning.message and "rate" in warning.message
+    _, plain = stack_spec(stack)
+    assert not [f for f in plain.findings if f.key == "sharedStorage" and "single node" in f.message]

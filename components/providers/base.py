@@ -230,9 +230,6 @@ class ProviderProfile:
     # Prefixes of the environment variables that carry this cloud's credentials (its Pulumi provider
     # and SDKs read them): the preview hides them from the program, the rehearsal from its agents.
     credential_env: tuple[str, ...] = ()
-    # The longest tag value the cloud accepts (validation refuses a longer `tags` value), with its source.
-    tag_value_max: int = 128
-    tag_value_source: str = "not confirmed for this cloud: the smallest limit known (Alibaba's) applies"
     # The checkpoint bucket the shipped stack files name: validation warns while a stack still uses it.
     example_bucket: Optional[str] = None
     # Prefixes of the type tokens of the resources its parts create; empty: "<name>:" (a bridged Pulumi

@@ -19,7 +19,7 @@ import pytest
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-from components import providers
+from components import providers, tags
 from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy, new_instance_id
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
@@ -86,7 +86,7 @@ class Node:
             'endpoints': {'metadata': self.meta.url, 'cloudApi': api and api.url},
             'cost': {'currency': 'CNY', 'onDemandPerNodeHour': 10.0, 'effectivePerNodeHour': 3.0},
             'identity': {'roleName': 'node-role'},
-            'cluster': {'tagKey': 'gpu-training:stack', 'tagValue': 'agent-test'},
+            'cluster': {'tagKey': tags.STACK, 'tagValue': 'agent-test'},
         }
         (tmp / 'train.env').write_text('# written by the bootstrap\nFROM_TRAIN_ENV=4\nexport OMP_NUM_THREADS="2"\n')
         self.procs = []

@@ -11,6 +11,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from conftest import ROOT, checkpoint_ok, verify_snapshot
 
+from components import tags
+
 
 def test_clean_finish_alicloud_releases_after_verified_upload(make_node, api_stub, s3):
     api = api_stub('alicloud')
@@ -200,8 +202,8 @@ def test_multinode_runs_torchrun_with_the_rank_of_this_node_among_sorted_peers(m
     assert args[10].endswith('fake_trainer.py'), 'python itself is dropped: torchrun runs the script'
     env = node.records()[0]['env']
     assert (env['NODE_RANK'], env['MASTER_ADDR'], env['MASTER_PORT']) == ('1', '10.0.0.1', '29555')
-    tags = [c['params'] for c in api.calls('DescribeInstances')]
-    assert tags and all('gpu-training:stack' in p.values() and 'agent-test' in p.values() for p in tags), tags
+    listed = [c['params'] for c in api.calls('DescribeInstances')]
+    assert listed and all(tags.STACK in p.values() and 'agent-test' in p.values() for p in listed), listed
 
 
 def test_trainer_killed_with_the_agent_is_relaunched_from_its_checkpoint_not_failed(make_node, api_stub):

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 from botocore.credentials import RefreshableCredentials
 
-from components import providers
+from components import providers, tags
 from localcloud import CloudApi, Metadata, new_instance_id
 
 from node_agent.s3 import Metadata as Reader, http
@@ -21,7 +21,7 @@ def runtime(cloud, meta, api=None, region='cn-hangzhou'):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     cfg = {'region': region, 'endpoints': {'metadata': meta.url, 'cloudApi': api},
-           'identity': {'roleName': meta.role}, 'cluster': {'tagKey': 'gpu-training:stack', 'tagValue': 'st'}}
+           'identity': {'roleName': meta.role}, 'cluster': {'tagKey': tags.STACK, 'tagValue': 'st'}}
     return mod.Runtime(cfg, lambda token_header=None, formats=None: Reader(meta.url, token_header, formats))
 
 
@@ -82,6 +82,6 @@ def test_peers_come_from_the_cloud_api_filtered_by_the_stack_tag(meta, cloud):
         assert sorted(runtime(cloud, m, api.url).peers()) == [(one, '10.0.0.1'), (two, '10.0.0.2')]
         (req,) = [r for action in api.peer_actions for r in api.calls(action)]
         text = str(req['params'])
-        assert 'gpu-training:stack' in text and re.search(r"[^\w-]st\b", text), req['params']
+        assert tags.STACK in text and re.search(r"[^\w-]st\b", text), req['params']
     finally:
         api.stop()

@@ -6,26 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import boto3
 import pytest
 from bootstrap_helpers import load_config
-from moto.server import ThreadedMotoServer
 
 from components.artifacts import AGENT_SRC, agent_artifacts
 from components.bootstrap import render_user_data
+from localcloud import LocalS3
 from localcloud.sandbox import Sandbox, Scenario
 
 TOKEN = "sandbox-token"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Metadata(BaseHTTPRequestHandler):
@@ -60,12 +53,10 @@ class Metadata(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def servers():
-    port = free_port()
-    s3 = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    s3.start()
+    s3 = LocalS3()
     meta = ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
     threading.Thread(target=meta.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{port}", f"http://127.0.0.1:{meta.server_address[1]}"
+    yield s3.url, f"http://127.0.0.1:{meta.server_address[1]}"
     meta.shutdown()
     s3.stop()
 

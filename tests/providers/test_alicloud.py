@@ -10,6 +10,7 @@ import pytest
 from stackcases import vm_stack_names
 import yaml
 
+from components import tags
 from components.bootstrap import decode, node_config_of
 from tools.stackfiles import load_stack_config
 
@@ -149,7 +150,7 @@ def test_node_role_is_least_privilege(stack, plan_for):
     actions = {a for s in document["Statement"] for a in s["Action"]}
     assert "ecs:DeleteInstance" in actions  # no wildcard, object prefix: conformance, least-privilege-node-role
     delete = next(s for s in document["Statement"] if "ecs:DeleteInstance" in s["Action"])
-    assert delete["Condition"]["StringEquals"] == {"acs:ResourceTag/gpu-training:stack": [stack]}
+    assert delete["Condition"]["StringEquals"] == {f"acs:ResourceTag/{tags.STACK}": [stack]}
     # The spot pool retire (docs/agent.md): only spot stacks may look pools up; the role policy itself
     # never grants a change to any pool (that is the second, per-pool policy).
     pool = [s for s in document["Statement"] if any("AutoProvisioningGroup" in a for a in s["Action"])]
@@ -218,7 +219,7 @@ def test_no_ssh_ingress_by_default_and_expiry_tags(stack, plan_for):
     taggable = [r for r in plan.resources if r.custom and r.type.startswith("alicloud:") and takes_tags(r.type)]
     assert {INSTANCE, TEMPLATE} & {r.type for r in taggable}
     for resource in taggable:
-        assert resource.inputs["tags"]["gpu-training:expires-at"]
+        assert resource.inputs["tags"][tags.EXPIRES_AT]
 
 
 def test_ssh_opens_only_the_listed_cidrs(plan_for):

@@ -15,6 +15,7 @@ import pickle
 import dill
 import pytest
 
+from components import tags
 from components.providers.baiducloud import bceapi, dynamic
 from components.providers.baiducloud.bceapi import BceApiError
 from components.providers.baiducloud.localcloud import ACCESS_KEY, SECRET_KEY, CloudApi
@@ -58,7 +59,7 @@ def instance_inputs(network, **changes) -> dict:
               "subnetId": network["subnet"], "securityGroupId": network["group"], "paymentTiming": "Postpaid",
               "dataDisk": {"cdsSizeInGB": 2000, "storageType": "enhanced_ssd_pl2", "encryptKey": network["key"],
                            "deleteWithInstance": True},
-              "releaseTime": "2026-12-05T10:00:00Z", "tags": {"gpu-training:stack": "t"}}
+              "releaseTime": "2026-12-05T10:00:00Z", "tags": {tags.STACK: "t"}}
     return {**inputs, **changes}
 
 
@@ -182,7 +183,7 @@ def test_diff_replaces_on_spec_and_updates_the_release_time_and_tags_in_place(ap
     olds = {**instance_inputs(network), **made.outs}
     bigger = p.diff(made.id, olds, instance_inputs(network, spec="bcc.other"))
     assert bigger.changes and bigger.replaces == ["spec"]
-    later = instance_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={"gpu-training:stack": "t", "team": "ml"})
+    later = instance_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={tags.STACK: "t", "team": "ml"})
     moved = p.diff(made.id, olds, later)
     assert moved.changes and moved.replaces == []
     p.update(made.id, olds, later)
@@ -229,9 +230,9 @@ def test_delete_is_retried_and_treats_not_found_as_done(api, network):
     made = p.create(instance_inputs(network))
     api.fail_next(1, 503, "ServiceUnavailable")
     p.delete(made.id, instance_inputs(network))
-    assert made.id not in api.state["instance"] and len(api.calls("ReleaseInstance")) == 2
+    assert made.id not in api.state["instance"] and len(api.calls("ReleaseInstanceWithRelatedResources")) == 2
     p.delete(made.id, instance_inputs(network))  # a retried delete (the first answer lost): done, no error
-    assert len(api.calls("ReleaseInstance")) == 3
+    assert len(api.calls("ReleaseInstanceWithRelatedResources")) == 3
 
 
 def test_every_kind_deletes_what_it_made_and_a_second_delete_is_quiet(api, network):
@@ -343,3 +344,32 @@ def test_paddle_refuses_a_cuda_without_an_index_and_a_driver_too_old(override, k
     with pytest.raises(ProgramExit) as stop:
         run_program(config, "bd-large-a100")
     assert stop.value.code == 2 and key in stop.value.stderr and "Traceback" not in stop.value.stderr
+
+
+# ---------------------------------------------------------------- what the preview says (audit W2, W5, W6, G3)
+
+def test_the_preview_names_what_is_unverified_and_the_public_address_bandwidth():
+    from tools.stackfiles import stack_spec
+
+    _, spec = stack_spec("bd-large-a100", ())
+    found = {}
+    for key, message in spec.profile.warnings(spec):
+        found.setdefault(key, []).append(message)
+    identity = " ".join(found["identity"])
+    assert "OPERATE" in identity and "mjxkcdfp8" in identity and "maxHours (24 h)" in identity
+    assert "bce:bcc" in identity and "jm4bbrdmn" in identity
+    assert "8lfrq74kx" in found["maxHours"][0], "the auto release's disk and EIP handling is unverified"
+    (egress,) = found["publicEgress"]
+    assert "100 Mbit/s" in egress and "10 GB checkpoint takes at least 13 min" in egress and "服务网卡" in egress
+
+
+def test_keeps_billing_lists_the_disk_an_auto_release_may_leave_and_the_release_frees_the_rest():
+    from components import billing
+    from components.providers.baiducloud import profile
+    from tools.stackfiles import stack_spec
+
+    _, spec = stack_spec("bd-large-a100", ())
+    listed = {item.what: item for item in billing.keeps_billing(spec)}
+    (maybe,) = [item for what, item in listed.items() if what.startswith("only if a node ends at maxHours")]
+    assert maybe.size == "2,000 GiB enhanced_ssd_pl2 per node" and maybe.rate is None and "unverified" in maybe.what
+    assert "relatedReleaseFlag" in profile.BILLS_NOTHING_ALONE[profile.INSTANCE]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components import safety
+from components import safety, tags
 from components.bootstrap import decode, node_config_of
 from components.providers.huaweicloud import localcloud, profile
 from components.spec import SpecError, build_spec
@@ -298,7 +298,7 @@ def cloud():
     api = localcloud.CloudApi(instances=[(metadata.instance_id, "10.42.0.7")])
     cfg = {"region": "cn-north-4", "endpoints": {"metadata": metadata.url, "cloudApi": api.url},
            "identity": {"roleName": "gpu-training-s-node"},
-           "cluster": {"tagKey": "gpu-training:stack", "tagValue": "s", "poolName": "gpu-training-s"}}
+           "cluster": {"tagKey": tags.STACK, "tagValue": "s", "poolName": "gpu-training-s"}}
     runtime = load_runtime().Runtime(cfg, lambda token_header=None, formats=None: Reader(metadata.url, token_header,
                                                                                           formats))
     yield runtime, metadata, api
@@ -328,7 +328,7 @@ def test_peers_are_the_tagged_running_nodes(cloud):
     runtime, metadata, api = cloud
     assert runtime.peers() == [(metadata.instance_id, "10.42.0.7")]
     (listed,) = api.calls("ListServersDetails")
-    assert listed["params"]["tags"] == "gpu-training:stack=s" and listed["params"]["status"] == "ACTIVE"
+    assert listed["params"]["tags"] == f"{tags.STACK}=s" and listed["params"]["status"] == "ACTIVE"
 
 
 def test_a_reclaim_is_seen_through_the_ecs_api_at_most_every_few_seconds(cloud):

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from components import tags
 from components.spec import SpecError, build_spec
 from components.bootstrap import decode, node_config_of
 from tools.stackfiles import engine_form, load_stack_config, stack_names
@@ -184,7 +185,7 @@ def test_security_group_members_only_and_tags_everywhere(stack, plan_for):
     assert {INSTANCE, CONFIG} & {r.type for r in taggable}
     for resource in taggable:
         # Stack, tier and user tags on every tag input: the conformance suite's (stack-tags).
-        assert resource.inputs["tags"]["gpu-training:expires-at"] == plan.outputs["expiresAt"]
+        assert resource.inputs["tags"][tags.EXPIRES_AT] == tags.expiry_value(plan.outputs["expiresAt"])
 
 
 @pytest.mark.parametrize("stack", TC_STACKS)
@@ -202,7 +203,7 @@ def test_cam_role_is_least_privilege_and_attached_to_every_node(stack, plan_for)
     (terminate,) = [s for s in statements if "name/cvm:TerminateInstances" in s["action"]]
     assert terminate["action"] == ["name/cvm:TerminateInstances"]
     assert terminate["resource"] == ["qcs::cvm:ap-guangzhou::instance/*"]
-    assert terminate["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [f"gpu-training:stack&{stack}"]}}
+    assert terminate["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [f"{tags.STACK}&{stack}"]}}
     bucket = stack_value(stack, "checkpoint")["bucket"]
     appid = bucket.rsplit("-", 1)[1]
     base = f"qcs::cos:ap-guangzhou:uid/{appid}:{bucket}"
@@ -218,9 +219,9 @@ def test_cam_role_is_least_privilege_and_attached_to_every_node(stack, plan_for)
     if stack_value(stack, "billing") == "spot":
         (disable,) = [s for s in pool if s["action"] == ["name/as:DisableAutoScalingGroup"]]
         assert disable["resource"] == ["qcs::as:ap-guangzhou::auto-scaling-group/*"]
-        assert disable["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [f"gpu-training:stack&{stack}"]}}
+        assert disable["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [f"{tags.STACK}&{stack}"]}}
         (group,) = plan.of_type(GROUP)  # the tag that condition matches is on the group
-        assert group.inputs["tags"]["gpu-training:stack"] == stack
+        assert group.inputs["tags"][tags.STACK] == stack
         assert [s for s in pool if s is not disable] == [
             {"effect": "allow", "action": ["name/as:DescribeAutoScalingGroups"], "resource": ["*"]}]
     else:

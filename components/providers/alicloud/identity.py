@@ -21,11 +21,12 @@ import json
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components import tags
 from components.nodeconfig import role_name
 from components.providers.base import IdentityParts, PartContext
 from components.spec import Spec
 
-STACK_TAG = "gpu-training:stack"
+STACK_TAG = tags.STACK  # the policy conditions name the stack tag the resources carry
 # alicloud_ram_policy rotate_strategy: delete the oldest non-default version when a sixth is made.
 ROTATE_STRATEGY = "DeleteOldestNonDefaultVersionWhenLimitExceeded"
 

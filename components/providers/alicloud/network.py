@@ -4,16 +4,18 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components import cidrs
 from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
 from components.providers.base import NetworkParts, PartContext
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
-VPC_CIDR = "10.42.0.0/16"
+VPC_CIDR = cidrs.STACK_VPC
 
 
-def subnet_cidr(index: int) -> str:
-    return f"10.42.{index}.0/24"
+def subnet_cidr(index: int, nodes: int = 1) -> str:
+    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
+    return cidrs.subnet(VPC_CIDR, index, nodes)
 
 
 def primary_zone(spec: Spec) -> pulumi.Output:
@@ -53,10 +55,10 @@ class Network(pulumi.ComponentResource):
         self.cidrs = {}
         for index, zone in enumerate(zones):
             switch = alicloud.vpc.Switch(f"{ctx.name}-vswitch-{index}", vpc_id=self.vpc.id,
-                                         cidr_block=subnet_cidr(index), zone_id=zone,
+                                         cidr_block=subnet_cidr(index, spec.nodes), zone_id=zone,
                                          vswitch_name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
             self.switches[index] = switch
-            self.cidrs[index] = subnet_cidr(index)
+            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = alicloud.ecs.SecurityGroup(
             f"{ctx.name}-sg", vpc_id=self.vpc.id, security_group_name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",

@@ -267,7 +267,6 @@ PROFILE = ProviderProfile(
     display_name="Alibaba Cloud",
     name_limits=NAME_LIMITS,
     example_bucket="my-gpu-training-checkpoints",
-    tag_value_source="ECS API TagResources: Tag.N.Value 'can be up to 128 characters in length'",
     credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
     region_key="alicloud:region",
     currency="CNY",

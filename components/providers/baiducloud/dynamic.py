@@ -539,6 +539,12 @@ class IamRolePolicyProvider(BaiduProvider):
 # ---------------------------------------------------------------- BCC instances
 
 RUNNING, GONE = "Running", ("Deleted", "Recycled")
+# release_instance_with_related_resources' arguments (bce-python-sdk 0.9.79 bcc_client.py:4785): the data
+# disks, their snapshots and the EIP go with the instance, nothing goes to the recycle bin. The SDK puts
+# cdsAttributeActive in the body only when bcc_recycle_flag is given (bcc_client.py:4837), so both are.
+# What each flag means and its source: bce_api.yaml, ReleaseInstanceWithRelatedResources.
+RELEASE_EVERYTHING = dict(related_release_flag=True, delete_cds_snapshot_flag=True, bcc_recycle_flag=False,
+                          cds_attribute_active=False)
 FAILED = ("Error", "CreateFailed", "Failed")
 
 
@@ -578,9 +584,12 @@ class BccInstanceProvider(BaiduProvider):
         if inputs["paymentTiming"] == "bid":
             # The documented Python path for bid instances: POST /v2/instance/bid (bcc_client.create_instance_of_bid).
             call_name = "CreateBidInstance"
+            # isEipAutoRelatedDelete: the public IP goes with the bid instance when BCC releases it (a
+            # reclaim or the auto release); the SDK's default False keeps it billing (bce_api.yaml).
             send = lambda: bcc.create_instance_of_bid(  # noqa: E731
                 int(inputs["cpuCount"]), int(inputs["memoryCapacityInGB"]), inputs["imageId"],
-                billing=Billing("Postpaid"), bid_model="custom", bid_price=str(inputs["bidPrice"]), **common)
+                billing=Billing("Postpaid"), bid_model="custom", bid_price=str(inputs["bidPrice"]),
+                is_eip_auto_related_delete=True, **common)
         else:
             call_name = "CreateInstanceBySpec"
             common.pop("spec")
@@ -643,7 +652,11 @@ class BccInstanceProvider(BaiduProvider):
                 "bcc", self.settings()).modify_instance_attributes(id_, name=news["name"]))
 
     def _delete(self, id_, inputs):
-        self.api(id_, "ReleaseInstance", lambda: bceapi.client("bcc", self.settings()).release_instance(id_))
+        """The POST release with the related resources: the CDS data disk and the public IP go with the
+        instance (the DELETE release detaches the disk and keeps it billing; bce_api.yaml)."""
+        bcc = bceapi.client("bcc", self.settings())
+        self.api(id_, "ReleaseInstanceWithRelatedResources", lambda: bcc.release_instance_with_related_resources(
+            id_, **RELEASE_EVERYTHING, client_token=client_token("release-all+" + id_, {})))
 
 
 @dataclass

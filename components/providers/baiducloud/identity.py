@@ -4,8 +4,11 @@ policy that names each instance (compute.py's `grant_release`, made once the ins
 has no tag condition in the IAM sources read here, so the role names the instances themselves.
 
 Policy format: IAM "accessControlList" documents (bce-python-sdk 0.9.79 iam_client create_policy takes
-the document as a string). The role's trust document for the BCC service is not confirmed from
-Baidu's docs (docs/baiducloud.md, "Unverified").
+the document as a string). Two things no source read settles, so the preview says them as findings
+(profile.warnings): the trust document's grantee for the BCC service (Baidu documents the console's
+"carrier: BCC" only, BCC "Set IAM Role", https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en),
+and which permission level releasing an instance needs (BCC's IAM page names full control, operation
+and maintenance and read-only without the table: https://intl.cloud.baidu.com/en/doc/BCC/s/mjxkcdfp8-intl-en).
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ def storage_policy(spec: Spec) -> dict:
 
 
 def release_policy(spec: Spec, instance_ids: list[str]) -> dict:
-    """OPERATE (which includes release) on exactly the stack's instances."""
+    """OPERATE on exactly the stack's instances. Whether OPERATE includes the release is unverified (module
+    docstring); without it the node bills until its auto release, and a preview finding says so."""
     return {"accessControlList": [
         {"service": "bce:bcc", "region": spec.region, "effect": "Allow", "permission": ["OPERATE"],
          "resource": [f"instance/{i}" for i in instance_ids]}]}

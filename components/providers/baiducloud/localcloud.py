@@ -10,14 +10,21 @@ The API stand-in (`CloudApi`) checks what the real API checks before it acts:
 - the client token of every create: the same token returns what the first request made (no second
   resource), a create without one is refused;
 - the request bodies: required fields, SSD-only storage types, an encrypted data disk, a bid with a
-  custom price, a release time in UTC.
+  custom price, a release time in UTC, tags (and the ListInstances tag filter) within Baidu's tag rules
+  (tags.yaml in this package);
+- the routes and required fields of every call, read from Baidu's API reference as data
+  (bce_api.yaml through api_reference.py), and its `leaves_billing` rules: a release that would
+  leave an instance's CDS data disk or public IP billing (the plain DELETE release, or the POST one
+  without relatedReleaseFlag) is refused here with the rule's source. The real API accepts it and the
+  disk and the address keep billing: the stand-in refuses it so that no test passes with it.
 Faults: `fail_next(n, status, code)` answers the next n API requests with that error (e.g. 500 or
 429 RequestLimitExceeded), `delay_next(n, seconds)` holds the next n answers (a client timeout),
 both after the request was applied when `after=True` (the answer lost, the work done). Instances
 start as Starting and become Running after `boot_polls` reads.
 
 Facts: bce-python-sdk 0.9.79 (request paths and bodies: baidubce/services/bcc/bcc_client.py,
-vpc/vpc_client.py, subnet/subnet_client.py, iam/iam_client.py, kms/kms_client.py).
+vpc/vpc_client.py, subnet/subnet_client.py, iam/iam_client.py, kms/kms_client.py) and the BCC API
+pages named in bce_api.yaml.
 """
 from __future__ import annotations
 
@@ -31,6 +38,9 @@ import uuid
 from datetime import datetime, timezone
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from components.providers.baiducloud import api_reference
+from components.tags import STACK
+from components.tags import rules as tag_rules
 from localcloud import ApiStub, MetadataStub
 
 ACCESS_KEY, SECRET_KEY = "AKlocalbaidu0000", "SKlocalbaidusecret0000000000000000"
@@ -46,8 +56,10 @@ SSD_TYPES = ("enhanced_ssd_pl1", "enhanced_ssd_pl2", "cloud_hp1")
 
 class Metadata(MetadataStub):
     """BCC's metadata service: http://169.254.169.254/1.0/meta-data/ (BCC doc "实例元数据"), no
-    session-token mode. Role credentials below `security-credentials/<role>` are this stand-in's
-    assumption (the path is not confirmed from Baidu's docs; docs/providers-baiducloud.md)."""
+    session-token mode. The role's credentials at /latest/meta-data/sts-credential, the path BCC's "Set
+    IAM Role" page documents (https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en); the
+    document's field names are this stand-in's assumption (Baidu STS's: docs/baiducloud.md)."""
+    CREDENTIALS_PATH = "/latest/meta-data/sts-credential"
     PREFIX = "/1.0/meta-data/"
     token_header = None
     spot_path = "spot/termination-time"  # not documented by Baidu: no reclaim notice reaches the VM
@@ -65,12 +77,25 @@ class Metadata(MetadataStub):
     def spot_body(self, notice):
         return notice.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
 
+    def credentials_document(self) -> str:
+        return json.dumps({"accessKeyId": self.key_id, "secretAccessKey": self.secret, "sessionToken": self.token,
+                           "expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ")})
+
+    def answer(self, method, path, headers, body):
+        if path != self.CREDENTIALS_PATH:
+            return super().answer(method, path, headers, body)
+        with self.lock:  # outside PREFIX (the one documented /latest/ path), with the same faults
+            self.log.append((method, path, headers))
+            if self.fail > 0:
+                self.fail -= 1
+                return 500, b"injected fault", {}
+            if self.garbage.get("sts-credential"):
+                return (*self.garbage["sts-credential"].pop(0), {})
+        return 200, self.credentials_document().encode(), {}
+
     def values(self):
-        credentials = {"accessKeyId": self.key_id, "secretAccessKey": self.secret, "sessionToken": self.token,
-                       "expiration": self.expiry().strftime("%Y-%m-%dT%H:%M:%SZ")}
         return {"instance-shortid": self.instance_id, "instance-id": self.instance_id, "local-ipv4": self.ip,
-                "region": self.region, "azone": self.zone,
-                f"security-credentials/{self.role}": json.dumps(credentials)}
+                "region": self.region, "azone": self.zone}
 
 
 # ---------------------------------------------------------------- the signature
@@ -123,6 +148,19 @@ class ApiError(Exception):
         self.status, self.code = status, code
 
 
+def _check_tags(tags: list) -> None:
+    """Refuse tags outside Baidu's tag rules (components/providers/baiducloud/tags.yaml), as the tag service
+    does (TagExceptions.TagKeyInvalid / TagValueInvalid, BCC tag API "Create a Tag")."""
+    rules = tag_rules("baiducloud")
+    for tag in tags if isinstance(tags, list) else []:
+        key, value = str(tag.get("tagKey", "")), str(tag.get("tagValue", ""))
+        if rules.key.problems(key):
+            raise ApiError(400, "TagExceptions.TagKeyInvalid", f"tag key {key!r}: " + "; ".join(rules.key.problems(key)))
+        if rules.value.problems(value):
+            raise ApiError(400, "TagExceptions.TagValueInvalid",
+                           f"tag value {value!r}: " + "; ".join(rules.value.problems(value)))
+
+
 def _need(body: dict, *names: str):
     missing = [n for n in names if body.get(n) in (None, "")]
     if missing:
@@ -131,7 +169,7 @@ def _need(body: dict, *names: str):
 
 class CloudApi(ApiStub):
     """BCC/VPC/IAM/KMS as one server (BAIDUCLOUD_ENDPOINT points every client here)."""
-    release_actions = ("ReleaseInstance",)
+    release_actions = ("ReleaseInstance", "ReleaseInstanceWithRelatedResources")
     peer_actions = ("ListInstances",)  # node_runtime.peers
 
     def __init__(self, instances=(), boot_polls: int = 1):
@@ -157,11 +195,15 @@ class CloudApi(ApiStub):
             if instance_id not in self.state["instance"]:
                 self.add_instance(instance_id, ip)
 
-    def add_instance(self, instance_id: str, ip: str, tags: dict | None = None) -> None:
-        """A running instance the node runtime can list and release (default tag: the tests' stack 'st')."""
-        tags = tags or {"gpu-training:stack": "st"}
+    def add_instance(self, instance_id: str, ip: str, tags: dict | None = None, data_disk: bool = True,
+                     eip: bool = True) -> None:
+        """A running instance the node runtime can list and release (default tag: the tests' stack 'st'),
+        with a CDS data disk and a public IP unless told otherwise: what the program's nodes have, so a
+        release that would leave them billing is refused here too (the rehearsal's nodes included)."""
+        tags = tags or {STACK: "st"}
+        disks = [{"storageType": "enhanced_ssd_pl1", "cdsSizeInGB": 100, "deleteWithInstance": True}] if data_disk else []
         self.state["instance"][instance_id] = {"id": instance_id, "name": instance_id, "status": "Running",
-                                               "internalIp": ip, "polls": 0,
+                                               "internalIp": ip, "polls": 0, "dataDisks": disks, "eip": eip,
                                                "tags": [{"tagKey": k, "tagValue": v} for k, v in tags.items()]}
 
     # -- fault injection
@@ -182,7 +224,8 @@ class CloudApi(ApiStub):
         parts = urlsplit(path)
         query = parse_qsl(parts.query, keep_blank_values=True)
         data = json.loads(body) if body else {}
-        params = {"path": parts.path, "query": dict(query), "body": data, "raw_query": query}
+        params = {"path": parts.path, "query": dict(query), "body": data, "raw_query": query,
+                  "call": api_reference.match(method, parts.path, dict(query))}
         if "tags" in params["query"]:  # ListInstances' tag filter, "<key>:<value>" (bcc_client.list_instances)
             key, _, value = params["query"]["tags"].rpartition(":")
             params["tag"] = {"key": key, "value": value}
@@ -194,7 +237,7 @@ class CloudApi(ApiStub):
             action, params = self.parse(method, path, lowered, body)
         except ValueError:
             return self._error(400, "MalformedJSON", "the body is not JSON")
-        record = {"action": action, "params": {k: v for k, v in params.items() if k != "raw_query"},
+        record = {"action": action, "params": {k: v for k, v in params.items() if k not in ("raw_query", "call")},
                   "headers": lowered, "method": method, "time": time.time()}
         problem = verify(method, params["path"], params["raw_query"], lowered)
         if problem:  # refused before anything counts: `requests` holds signed requests only
@@ -242,6 +285,13 @@ class CloudApi(ApiStub):
     def respond_to(self, action, params):
         body, query, path = params["body"], params["query"], params["path"]
         state = self.state
+        call = params.get("call")
+        if call is not None:  # the API's own required fields (bce_api.yaml body_required)
+            _need(body, *call.body_required)
+        _check_tags(body.get("tags") or body.get("changeTags") or [])
+        if query.get("tags"):  # ListInstances' filter "<key>:<value>"
+            key, _, value = query["tags"].rpartition(":")
+            _check_tags([{"tagKey": key, "tagValue": value}])
         if action == "CreateVpc":
             _need(body, "name", "cidr")
             return 201, self._once(params, lambda: {"vpcId": self._put("vpc", "vpc-", body)})
@@ -281,11 +331,8 @@ class CloudApi(ApiStub):
                 raise ApiError(400, "InvalidReleaseTime", f"releaseTime {moment!r} is not yyyy-MM-ddTHH:mm:ssZ")
             instance["releaseTime"] = moment
             return 200, {}
-        if action == "ReleaseInstance":
-            instance_id = path.rsplit("/", 1)[1]
-            self._get("instance", instance_id)
-            del state["instance"][instance_id]
-            return 200, {}
+        if action in ("ReleaseInstance", "ReleaseInstanceWithRelatedResources"):
+            return 200, self._release(call, path.rsplit("/", 1)[1], body)
         if action in ("BindInstanceTags", "UnbindInstanceTags"):
             instance = self._get("instance", path.split("/")[3])
             change = body.get("changeTags") or []
@@ -427,9 +474,30 @@ class CloudApi(ApiStub):
                 "internalIp": f"10.42.0.{len(self.state['instance']) + 2}", "spec": body.get("spec"),
                 "bid": action == "CreateBidInstance", "bidPrice": body.get("bidPrice"),
                 "userData": body.get("userData"), "tags": body.get("tags") or [],
+                "dataDisks": [dict(d) for d in body.get("createCdsList") or []],
+                "eip": int(body.get("networkCapacityInMbps") or 0) > 0,
+                "eipReleasedWithBid": body.get("isEipAutoRelatedDelete"),
                 "created": datetime.now(timezone.utc).isoformat()}
             ids.append(instance_id)
         return {"instanceIds": ids, "orderId": uuid.uuid4().hex}
+
+    def _release(self, call, instance_id: str, body: dict) -> dict:
+        """Release the instance, with its data disks and public IP only as the request says; a release
+        that would leave them billing is refused, naming the rule's source (bce_api.yaml)."""
+        instance = self._get("instance", instance_id)
+        disks = instance.get("dataDisks") or []
+        if body.get("cdsAttributeActive") is True:  # only disks with the release attribute go
+            disks = [d for d in disks if d.get("deleteWithInstance") is not True]
+        has = {name for name, held in (("dataDisks", disks), ("eip", instance.get("eip"))) if held}
+        left = call.leaves(body, has) if call else []
+        if body.get("cdsAttributeActive") is True and disks:
+            left = sorted(set(left) | {"dataDisks"})
+        if left:
+            raise ApiError(400, "StandIn.LeavesBilling",
+                           f"{call.action} of {instance_id} would leave its {' and '.join(left)} billing:"
+                           f" {call.leaves_billing['why']} ({call.source})")
+        del self.state["instance"][instance_id]
+        return {}
 
     def _put(self, kind, prefix, body):
         item_id = prefix + uuid.uuid4().hex[:8]
@@ -444,36 +512,7 @@ class CloudApi(ApiStub):
         return self.state[kind][item_id]
 
 
-# (method, path pattern, query key or None) -> action: the routes bce-python-sdk 0.9.79 calls.
-_ROUTES = [
-    ("POST", r"/v1/vpc", None, "CreateVpc"), ("GET", r"/v1/vpc/[^/]+", None, "GetVpc"),
-    ("DELETE", r"/v1/vpc/[^/]+", None, "DeleteVpc"), ("PUT", r"/v1/vpc/[^/]+", None, "UpdateVpc"),
-    ("POST", r"/v1/subnet", None, "CreateSubnet"), ("GET", r"/v1/subnet/[^/]+", None, "GetSubnet"),
-    ("DELETE", r"/v1/subnet/[^/]+", None, "DeleteSubnet"),
-    ("POST", r"/v2/securityGroup", None, "CreateSecurityGroup"), ("GET", r"/v2/securityGroup", None, "ListSecurityGroups"),
-    ("DELETE", r"/v2/securityGroup/[^/]+", None, "DeleteSecurityGroup"),
-    ("PUT", r"/v2/securityGroup/[^/]+", "authorizeRule", "AuthorizeSecurityGroupRule"),
-    ("PUT", r"/v2/securityGroup/[^/]+", "revokeRule", "RevokeSecurityGroupRule"),
-    ("POST", r"/v2/instanceBySpec", None, "CreateInstanceBySpec"), ("POST", r"/v2/instance/bid", None, "CreateBidInstance"),
-    ("POST", r"/v2/instance/role", "bind", "BindInstanceRole"), ("POST", r"/v2/instance/role", "unbind", "UnbindInstanceRole"),
-    ("PUT", r"/v2/instance/[^/]+", "autorelease", "AutoReleaseInstance"),
-    ("PUT", r"/v2/instance/[^/]+/tag", "bind", "BindInstanceTags"),
-    ("PUT", r"/v2/instance/[^/]+/tag", "unbind", "UnbindInstanceTags"),
-    ("PUT", r"/v2/instance/[^/]+", "modifyAttribute", "ModifyInstance"),
-    ("GET", r"/v2/instance", None, "ListInstances"), ("GET", r"/v2/instance/[^/]+", None, "GetInstance"), ("DELETE", r"/v2/instance/[^/]+", None, "ReleaseInstance"),
-    ("POST", r"/v1/role", None, "CreateRole"), ("GET", r"/v1/role/[^/]+", None, "GetRole"),
-    ("PUT", r"/v1/role/[^/]+", None, "UpdateRole"), ("DELETE", r"/v1/role/[^/]+", None, "DeleteRole"),
-    ("POST", r"/v1/policy", None, "CreatePolicy"), ("POST", r"/v1/policy/[^/]+", None, "UpdatePolicy"), ("DELETE", r"/v1/policy/[^/]+", None, "DeletePolicy"),
-    ("PUT", r"/v1/role/[^/]+/policy/[^/]+", None, "AttachPolicyToRole"),
-    ("DELETE", r"/v1/role/[^/]+/policy/[^/]+", None, "DetachPolicyFromRole"),
-    ("GET", r"/v1/role/[^/]+/policy", None, "ListPoliciesFromRole"),
-]
-
-
 def _action(method: str, path: str, query: dict) -> str:
-    if path == "/" and "action" in query:
-        return query["action"]  # KMS: POST /?action=CreateKey
-    for verb, pattern, key, action in _ROUTES:
-        if verb == method and re.fullmatch(pattern, path) and (key is None or key in query):
-            return action
-    return f"{method} {path}"
+    """The call this request is, by Baidu's API reference as data (bce_api.yaml)."""
+    call = api_reference.match(method, path, query)
+    return call.action if call else f"{method} {path}"

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import pulumi
 
+from components import cidrs
+from components import tags as tags_scheme
 from components.providers.baiducloud import dynamic
 from components.providers.base import NetworkParts, PartContext
 from components.spec import Spec
 
-VPC_CIDR = "10.42.0.0/16"
-EXPIRY_TAG = "gpu-training:expires-at"
+VPC_CIDR = cidrs.STACK_VPC
 
 
-def subnet_cidr(index: int) -> str:
-    return f"10.42.{index}.0/24"
+def subnet_cidr(index: int, nodes: int = 1) -> str:
+    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
+    return cidrs.subnet(VPC_CIDR, index, nodes)
 
 
 def security_rules(spec: Spec) -> list[dict]:
@@ -36,7 +38,7 @@ class Network(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # Not the expiry tag: it moves with maxHours, and bce-python-sdk's VPC and subnet clients have no
         # call that changes a tag, so a changed tag would replace the network (dynamic.SCHEMAS).
-        tags = {k: v for k, v in ctx.tags.items() if k != EXPIRY_TAG}
+        tags = {k: v for k, v in ctx.tags.items() if k != tags_scheme.EXPIRES_AT}
         self.zone = spec.zone
         self.vpc = dynamic.Vpc(f"{ctx.name}-vpc", {"name": f"gpu-training-{spec.stack}", "cidr": VPC_CIDR,
                                                   "description": "gpu-training nodes", "tags": tags},
@@ -46,9 +48,9 @@ class Network(pulumi.ComponentResource):
         for index, zone in enumerate(zones):
             self.subnets[index] = dynamic.Subnet(
                 f"{ctx.name}-subnet-{index}", {"name": f"gpu-training-{spec.stack}-{index}", "zoneName": zone,
-                                               "cidr": subnet_cidr(index), "vpcId": self.vpc.id, "tags": tags},
+                                               "cidr": subnet_cidr(index, spec.nodes), "vpcId": self.vpc.id, "tags": tags},
                 spec.region, child)
-            self.cidrs[index] = subnet_cidr(index)
+            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = dynamic.SecurityGroup(
             f"{ctx.name}-sg", {"name": f"gpu-training-{spec.stack}", "vpcId": self.vpc.id,
                                "description": "gpu-training nodes: VPC traffic, SSH only from sshAllowCidrs",

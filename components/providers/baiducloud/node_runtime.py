@@ -9,11 +9,18 @@ What exists on Baidu, as far as the sources read say (docs/baiducloud.md):
   `local-ipv4` [unverified: not found in the documents searched; the paths follow Baidu's BCC
   metadata page as commonly quoted]. The agent's own reader reads /latest/meta-data/, so this runtime
   reads the service itself (same rules: a value of the wrong format is no answer).
-- Role credentials: `security-credentials/<role>` below the same prefix [unverified].
+- Role credentials: http://169.254.169.254/latest/meta-data/sts-credential, the path BCC documents for
+  an instance's IAM role (BCC "Set IAM Role", https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en:
+  `curl 169.254.169.254/latest/meta-data/sts-credential`). The page shows no answer: its fields are read
+  as Baidu STS names them (accessKeyId, secretAccessKey, sessionToken, expiration: bce-sdk-go
+  doc/STS.md, GetSessionToken) [unverified for the metadata document].
 - Bid reclaim notice: none is documented for the VM. spot_notice() always answers None; a reclaimed
   bid node stops without warning, and what the agent uploaded last is the resume point.
-- Self-release: BCC ReleaseInstance (DELETE /v2/instance/<id>, bce-python-sdk 0.9.79
-  bcc_client.release_instance), signed with the role's credentials.
+- Self-release: the BCC POST release with the related resources (POST /v2/instance/<id>,
+  bce-python-sdk 0.9.79 bcc_client.release_instance_with_related_resources, API page "Release Postpay
+  Instances", https://intl.cloud.baidu.com/en/doc/BCC/s/nk0m0kvzd-intl-en), signed with the role's
+  credentials: relatedReleaseFlag frees the CDS data disk and the public IP with the instance. The
+  DELETE release (release_instance) detaches the disk and keeps it, and the EIP, billing.
 - Peers: BCC ListInstances filtered by the stack tag (GET /v2/instance?tags=<key>:<value>).
 - No pool: BCC has no group of bid instances, so there is nothing to retire.
 """
@@ -23,6 +30,7 @@ import urllib.error
 import urllib.request
 
 PREFIX = '/1.0/meta-data/'
+CREDENTIALS_PATH = '/latest/meta-data/sts-credential'  # BCC "Set IAM Role" (module docstring)
 FORMATS = {
     'instance-shortid': (r'i-[0-9A-Za-z]{8}', 'BCC instance ids: i- and 8 letters or digits (i-jL2s2hBI, SDK docs)'),
     'local-ipv4': (r'([0-9]{1,3}\.){3}[0-9]{1,3}', 'an IPv4 address'),
@@ -37,11 +45,12 @@ class Runtime:
     def __init__(self, cfg, metadata):
         # `metadata` (the agent's reader of /latest/meta-data/) is not used: Baidu's prefix differs.
         self.cfg = cfg
-        self.base = cfg['endpoints']['metadata'].rstrip('/') + PREFIX
+        self.root = cfg['endpoints']['metadata'].rstrip('/')
+        self.base = self.root + PREFIX
 
-    def _read(self, path):
+    def _read(self, path, url=None):
         try:
-            with urllib.request.urlopen(self.base + path, timeout=5) as answer:
+            with urllib.request.urlopen(url or self.base + path, timeout=5) as answer:
                 value = answer.read().decode().strip()
         except urllib.error.HTTPError as error:
             if error.code == 404:
@@ -64,9 +73,10 @@ class Runtime:
 
     def credentials(self):
         """The node role's temporary credentials, in the form botocore's refreshable credentials take."""
-        c = json.loads(self._read('security-credentials/' + self.cfg['identity']['roleName']) or '{}')
+        c = json.loads(self._read('sts-credential', self.root + CREDENTIALS_PATH) or '{}')
         if not c.get('accessKeyId'):
-            raise OSError('role credentials: none in the metadata service (is the role bound to the instance?)')
+            raise OSError(f'role credentials: none at {CREDENTIALS_PATH} of the metadata service (is the role'
+                          f" {self.cfg['identity']['roleName']} bound to the instance?)")
         return {'access_key': c['accessKeyId'], 'secret_key': c['secretAccessKey'], 'token': c['sessionToken'],
                 'expiry_time': c['expiration']}
 
@@ -95,8 +105,12 @@ class Runtime:
         return bcc
 
     def release(self):
-        """ReleaseInstance of this instance; the role may release only the stack's own instances."""
-        self.client().release_instance(self.instance_id())
+        """This instance, its data disk, their snapshots and its public IP, nothing to the recycle bin; the
+        role may release only the stack's own instances. bcc_recycle_flag is passed because the SDK sends
+        cdsAttributeActive only with it (bcc_client.py:4837)."""
+        self.client().release_instance_with_related_resources(
+            self.instance_id(), related_release_flag=True, delete_cds_snapshot_flag=True, bcc_recycle_flag=False,
+            cds_attribute_active=False)
 
     def peers(self):
         """(instance id, private IP) of every running instance carrying this stack's tag."""

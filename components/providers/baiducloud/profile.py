@@ -104,12 +104,69 @@ def checks(spec) -> Iterable[tuple[str, str]]:
                                     f" allowed: {', '.join(S3_REGIONS)}")
 
 
+# ---------------------------------------------------------------- preview findings (spec.warnings)
+# What no source settles without an account, said where a user sees it: the preview's findings.
+_BOS_IN_VPC_NOTE = ("BOS documents no in-VPC endpoint for its S3 API in the pages read (BOS 'Region与Endpoint',"
+                    " https://cloud.baidu.com/doc/BOS/s/akrqd2wcx; an in-VPC path exists only through a VPC service"
+                    " network interface (服务网卡), which this program does not create)")
+_IAM_PAGE = "https://intl.cloud.baidu.com/en/doc/BCC/s/mjxkcdfp8-intl-en"
+
+
+def transfer_minutes(gigabytes: float, mbit_per_s: float = PUBLIC_BANDWIDTH_MBPS) -> float:
+    """At least this long to move `gigabytes` (decimal GB) through `mbit_per_s`."""
+    return gigabytes * 8e3 / mbit_per_s / 60
+
+
+def warnings(spec) -> Iterable[tuple[str, str]]:
+    yield ("identity", "unverified without an account: the node role's release policy grants OPERATE on the"
+                       " stack's own instances (identity.release_policy); BCC's IAM page names three levels (full"
+                       f" control, operation and maintenance, read-only: {_IAM_PAGE}) but not which one releasing"
+                       " an instance needs, nor whether releasing it with its data disk and EIP (relatedReleaseFlag)"
+                       " also needs a grant on those. Baidu's other services put deleting in full control, not"
+                       " in operation (CDN: deleting a domain is CdnFullAccessPolicy only,"
+                       " https://cloud.baidu.com/doc/CDN/s/zk04vd3kw; Kafka: deleting clusters is"
+                       " KAFKAFullControlPolicy, https://cloud.baidu.com/doc/Kafka/s/Blbercto2). If BCC does the"
+                       " same, the node's self-release is refused and"
+                       f" the node bills on until its auto release at maxHours ({spec.max_hours:g} h) or"
+                       " scripts/run.py's destroy")
+    yield ("identity", "unverified without an account: the role's trust document names {\"service\": \"bce:bcc\"}"
+                       " as the grantee (identity.TRUST); Baidu documents the BCC carrier for console-made roles"
+                       " (BCC 'Set IAM Role', https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en), not"
+                       " the JSON form. If it is wrong, BindInstanceRole may succeed while the metadata service"
+                       " serves no credentials: the agent stops at boot with 'role credentials: none'")
+    yield ("maxHours", "unverified without an account: what BCC's auto release (the cloud-side TTL at maxHours)"
+                       " does with the CDS data disk and the public IP is not documented (API 'Setting Auto-Release"
+                       " for Postpay', https://intl.cloud.baidu.com/en/doc/BCC/s/8lfrq74kx-intl-en, takes a release"
+                       " time only). pulumi destroy and the node's self-release free both (the POST release with"
+                       " relatedReleaseFlag); bid nodes give up their public IP (isEipAutoRelatedDelete). After a"
+                       " node ended at maxHours, check the CDS and EIP lists: see keepsBilling")
+    if has_public_address(spec):
+        data = ""
+        if spec.data.stage and spec.data.size_gb:
+            data = (f"; staging the {spec.data.size_gb:.1f} GB data set takes at least"
+                    f" {transfer_minutes(spec.data.size_gb):.0f} min")
+        yield ("publicEgress", f"all BOS traffic (data set, checkpoints, reports) and the package installs go"
+                               f" through each node's {PUBLIC_BANDWIDTH_MBPS} Mbit/s public address, billed by"
+                               f" traffic: {_BOS_IN_VPC_NOTE}. A 10 GB checkpoint takes at least"
+                               f" {transfer_minutes(10):.0f} min to upload{data}")
+
+
 # ---------------------------------------------------------------- billing (components/billing.py)
 def keeps_billing(spec) -> tuple[Lingering, ...]:
-    return (Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BucketObject",
-                      "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"),
-            Lingering("KMS key of the data disk (pending deletion for 7 days after destroy)", TYPE_PREFIX + "KmsKey",
-                      "1 key", "KMS price list", None, "pulumi destroy, then the pending window"))
+    items = [Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BucketObject",
+                       "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"),
+             Lingering("KMS key of the data disk (pending deletion for 7 days after destroy)", TYPE_PREFIX + "KmsKey",
+                       "1 key", "KMS price list", None, "pulumi destroy, then the pending window")]
+    # A node ended by the auto release (maxHours): whether BCC frees its data disk (and, for a Postpaid
+    # node, its EIP) is undocumented; the state then holds an instance that is gone, so pulumi destroy's
+    # release finds nothing and frees nothing. Listed so that nobody assumes it is free.
+    address = " and its public IP" if has_public_address(spec) and not spec.spot else ""
+    items.append(Lingering(f"only if a node ends at maxHours (auto release): its CDS data disk{address}, if BCC"
+                           " keeps them (unverified)", None,
+                           f"{spec.data_disk.size_gb:,} GiB {spec.data_disk.category} per node",
+                           "CDS per GiB-hour; EIP per hour and GB", None,
+                           "you release them in the CDS / EIP console (pulumi destroy cannot: the instance is gone)"))
+    return tuple(items)
 
 
 _FREE = "no charge of its own"
@@ -120,8 +177,8 @@ BILLS_NOTHING_ALONE = {
     TYPE_PREFIX + "IamRole": "IAM: no charge",
     TYPE_PREFIX + "IamRolePolicy": "IAM: no charge",
     TYPE_PREFIX + "RoleBinding": "a binding",
-    INSTANCE: "bills while it runs; released by the agent or at maxHours (auto release time), its CDS data"
-              " disk (deleteWithInstance) with it",
+    INSTANCE: "bills while it runs; released by the agent or pulumi destroy together with its CDS data disk and"
+              " public IP (the POST release with relatedReleaseFlag), or at maxHours by its auto release time",
 }
 
 # Names: BCC instance names 1-65 characters (BCC doc "创建实例": name); IAM role names: not stated in
@@ -162,6 +219,7 @@ PROFILE = ProviderProfile(
         "spotFallback=true": "BCC has no pool that falls back from bid to pay-as-you-go instances",
     },
     checks=checks,
+    warnings=warnings,
     default_image_note="an Ubuntu 22.04 BCC public image id: set gpu-training:image (m-...)",
     routes=routes,
     endpoint_rules=endpoint_rules,

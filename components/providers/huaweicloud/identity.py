@@ -9,7 +9,7 @@ service (`/openstack/latest/securitykey`, ECS user guide ecs_03_0166); no AK/SK 
   listing the bucket for that prefix only.
 
 What classic IAM cannot express: limiting ecs:cloudServers:delete (and the AS pause) to the instances
-and group tagged gpu-training:stack=<stack>. Tag conditions (`g:ResourceTag/<key>`) belong to IAM 5.0
+and group tagged gpu-training-stack=<stack>. Tag conditions (`g:ResourceTag/<key>`) belong to IAM 5.0
 identity policies (IAM user guide iam_01_1229), and pulumi-huaweicloud 0.0.12 maps neither
 huaweicloud_identityv5_policy nor its agency attachment. The grant is therefore the region's project
 only, the node agent deletes only its own instance id, and conformance.yaml names these actions with

@@ -8,6 +8,7 @@ Facts: ECS user guide ecs_03_0166 "Obtaining Metadata" (meta_data.json uuid/proj
 "Querying Details About ECSs" (GET /v1/{project_id}/cloudservers/detail), "Querying Details About an
 ECS" (GET /v1/{project_id}/cloudservers/{server_id}); AS API "Querying AS Groups" and "Pausing an AS
 group" (POST /autoscaling-api/v1/{project_id}/scaling_group/{id}/action {"action": "pause"}).
+A `tags` filter outside Huawei's tag rules (components/providers/huaweicloud/tags.yaml) is refused (400).
 `reclaim(instance_id)`, or a notice posted on the node's Metadata, marks an ECS as being deleted by the
 cloud, as a spot reclaim does.
 """
@@ -18,6 +19,7 @@ import re
 import uuid
 from urllib.parse import parse_qs, urlsplit
 
+from components.tags import rules as tag_rules
 from localcloud import ApiStub, MetadataStub
 
 PROJECT_ID = "0123456789abcdef0123456789abcdef"
@@ -119,7 +121,20 @@ class CloudApi(ApiStub):
             return code, json.dumps({"error": {"code": error, "message": f"injected {error}"}}).encode(), extra
         if action and " " in action:
             return 404, json.dumps({"error": {"code": "APIGW.0101", "message": "no such API"}}).encode(), extra
+        refused = self.refused_tags(self.requests[-1]["params"]) if action == "ListServersDetails" else None
+        if refused:
+            return 400, json.dumps({"error": {"code": "Ecs.0005", "message": refused}}).encode(), extra
         return status, payload, extra
+
+    @staticmethod
+    def refused_tags(params: dict) -> str | None:
+        """Why the `tags` filter (key=value) breaks Huawei's tag rules (tags.yaml), or None: a lookup by a
+        key the cloud refuses to create cannot match, and the real API rejects the parameter."""
+        if "tags" not in params:
+            return None
+        key, _, value = str(params["tags"]).partition("=")
+        problems = tag_rules("huaweicloud").problems(key, value)
+        return f"invalid tags filter {params['tags']!r}: " + "; ".join(problems) if problems else None
 
     def respond(self, action, params):
         if action == "DeleteServers":

@@ -7,23 +7,28 @@ the SFS Turbo share, which sits in the same group), SSH only from `sshAllowCidrs
 """
 from __future__ import annotations
 
+import ipaddress
+
 import pulumi
 
+from components import cidrs
 from components.providers.base import NetworkParts, PartContext
 from components.providers.huaweicloud.sdk import ecs, huaweicloud, vpc
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
-VPC_CIDR = "10.42.0.0/16"
+VPC_CIDR = cidrs.STACK_VPC
 ANYWHERE = "0.0.0.0/0"
 
 
-def subnet_cidr(index: int) -> str:
-    return f"10.42.{index}.0/24"
+def subnet_cidr(index: int, nodes: int = 1) -> str:
+    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
+    return cidrs.subnet(VPC_CIDR, index, nodes)
 
 
-def gateway_ip(index: int) -> str:
-    return f"10.42.{index}.1"
+def gateway_ip(index: int, nodes: int = 1) -> str:
+    """The subnet's first address (Huawei's gateway_ip must lie in its CIDR)."""
+    return str(next(ipaddress.ip_network(subnet_cidr(index, nodes)).hosts()))
 
 
 def sells_flavor(spec: Spec, zone: str) -> bool:
@@ -59,9 +64,9 @@ class Network(pulumi.ComponentResource):
         self.subnets, self.cidrs = {}, {}
         for index, zone in enumerate(zones):
             self.subnets[index] = vpc.Subnet(
-                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=subnet_cidr(index),
-                gateway_ip=gateway_ip(index), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-            self.cidrs[index] = subnet_cidr(index)
+                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=subnet_cidr(index, spec.nodes),
+                gateway_ip=gateway_ip(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
+            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = vpc.Secgroup(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", tags=tags,

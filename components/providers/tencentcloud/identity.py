@@ -16,12 +16,13 @@ import json
 import pulumi
 from tencentcloud_iac_pulumi import cam
 
+from components import tags
 from components.nodeconfig import role_name
 from components.providers.base import IdentityParts, PartContext
 from components.providers.tencentcloud.profile import bucket_appid
 from components.spec import Spec
 
-STACK_TAG = "gpu-training:stack"
+STACK_TAG = tags.STACK  # the policy conditions name the stack tag the resources carry
 COS_OBJECT_ACTIONS = ("GetObject", "HeadObject", "PutObject", "DeleteObject", "InitiateMultipartUpload",
                       "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload", "ListParts",
                       "ListMultipartUploads")

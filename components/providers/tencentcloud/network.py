@@ -12,19 +12,21 @@ from tencentcloud_iac_pulumi import cfs
 from tencentcloud_iac_pulumi import instance as cvm_instance
 from tencentcloud_iac_pulumi import security, subnet, vpc
 
+from components import cidrs
 from components.providers.base import NetworkParts, PartContext
 from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
-VPC_CIDR = "10.42.0.0/16"
+VPC_CIDR = cidrs.STACK_VPC
 # CFS Turbo sits in its own range on the CCN; it must not overlap anything bound to the CCN.
 TURBO_CIDR = "10.43.0.0/24"
 ANYWHERE = "0.0.0.0/0"
 
 
-def subnet_cidr(index: int) -> str:
-    return f"10.42.{index}.0/24"
+def subnet_cidr(index: int, nodes: int = 1) -> str:
+    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
+    return cidrs.subnet(VPC_CIDR, index, nodes)
 
 
 def primary_zone(spec: Spec) -> pulumi.Output:
@@ -105,8 +107,8 @@ class Network(pulumi.ComponentResource):
         for index, zone in enumerate(zones):
             self.subnets[index] = subnet.Instance(
                 f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone,
-                cidr_block=subnet_cidr(index), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-            self.cidrs[index] = subnet_cidr(index)
+                cidr_block=subnet_cidr(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
+            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = security.Group(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",
