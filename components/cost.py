@@ -1,8 +1,11 @@
 """The one cost model, shared by the preview, the stack outputs, the node agent's config and the advisor.
 
-Prices come from the catalog (dated, sourced, or unknown). Spot is estimated as a fraction of the
-on-demand price (the provider's declared typical fraction), capped by the user's spot price cap.
-Whatever is unknown stays None, with the reason in `basis`. A whole training run (the advisor) is
+Prices come from the catalog (dated, sourced, or unknown). Spot is the cloud's own spot price where
+`scripts/prices.py refresh --spot` read one, else estimated as a fraction of the on-demand price (the
+provider's declared typical fraction); either is capped by the user's spot price cap. A price older
+than catalog.STALE_AFTER_DAYS is used and said to be stale. Whatever is unknown stays None, with the
+reason and the command that fills it in `basis`. `node_hours_cost` prices N node-hours of a stack
+(what a run used so far) with the price's source and date. A whole training run (the advisor) is
 the hourly cost times the billed hours; on spot the hours grow by the time reclaims cost
 (`spot_hours`), so the spot figure includes the interruption overhead.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from components import catalog, clock
 from components.catalog import InstanceType
 
 
@@ -20,6 +24,10 @@ class NodeHourPrice:
     on_demand: Optional[float]
     spot: Optional[float]
     basis: str
+    source: Optional[str] = None  # where the on-demand price was read (API action or page)
+    date: Optional[str] = None  # when it was read
+    stale: bool = False  # read longer ago than catalog.STALE_AFTER_DAYS
+    spot_read: bool = False  # spot is the cloud's own price, not the profile's estimate
 
 
 @dataclass(frozen=True)
@@ -30,28 +38,48 @@ class ClusterCost:
     spot_per_hour: Optional[float]
     effective_per_hour: Optional[float]  # what this stack pays per hour with its billing
     basis: str
+    source: Optional[str] = None
+    date: Optional[str] = None
+    stale: bool = False
+    spot_read: bool = False
 
     def as_dict(self) -> dict:
         return {"currency": self.currency, "onDemandPerHour": self.on_demand_per_hour,
                 "spotPerHour": self.spot_per_hour, "effectivePerHour": self.effective_per_hour,
-                "basis": self.basis}
+                "basis": self.basis, "priceSource": self.source, "priceDate": self.date, "stale": self.stale,
+                "spotSource": None if self.spot_per_hour is None else ("cloud" if self.spot_read else "estimate")}
+
+
+def unknown_basis(instance: InstanceType) -> str:
+    return (f"unknown: no dated on-demand price for {instance.name} in the catalog"
+            f" ({catalog.refresh_command(instance.provider)} fills it)")
 
 
 def node_hour_price(instance: InstanceType, spot_fraction: float, spot_source: str,
                     spot_cap: Optional[float] = None) -> NodeHourPrice:
     price = instance.price
     if not price.known:
-        return NodeHourPrice(price.currency, None, None,
-                             f"unknown: no dated on-demand price for {instance.name} in the catalog"
-                             " (scripts/prices.py refresh fills it)")
+        return NodeHourPrice(price.currency, None, None, unknown_basis(instance))
     on_demand = float(price.on_demand_per_hour)
-    spot = on_demand * spot_fraction
-    basis = (f"on-demand {on_demand:g} {price.currency}/h ({price.region}, {price.date}, {price.source});"
-             f" spot estimated at {spot_fraction:.0%} of on-demand ({spot_source})")
+    age = price.age_days(clock.now().date())
+    stale = age is not None and age > catalog.STALE_AFTER_DAYS
+    basis = f"on-demand {on_demand:g} {price.currency}/h ({price.region}, {price.date}, {price.source})"
+    if stale:
+        basis += (f"; STALE: read {age} days ago (over {catalog.STALE_AFTER_DAYS}),"
+                  f" {catalog.refresh_command(instance.provider)} renews it")
+    if price.caveat:
+        basis += f"; {price.caveat}"
+    if price.spot_per_hour is not None:
+        spot = float(price.spot_per_hour)
+        basis += f"; spot {spot:g} {price.currency}/h read from the cloud with it"
+    else:
+        spot = on_demand * spot_fraction
+        basis += f"; spot estimated at {spot_fraction:.0%} of on-demand ({spot_source})"
     if spot_cap is not None and spot_cap < spot:
         spot = spot_cap
         basis += f"; capped at spotMaxPricePerHour {spot_cap:g}"
-    return NodeHourPrice(price.currency, on_demand, round(spot, 4), basis)
+    return NodeHourPrice(price.currency, on_demand, round(spot, 4), basis, price.source, price.date, stale,
+                         price.spot_per_hour is not None)
 
 
 def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction: float, spot_source: str,
@@ -63,13 +91,43 @@ def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction
 
     on_demand, spot = times(unit.on_demand), times(unit.spot)
     effective = spot if billing == "spot" else on_demand
-    return ClusterCost(unit.currency, nodes, on_demand, spot, effective, unit.basis)
+    return ClusterCost(unit.currency, nodes, on_demand, spot, effective, unit.basis, unit.source, unit.date,
+                       unit.stale, unit.spot_read)
 
 
 def spec_cost(spec) -> ClusterCost:
     """The hourly cost of a validated Spec (components.spec.Spec)."""
     return cluster_cost(spec.instance, spec.nodes, spec.billing, spec.profile.spot_discount,
                         spec.profile.spot_discount_source, spec.spot_max_price)
+
+
+@dataclass(frozen=True)
+class NodeHoursCost:
+    """What N node-hours of a stack cost with its billing: the run's "cost so far"."""
+    node_hours: float
+    billing: str
+    currency: str
+    per_node_hour: Optional[float]  # None = unknown
+    total: Optional[float]
+    source: Optional[str]
+    date: Optional[str]
+    stale: bool
+    basis: str
+
+    def as_dict(self) -> dict:
+        return {"nodeHours": self.node_hours, "billing": self.billing, "currency": self.currency,
+                "perNodeHour": self.per_node_hour, "total": self.total, "priceSource": self.source,
+                "priceDate": self.date, "stale": self.stale, "basis": self.basis}
+
+
+def node_hours_cost(spec, node_hours: float) -> NodeHoursCost:
+    """The cost of `node_hours` node-hours of the stack `spec` (its instance type and billing)."""
+    profile = spec.profile
+    unit = node_hour_price(spec.instance, profile.spot_discount, profile.spot_discount_source, spec.spot_max_price)
+    rate = unit.spot if spec.billing == "spot" else unit.on_demand
+    total = None if rate is None else round(rate * node_hours, 4)
+    return NodeHoursCost(node_hours, spec.billing, unit.currency, rate, total, unit.source, unit.date, unit.stale,
+                         unit.basis)
 
 
 @dataclass(frozen=True)
@@ -139,3 +197,34 @@ def training_run_cost(instance: InstanceType, nodes: int, train_hours: float, st
     return RunCost(hourly.currency, nodes, nodes * instance.gpu_count, on_demand_hours, billed_spot,
                    total(hourly.on_demand_per_hour, on_demand_hours), total(hourly.spot_per_hour, billed_spot),
                    basis)
+
+
+@dataclass(frozen=True)
+class DiskCost:
+    """The stack's data disks per hour (they bill while the nodes run and go with them)."""
+    currency: Optional[str]
+    nodes: int
+    size_gb: int
+    kind: str
+    per_hour: Optional[float]  # all nodes; None = unknown
+    source: Optional[str]
+    date: Optional[str]
+    basis: str
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "sizeGb": self.size_gb, "nodes": self.nodes, "currency": self.currency,
+                "perHour": self.per_hour, "priceSource": self.source, "priceDate": self.date, "basis": self.basis}
+
+
+def data_disk_cost(spec) -> DiskCost:
+    """The data disks' hourly cost from the refreshed disk prices (catalog.disk_price), or unknown and why."""
+    disk = spec.data_disk
+    kind = disk.category + (f" {disk.performance_level}" if disk.performance_level else "")
+    price = catalog.disk_price(spec.provider, disk.category, disk.performance_level)
+    if price is None:
+        return DiskCost(None, spec.nodes, disk.size_gb, kind, None, None, None,
+                        f"unknown: no refreshed price for {kind} disks ({catalog.disk_refresh_command(spec.provider)})")
+    per_hour = round(price.per_gib_hour * disk.size_gb * spec.nodes, 4)
+    return DiskCost(price.currency, spec.nodes, disk.size_gb, kind, per_hour, price.source, price.date,
+                    f"{price.per_gib_hour:g} {price.currency}/GiB-h x {disk.size_gb} GiB x {spec.nodes} node(s)"
+                    f" ({price.region}, {price.date}, {price.source})")

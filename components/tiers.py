@@ -35,6 +35,19 @@ class Tier:
         return gpu in self.gpus or gpu in self.extra_gpus
 
 
+@dataclass(frozen=True)
+class FitRules:
+    """The guide's rules a type must meet to count as fitting (tiers.yaml `fit`)."""
+    vcpus_per_gpu: tuple[int, int]
+    data_ram_max: float
+    memory_range_slack: float
+
+
+def fit_rules() -> FitRules:
+    raw = datafiles.load("tiers.yaml")["fit"]
+    return FitRules(tuple(raw["vcpusPerGpu"]), float(raw["dataRamMax"]), float(raw["memoryRangeSlack"]))
+
+
 def gpus() -> dict[str, Gpu]:
     raw = datafiles.load("gpus.yaml")["gpus"]
     return {

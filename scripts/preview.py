@@ -60,14 +60,13 @@ def findings_of(spec: Spec) -> list[dict]:
 
 
 def document(spec: Spec, plan: Plan) -> dict:
-    hourly = cost.spec_cost(spec)
     user_data = node_user_data(plan, spec)
     return {
         "stack": spec.stack,
         "provider": spec.provider,
         "resources": [r.as_dict() for r in plan.resources],
         "outputs": plan.outputs,
-        "cost": hourly.as_dict(),
+        "cost": cost_section(spec),
         "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider)},
         "egress": egress.describe(spec, plan.resources),
         "keepsBilling": billing.as_output(spec),
@@ -91,7 +90,6 @@ def _short(value, width: int = 90) -> str:
 
 def render_human(spec: Spec, plan: Plan) -> None:
     from rich.console import Console
-    from rich.table import Table
     from rich.tree import Tree
 
     console = Console()
@@ -130,18 +128,7 @@ def render_human(spec: Spec, plan: Plan) -> None:
         add(tree, root)
     console.print(tree)
 
-    hourly = cost.spec_cost(spec)
-    table = Table(title="hourly cost")
-    for column in ("", "on-demand", "spot (estimate)", "this stack pays"):
-        table.add_column(column)
-
-    def money(value):
-        return "unknown" if value is None else f"{value:,.2f} {hourly.currency}/h"
-
-    table.add_row(f"{spec.nodes} node(s)", money(hourly.on_demand_per_hour), money(hourly.spot_per_hour),
-                  money(hourly.effective_per_hour))
-    console.print(table)
-    console.print(f"[dim]{hourly.basis}[/]")
+    render_cost(console, spec)
     console.print(f"image: {spec.image or spec.profile.default_image_note}")
     console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
     render_egress(console, egress.describe(spec, plan.resources))
@@ -161,6 +148,56 @@ def render_human(spec: Spec, plan: Plan) -> None:
     for finding in spec.findings:
         colour = {"warning": "yellow", "info": "blue"}.get(finding.level, "red")
         console.print(f"[{colour}]{finding.level}[/] {finding.key}: {finding.message}")
+
+
+def cost_section(spec: Spec) -> dict:
+    """The preview's costs: per node-hour, per hour for all nodes and for the whole maxHours, on-demand and
+    spot side by side, with what this stack pays, the price's source and date, or how to get it."""
+    hourly = cost.spec_cost(spec)
+    unit = cost.node_hours_cost(spec, 1.0)
+
+    def scaled(value, factor):
+        return None if value is None else round(value * factor, 4)
+
+    disks = cost.data_disk_cost(spec)
+    return {**hourly.as_dict(), "maxHours": spec.max_hours, "dataDisks": {
+                **disks.as_dict(), "perMaxHours": scaled(disks.per_hour, spec.max_hours)},
+            "onDemandPerMaxHours": scaled(hourly.on_demand_per_hour, spec.max_hours),
+            "spotPerMaxHours": scaled(hourly.spot_per_hour, spec.max_hours),
+            "effectivePerMaxHours": scaled(hourly.effective_per_hour, spec.max_hours),
+            "perNodeHour": unit.per_node_hour}
+
+
+def render_cost(console, spec: Spec) -> None:
+    from rich.table import Table
+
+    section = cost_section(spec)
+    currency = section["currency"]
+    spot_kind = {"cloud": "spot (cloud price)", "estimate": "spot (estimate)"}.get(section["spotSource"], "spot")
+    table = Table(title=f"cost ({spec.nodes} node(s), {spec.billing}; the nodes release themselves after"
+                        f" maxHours {spec.max_hours:g} h)")
+    for column in ("", "on-demand", spot_kind, "this stack pays"):
+        table.add_column(column)
+
+    def money(value, unit=""):
+        return "unknown" if value is None else f"{value:,.2f} {currency}{unit}"
+
+    per_node = [None if v is None else v / spec.nodes for v in
+                (section["onDemandPerHour"], section["spotPerHour"], section["effectivePerHour"])]
+    table.add_row("per node-hour", *(money(v, "/h") for v in per_node))
+    table.add_row(f"per hour, {spec.nodes} node(s)", money(section["onDemandPerHour"], "/h"),
+                  money(section["spotPerHour"], "/h"), money(section["effectivePerHour"], "/h"))
+    table.add_row(f"whole maxHours ({spec.max_hours:g} h)", money(section["onDemandPerMaxHours"]),
+                  money(section["spotPerMaxHours"]), money(section["effectivePerMaxHours"]))
+    disks = section["dataDisks"]
+    disk_hour, disk_run = money(disks["perHour"], "/h"), money(disks["perMaxHours"])
+    table.add_row(f"data disks ({spec.nodes} x {disks['sizeGb']} GiB {disks['kind']}), per hour",
+                  disk_hour, disk_hour, disk_hour)
+    table.add_row("data disks, whole maxHours", disk_run, disk_run, disk_run)
+    console.print(table)
+    console.print(f"[dim]instances: {section['basis']}[/]", highlight=False)
+    console.print(f"[dim]data disks: {disks['basis']}[/]", highlight=False)
+    console.print("[dim]what keeps billing after the nodes are gone is listed below[/]")
 
 
 def render_egress(console, section: dict) -> None:

@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from components import catalog
 from components.spec import SpecError
 from tools.advisor import explain, stackfile
 from tools.advisor.optimiser import Evaluation, Result, relaxations, search
@@ -108,6 +109,7 @@ def evaluation_doc(ev: Evaluation, request: Request) -> dict:
     row = ev.offer.instance
     return {
         "provider": ev.offer.provider, "instanceType": row.name, "tier": ev.offer.tier.name, "gpu": row.gpu,
+        "standIn": ev.offer.stand_in,
         "gpusPerNode": row.gpu_count, "nodes": ev.nodes, "billing": ev.billing, "batchPerGpu": ev.fit.batch,
         "imagesPerSecond": round(ev.images_per_second, 1), "cpuBound": ev.cpu_bound,
         "scalingEfficiency": round(ev.scaling.efficiency, 4), "trainHours": round(ev.train_hours, 3),
@@ -115,7 +117,7 @@ def evaluation_doc(ev: Evaluation, request: Request) -> dict:
         "cost": {"currency": ev.run.currency, "onDemand": ev.run.on_demand, "spot": ev.run.spot,
                  "onDemandHours": round(ev.run.on_demand_hours, 3),
                  "spotHours": None if ev.run.spot_hours is None else round(ev.run.spot_hours, 3),
-                 "basis": ev.run.basis},
+                 "basis": ev.run.basis, "priceSource": row.price.source, "priceDate": row.price.date},
         "reasons": explain.reasons(ev, request),
     }
 
@@ -156,20 +158,32 @@ def render(result: Result, top: int, explain_count: int, console, args: argparse
         for index, ev in enumerate(result.ranked[:top], 1):
             row, run = ev.offer.instance, ev.run
             spot = "not viable" if run.spot_hours is None else _money(run.spot, run.currency)
-            table.add_row(str(index), ev.offer.provider, row.name, f"{ev.nodes} x {row.gpu_count} {row.gpu}",
+            gpus = f"{ev.nodes} x {row.gpu_count} {row.gpu}" + (" (stand-in)" if ev.offer.stand_in else "")
+            table.add_row(str(index), ev.offer.provider, row.name, gpus,
                           ev.offer.tier.name, ev.billing, f"{ev.images_per_second:,.0f}" + ("*" if ev.cpu_bound else ""),
                           _hours(ev.hours), _money(run.on_demand, run.currency), spot, _gpu_hours(ev, result.mode))
         console.print(table)
         console.print(f"[dim]{explain.ranking_note(result)}. * = CPU-bound. Time = billed hours (start-up"
                       " included). Costs cover the instances only: disks, shared FS, object storage and traffic"
                       " are extra.[/]")
+        blockers: dict[str, list[int]] = {}  # one text, said once, with the picks it holds for
+        unpriced: dict[str, list[int]] = {}
         for index, ev in enumerate(result.ranked[:explain_count], 1):
             console.print(f"\n[bold]#{index} {ev.nodes} x {ev.offer.instance.name}[/] ({ev.billing}) fits because:")
             for line in explain.reasons(ev, request):
+                if line.startswith("cost: unknown"):  # the same command for every pick of a cloud: said once
+                    unpriced.setdefault(catalog.refresh_command(ev.offer.provider), []).append(index)
+                    continue
                 console.print(f"  - {line}", highlight=False)
-            blockers = stackfile.write_problems(ev, request, bucket=args.bucket, overrides=args.overrides)
-            if blockers:
-                console.print(f"  [yellow]to write this stack, give: {'; '.join(blockers)}[/]", highlight=False)
+            for blocker in stackfile.write_problems(ev, request, bucket=args.bucket, overrides=args.overrides):
+                blockers.setdefault(blocker, []).append(index)
+        for command, picks in unpriced.items():
+            console.print(f"\n[dim]cost of pick {', '.join(f'#{i}' for i in picks)}: unknown until {command}[/]",
+                          highlight=False)
+        if blockers:
+            console.print("\n[yellow]to write a stack (--write-stack NAME --pick K), give:[/]")
+            for blocker, picks in blockers.items():
+                console.print(f"  - [yellow]{blocker}[/] (pick {', '.join(f'#{i}' for i in picks)})", highlight=False)
     else:
         console.print("\n[bold red]no configuration meets the request[/]")
         for line in relaxations(result):

@@ -17,6 +17,7 @@ import yaml
 from components import cost, providers
 from components.catalog import Price, load_catalog
 from components.spec import build_spec
+from components.tiers import tiers
 from tools.advisor import perf as perfmod
 from tools.advisor.optimiser import (
     every_configuration,
@@ -124,8 +125,9 @@ SCENARIOS = [
      "medium", 1),
     # The acceptance command: a full 90-epoch ImageNet run in a day (data set size estimated).
     ("imagenet-90", dict(model="resnet50", images=1281167, epochs=90, deadline_hours=24), "medium", 1),
-    # YOLO on COCO: 118k images at 640, 300 epochs, two days.
-    ("yolo-coco", dict(model="yolov5s", images=118287, dataset_gb=19, epochs=300, deadline_hours=48), "medium", 1),
+    # YOLO on COCO: 118k images at 640, 300 epochs, three days. (Within the guide's 8-16 vCPU per GPU,
+    # mosaic decoding holds a 2-GPU node to ~200 images/s: two days would take more than one node.)
+    ("yolo-coco", dict(model="yolov5s", images=118287, dataset_gb=19, epochs=300, deadline_hours=72), "medium", 1),
     # Medical imaging: 20k 512x512 slices (100 GB), U-Net, a day.
     ("medical-unet", dict(model="unet", images=20000, resolution=512, dataset_gb=100, epochs=100, deadline_hours=24),
      "medium", 1),
@@ -145,6 +147,88 @@ def test_guide_scenarios_come_out_as_the_guide_says(name, kwargs, tier, min_node
     assert pick.offer.tier.name == tier, [(ev.offer.instance.name, ev.nodes) for ev in result.ranked[:5]]
     assert pick.nodes >= min_nodes
     assert pick.hours <= kwargs["deadline_hours"]
+
+
+GUIDE_CASES = {  # the guide's cases (scenario id -> the GPUs the guide names for its tier)
+    "cifar10": ("T4", "A10"), "imagenet-finetune": ("A100-40G", "A100-80G", "A10"),
+    "yolo-coco": ("A100-40G", "A100-80G", "A10"), "medical-unet": ("A100-40G", "A100-80G", "A10"),
+    "vit-short-deadline": ("H100", "A100-80G", "H800", "H20"), "deep-net-4h": ("H100", "A100-80G", "H800", "H20"),
+}
+
+
+@pytest.mark.parametrize("name,kwargs,tier,min_nodes", [s for s in SCENARIOS if s[0] in GUIDE_CASES],
+                         ids=[s[0] for s in SCENARIOS if s[0] in GUIDE_CASES])
+def test_on_every_cloud_that_offers_the_guide_tier_the_first_pick_is_in_it(name, kwargs, tier, min_nodes):
+    offering = []
+    for provider in providers.names():
+        if not providers.catalog_path(provider).is_file():
+            continue
+        result = search(build_request(**kwargs, provider_names=[provider]))
+        in_tier = [ev for ev in result.ranked if ev.offer.tier.name == tier]
+        if not in_tier:
+            continue  # this cloud has no type of the guide's tier that fits the request
+        offering.append(provider)
+        pick = result.ranked[0]
+        assert pick.offer.tier.name == tier, (provider, [(ev.offer.instance.name, ev.nodes) for ev in result.ranked[:4]])
+        # The guide's named GPUs come first among equals: a stand-in leads only where the tier has no named one.
+        named = [ev for ev in in_tier if ev.offer.instance.gpu in GUIDE_CASES[name]]
+        if named:
+            assert pick.offer.instance.gpu in GUIDE_CASES[name] and not pick.offer.stand_in, (provider, pick.offer.label)
+    assert "alicloud" in offering, offering  # Alibaba's catalog has a fitting type of every guide tier
+
+
+def test_outside_the_guide_s_vcpu_and_ram_ranges_is_rejected_with_the_reason_never_ranked():
+    request = build_request(model="resnet18", images=50000, resolution=32, epochs=200, deadline_hours=12)
+    result = search(request)
+    ranked = {ev.offer.instance.name for ev in result.ranked}
+    why = {r.offer.instance.name: r for r in result.rejections}
+    # The 4-vCPU / 15 GiB T4 the guide's 8-16 vCPU per GPU and 32-64 GB leave out.
+    assert "ecs.gn6i-c4g1.xlarge" not in ranked
+    assert why["ecs.gn6i-c4g1.xlarge"].constraint == "vcpu" and "4 per GPU" in why["ecs.gn6i-c4g1.xlarge"].message
+    # 32 vCPU for one T4, and 2x T4 with 64 GiB (under medium's 128-256 GB).
+    assert why["GN7.8XLARGE128"].constraint == "vcpu"
+    assert why["pi2.4xlarge.4"].constraint == "ram" and "outside the medium tier" in why["pi2.4xlarge.4"].message
+    for ev in result.ranked:
+        assert 8 <= ev.offer.instance.vcpus_per_gpu <= 16, ev.offer.label
+
+
+def test_without_prices_every_named_gpu_ranks_before_any_stand_in_and_stand_ins_are_labelled():
+    result = search(build_request(model="resnet18", images=50000, resolution=32, epochs=200, deadline_hours=12))
+    flags = [ev.offer.stand_in for ev in result.ranked]
+    assert flags == sorted(flags) and True in flags and False in flags
+    run = recommend("--model", "resnet18", "--images", "50000", "--resolution", "32", "--epochs", "200",
+                    "--deadline", "12", "--json")
+    picks = json.loads(run.stdout)["configurations"]
+    assert [p["standIn"] for p in picks] == flags
+    tier_gpus = {name: set(t.gpus) for name, t in tiers().items()}
+    assert "L20" in {p["gpu"] for p in picks if p["standIn"]}
+    assert all((p["gpu"] in tier_gpus[p["tier"]]) != p["standIn"] for p in picks)
+    assert picks[0]["gpu"] in ("T4", "A10")
+
+
+def test_with_prices_the_pick_is_the_cheapest_to_the_deadline_and_says_what_spot_saves():
+    from tools.advisor import explain
+    rng = random.Random(7)
+    base, _ = offers(build_request(model="resnet50", images=1000, epochs=1, deadline_hours=1))
+    offer_list = priced_offers(rng, base, unknown_share=0.0)
+    request = build_request(model="resnet50", images=1281167, dataset_gb=140, epochs=30, deadline_hours=24)
+    result = search(request, offer_list)
+    assert result.mode == "cost"
+    costs = [ev.cost for ev in result.ranked]
+    assert [round(c) for c in costs] == sorted(round(c) for c in costs)
+    line = explain.cost_line(result.ranked[0], request)
+    assert line.startswith(f"cost: {result.ranked[0].cost:,.0f} CNY on-demand") and "spot would cost" in line
+    assert "saves" in line and "--spot allows it" in line and "test price, 2026-12-01" in line
+
+
+def test_the_repeated_write_stack_blocker_is_said_once():
+    run = recommend("--model", "resnet18", "--images", "50000", "--resolution", "32", "--epochs", "200",
+                    "--deadline", "12", "--provider", "alicloud", "--explain", "3")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("--region alicloud:<region>") == 1
+    assert "(pick #1, #2, #3)" in run.stdout
+    assert "is not among Alibaba Cloud's regions" not in run.stdout
+    assert run.stdout.count("scripts/prices.py refresh --provider alicloud") == 1
 
 
 # ---------------------------------------------------------------- infeasible requests

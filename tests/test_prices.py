@@ -1,8 +1,10 @@
-"""scripts/prices.py against local stand-ins of the providers' price APIs (HTTP on 127.0.0.1).
+"""scripts/prices.py against local stand-ins of the four clouds' price APIs (tests/price_standins.py:
+HTTP on 127.0.0.1, each cloud's wire format, refusing a request that breaks the cloud's rules).
 
-Each stub answers in the provider's wire format with a price derived from the instance type it was
-asked about, and records every request, so the tests check both what the official SDKs sent (action,
-region, parameters, the key id but never the secret) and that each answer landed in the right row.
+The stand-ins answer with a price derived from the instance type asked about and record every
+request, so the tests check what the official SDKs (or, for Huawei BSS, huaweicloudsdkcore's signer)
+sent - action, region, parameters, the key id but never the secret - that the stand-in refused
+nothing, and that each answer landed in the right row.
 """
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import urllib.error
+import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,104 +22,12 @@ import pytest
 import yaml
 
 from components import providers
-from tools import catalog_prices
+from tests.price_standins import NOT_SOLD, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
+from tools import catalog_prices, price_rules
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "prices.py"
 KEY_ID, SECRET = "test-key-id-4711", "test-secret-do-not-send"
-NOT_SOLD = {"ecs.gn8is.2xlarge", "GT4.4XLARGE96"}  # the stubs refuse to price these
-
-
-def price_of(name: str) -> float:
-    """The stubs' price for a type: any function of the name works, as long as rows differ."""
-    return round(sum(map(ord, name)) % 89 / 3 + 1.5, 4)
-
-
-class Stub:
-    def __init__(self, kind: str, deny: bool = False):
-        self.kind, self.deny, self.requests = kind, deny, []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                self.do_POST()
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode() if length else ""
-                stub.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                      "body": body})
-                status, content_type, payload = getattr(stub, f"answer_{stub.kind}")(self.path, self.headers, body)
-                data = payload.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
-
-    @staticmethod
-    def params(path: str, body: str) -> dict:
-        merged = {k: v[0] for k, v in parse_qs(urlsplit(path).query).items()}
-        if body and not body.lstrip().startswith("{"):
-            merged.update({k: v[0] for k, v in parse_qs(body).items()})
-        return merged
-
-    def answer_alicloud(self, path, headers, body):
-        params = self.params(path, body)
-        # ACS3-signed calls name the action in a header; older RPC signing puts it in the query.
-        params.setdefault("Action", headers.get("x-acs-action"))
-        name = params.get("InstanceType")
-        if self.deny:
-            return 403, "application/json", json.dumps({"Code": "InvalidAccessKeyId.NotFound",
-                                                        "Message": "Specified access key is not found.", "RequestId": "r"})
-        if params.get("Action") == "DescribePrice":
-            if name in NOT_SOLD:
-                return 400, "application/json", json.dumps({"Code": "InvalidInstanceType.ValueNotSupported",
-                                                            "Message": "not sold in this region", "RequestId": "r"})
-            price = price_of(name)
-            return 200, "application/json", json.dumps({"RequestId": "r", "PriceInfo": {
-                "Price": {"OriginalPrice": price, "DiscountPrice": 0.0, "TradePrice": price, "Currency": "CNY"},
-                "Rules": {"Rule": []}}})
-        if params.get("Action") == "DescribeSpotPriceHistory":
-            price = price_of(name)
-            history = [{"ZoneId": zone, "InstanceType": name, "NetworkType": "vpc", "IoOptimized": "optimized",
-                        "SpotPrice": round(price * factor, 4), "OriginPrice": price, "Timestamp": stamp}
-                       for zone, factor, stamp in (("cn-hangzhou-a", 0.5, "2026-12-02T08:00:00Z"),
-                                                   ("cn-hangzhou-a", 0.25, "2026-12-02T09:00:00Z"),
-                                                   ("cn-hangzhou-b", 0.3, "2026-12-02T09:00:00Z"))]
-            return 200, "application/json", json.dumps({"RequestId": "r", "Currency": "CNY", "NextOffset": 0,
-                                                        "SpotPrices": {"SpotPriceType": history}})
-        return 400, "application/json", json.dumps({"Code": "InvalidAction", "Message": "?", "RequestId": "r"})
-
-    def answer_tencentcloud(self, path, headers, body):
-        params = json.loads(body or "{}")
-        name = params.get("InstanceType")
-        if self.deny or name in NOT_SOLD:
-            code = "AuthFailure.SecretIdNotFound" if self.deny else "InvalidParameterValue.InstanceTypeNotSupported"
-            return 200, "application/json", json.dumps({"Response": {"Error": {"Code": code, "Message": "no"},
-                                                                     "RequestId": "r"}})
-        factor = 0.15 if params.get("InstanceChargeType") == "SPOTPAID" else 1.0
-        price = round(price_of(name) * factor, 4)
-        return 200, "application/json", json.dumps({"Response": {"Price": {"InstancePrice": {
-            "UnitPrice": price, "UnitPriceDiscount": price, "ChargeUnit": "HOUR", "Discount": 100}}, "RequestId": "r"}})
 
 
 def environment(**extra) -> dict:
@@ -132,6 +42,8 @@ def environment(**extra) -> dict:
 CREDENTIALS = {
     "alicloud": {"ALIBABA_CLOUD_ACCESS_KEY_ID": KEY_ID, "ALIBABA_CLOUD_ACCESS_KEY_SECRET": SECRET},
     "tencentcloud": {"TENCENTCLOUD_SECRET_ID": KEY_ID, "TENCENTCLOUD_SECRET_KEY": SECRET},
+    "huaweicloud": {"HW_ACCESS_KEY": KEY_ID, "HW_SECRET_KEY": SECRET},
+    "baiducloud": {"BAIDUCLOUD_ACCESS_KEY": KEY_ID, "BAIDUCLOUD_SECRET_KEY": SECRET},
 }
 
 
@@ -151,21 +63,34 @@ def rows(path: Path) -> dict:
 
 
 CASES = {
-    "alicloud": (["--region", "cn-hangzhou"], 0.25, "DescribePrice"),
-    "tencentcloud": (["--region", "ap-shanghai", "--zone", "ap-shanghai-2", "--image", "img-487zeit5"], 0.15,
+    "alicloud": (["--region", "cn-hangzhou"], "DescribePrice"),
+    "tencentcloud": (["--region", "ap-shanghai", "--zone", "ap-shanghai-2", "--image", "img-487zeit5"],
                      "InquiryPriceRunInstances"),
+    "huaweicloud": (["--region", "cn-north-4", "--project-id", "0a1b2c3d4e5f"], "ListOnDemandResourceRatings"),
+    "baiducloud": (["--region", "bj", "--zone", "cn-bj-d"], "getPriceBySpec"),
 }
+
+
+def test_every_cloud_with_a_catalog_has_a_price_client_and_rules_with_sources():
+    assert sorted(providers.with_module("pricing")) == sorted(CASES)
+    for cloud in CASES:
+        rules = price_rules.load(cloud)
+        assert rules.calls, cloud
+        for rule in rules.calls.values():
+            assert rule.source.strip() and ("http" in rule.source or "@" in rule.source), (cloud, rule.call)
 
 
 @pytest.mark.parametrize("provider", sorted(CASES))
 def test_refresh_writes_each_api_price_into_its_row_and_nothing_else(tmp_path, provider):
-    args, spot_factor, api = CASES[provider]
+    args, api = CASES[provider]
     path = catalog_copy(tmp_path, provider)
     before_text, before = path.read_text(), rows(path)
-    with Stub(provider) as stub:
-        run = prices("refresh", "--provider", provider, *args, "--spot", "--endpoint", stub.url,
+    with PriceStandIn(provider) as stand_in:
+        run = prices("refresh", "--provider", provider, *args, "--spot", "--endpoint", stand_in.url,
                      "--catalog", str(path), env=environment(**CREDENTIALS[provider]))
     assert run.returncode == 0, run.stderr
+    assert stand_in.refusals == [], stand_in.refusals  # every request met the cloud's rules
+    assert stand_in.requests, "the SDK never reached the stand-in"
     after = rows(path)
     assert list(after) == list(before)
     region = args[1]
@@ -178,26 +103,76 @@ def test_refresh_writes_each_api_price_into_its_row_and_nothing_else(tmp_path, p
             continue
         price = row["price"]
         assert price["onDemandPerHour"] == pytest.approx(price_of(name)), name
-        assert price["spotPerHour"] == pytest.approx(price_of(name) * spot_factor, rel=1e-3), name
-        assert (price["region"], price["date"], price["status"]) == (region, "2026-12-02", "refreshed")
+        if provider in SPOT_FACTOR:
+            assert price["spotPerHour"] == pytest.approx(price_of(name) * SPOT_FACTOR[provider], rel=1e-3), name
+        else:  # no spot price API: nothing invented, and the run says so
+            assert "spotPerHour" not in price and f"no spot price for {name}" in run.stderr
+        assert (price["region"], price["date"], price["status"], price["currency"]) == \
+            (region, "2026-12-02", "refreshed", "CNY")
         assert api in price["source"] and "127.0.0.1" in price["source"]
     # Comments and the layout survive: only price values changed.
-    assert [l for l in before_text.splitlines() if l.startswith("#")] == \
-           [l for l in path.read_text().splitlines() if l.startswith("#")]
+    assert [line for line in before_text.splitlines() if line.startswith("#")] == \
+           [line for line in path.read_text().splitlines() if line.startswith("#")]
     # What went over the wire: signed with the key id, never the secret.
-    wire = json.dumps(stub.requests)
+    wire = json.dumps(stand_in.requests)
     assert KEY_ID in wire and SECRET not in wire
-    assert stub.requests, "the SDK never reached the stub"
+
+
+def _send(url: str, path: str, headers: dict, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+# One wrong request per cloud: a required parameter left out, and a call the API does not have.
+WRONG = {
+    "alicloud": [("/?Action=DescribePrice&RegionId=cn-hangzhou", {}, {}, "InstanceType"),
+                 ("/?Action=DescribePrice&RegionId=cn-hangzhou&ResourceType=disk&DataDisk.1.Category=cloud_essd", {}, {},
+                  "DataDisk.1.Size"),
+                 ("/?Action=DescribePrices&RegionId=cn-hangzhou&InstanceType=x", {}, {}, "DescribePrices")],
+    "tencentcloud": [("/", {"X-TC-Action": "InquiryPriceRunInstances"}, {"Placement": {"Zone": "ap-shanghai-2"},
+                                                                         "InstanceType": "GN7.2XLARGE32"}, "ImageId"),
+                     ("/", {"X-TC-Action": "InquiryPriceRunInstance"}, {}, "InquiryPriceRunInstance")],
+    "huaweicloud": [("/v2/bills/ratings/on-demand-resources", {}, {"project_id": "p", "product_infos": [
+                        {"id": "1", "cloud_service_type": "hws.service.type.ec2", "resource_type": "hws.resource.type.vm",
+                         "resource_spec": "pi2.2xlarge.4.linux", "usage_factor": "Duration", "usage_value": 1,
+                         "usage_measure_id": 4, "subscription_num": 1}]}, "region"),
+                    ("/v2/bills/ratings/period-resources", {}, {}, "period-resources")],
+    "baiducloud": [("/v2/instance/price", {}, {"spec": "bcc.g5.c2m8", "paymentTiming": "Postpaid", "purchaseLength": 1},
+                    "zoneName"),
+                   ("/v2/instance/bidPrices", {}, {}, "bidPrices")],
+}
+
+
+@pytest.mark.parametrize("provider", sorted(WRONG))
+def test_each_stand_in_refuses_a_request_that_breaks_its_cloud_rules(provider):
+    with PriceStandIn(provider) as stand_in:
+        for path, headers, body, named in WRONG[provider]:
+            status, answer = _send(stand_in.url, path, headers, body)
+            text = json.dumps(answer)
+            assert named in text, (provider, path, answer)
+            if provider == "tencentcloud":
+                assert status == 200 and "Error" in answer["Response"]
+            else:
+                assert status == 400
+    codes = [code for code, _ in stand_in.refusals]
+    assert codes == [price_rules.MISSING] * (len(WRONG[provider]) - 1) + [price_rules.UNKNOWN_CALL]
 
 
 def test_alicloud_requests_carry_the_describe_price_parameters(tmp_path):
     path = catalog_copy(tmp_path, "alicloud")
-    with Stub("alicloud") as stub:
+    with PriceStandIn("alicloud") as stub:
         run = prices("refresh", "--provider", "alicloud", "--region", "cn-beijing", "--types",
                      "ecs.gn7i-c8g1.2xlarge,ecs.gn7e-c16g1.32xlarge", "--endpoint", stub.url, "--catalog", str(path),
                      env=environment(**CREDENTIALS["alicloud"]))
     assert run.returncode == 0, run.stderr
-    sent = [{**Stub.params(r["path"], r["body"]), "Action": r["headers"].get("x-acs-action")} for r in stub.requests]
+    sent = [{**{k: v[0] for k, v in parse_qs(urlsplit(r["path"]).query).items()},
+             **({k: v[0] for k, v in parse_qs(r["body"]).items()} if r["body"] else {}),
+             "Action": r["headers"].get("x-acs-action")} for r in stub.requests]
     assert [(p["Action"], p["InstanceType"], p["RegionId"], p["PriceUnit"], p["ResourceType"]) for p in sent] == [
         ("DescribePrice", "ecs.gn7i-c8g1.2xlarge", "cn-beijing", "Hour", "instance"),
         ("DescribePrice", "ecs.gn7e-c16g1.32xlarge", "cn-beijing", "Hour", "instance")]
@@ -207,24 +182,24 @@ def test_alicloud_requests_carry_the_describe_price_parameters(tmp_path):
 
 def test_tencent_requests_price_a_pay_as_you_go_launch_in_the_zone(tmp_path):
     path = catalog_copy(tmp_path, "tencentcloud")
-    with Stub("tencentcloud") as stub:
+    with PriceStandIn("tencentcloud") as stub:
         run = prices("refresh", "--provider", "tencentcloud", "--region", "ap-guangzhou", "--zone", "ap-guangzhou-3",
                      "--image", "img-487zeit5", "--types", "GN7.2XLARGE32", "--endpoint", stub.url,
                      "--catalog", str(path), env=environment(**CREDENTIALS["tencentcloud"]))
     assert run.returncode == 0, run.stderr
     (request,) = stub.requests
-    assert request["headers"]["X-TC-Action"] == "InquiryPriceRunInstances"
-    assert request["headers"]["X-TC-Region"] == "ap-guangzhou"
+    assert request["headers"]["x-tc-action"] == "InquiryPriceRunInstances"
+    assert request["headers"]["x-tc-region"] == "ap-guangzhou"
     assert json.loads(request["body"]) == {"Placement": {"Zone": "ap-guangzhou-3"}, "ImageId": "img-487zeit5",
                                            "InstanceType": "GN7.2XLARGE32", "InstanceChargeType": "POSTPAID_BY_HOUR"}
 
 
 @pytest.mark.parametrize("provider", sorted(CASES))
 def test_missing_credentials_exit_2_naming_the_variables_and_touch_nothing(tmp_path, provider):
-    args, _, _ = CASES[provider]
+    args, _ = CASES[provider]
     path = catalog_copy(tmp_path, provider)
     before = path.read_text()
-    with Stub(provider) as stub:
+    with PriceStandIn(provider) as stub:
         run = prices("refresh", "--provider", provider, *args, "--endpoint", stub.url, "--catalog", str(path),
                      env=environment())
     assert run.returncode == 2
@@ -237,7 +212,7 @@ def test_missing_credentials_exit_2_naming_the_variables_and_touch_nothing(tmp_p
 def test_an_api_that_prices_nothing_leaves_the_catalog_unchanged(tmp_path):
     path = catalog_copy(tmp_path, "alicloud")
     before = path.read_text()
-    with Stub("alicloud", deny=True) as stub:
+    with PriceStandIn("alicloud", deny=True) as stub:
         run = prices("refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--types",
                      "ecs.gn7i-c8g1.2xlarge", "--endpoint", stub.url, "--catalog", str(path),
                      env=environment(**CREDENTIALS["alicloud"]))
@@ -278,3 +253,143 @@ def test_show_lists_each_row_with_its_price_or_unknown(tmp_path):
     lines = {line.split()[0]: line for line in run.stdout.splitlines()[1:]}
     assert "unknown" in lines["GT4.4XLARGE96"]
     assert "8.68 CNY/h" in lines["GN7.2XLARGE32"] and "2026-11-01" in lines["GN7.2XLARGE32"]
+
+
+def test_show_marks_an_old_price_stale_and_says_which_command_fills_the_unknown(tmp_path):
+    path = catalog_copy(tmp_path, "tencentcloud")
+    fresh = catalog_prices.Quote("GN7.2XLARGE32", 8.68, "CNY", "ap-guangzhou", "a test quote")
+    old = catalog_prices.Quote("GN7.5XLARGE80", 20.1, "CNY", "ap-guangzhou", "a test quote")
+    text = catalog_prices.edit(path.read_text(), {"GN7.2XLARGE32": fresh}, "2026-11-20")
+    path.write_text(catalog_prices.edit(text, {"GN7.5XLARGE80": old}, "2026-09-01"))
+    run = prices("show", "--provider", "tencentcloud", "--catalog", str(path), env=environment())
+    lines = {line.split()[0]: line for line in run.stdout.splitlines()[1:]}
+    assert "STALE (92 days old)" in lines["GN7.5XLARGE80"]
+    assert "STALE" not in lines["GN7.2XLARGE32"]
+    assert "scripts/prices.py refresh --provider tencentcloud" in run.stdout
+    tighter = prices("show", "--provider", "tencentcloud", "--catalog", str(path), "--max-age-days", "5",
+                     env=environment())
+    assert "STALE (12 days old)" in tighter.stdout
+
+
+PREVIEWED = {"alicloud": "entry-t4", "tencentcloud": "tc-medium-a100", "huaweicloud": "hw-entry-t4",
+             "baiducloud": "bd-large-a100-spot"}
+
+
+def preview_json(stack: str, env: dict) -> dict:
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), stack, "--json"], capture_output=True,
+                         text=True, cwd=REPO, env={**env, "PYTHONPATH": f"{REPO}:{REPO / 'node'}"}, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("provider", sorted(PREVIEWED))
+def test_the_preview_shows_the_refreshed_price_with_its_source_and_date_else_the_command(tmp_path, provider):
+    args, api = CASES[provider]
+    stack = PREVIEWED[provider]
+    before = preview_json(stack, environment())["cost"]
+    assert before["onDemandPerHour"] is None and before["effectivePerMaxHours"] is None
+    assert f"scripts/prices.py refresh --provider {provider}" in before["basis"]
+
+    path = tmp_path / f"{provider}.yaml"
+    shutil.copy(providers.catalog_path(provider), path)
+    with PriceStandIn(provider) as stand_in:
+        run = prices("refresh", "--provider", provider, *args, "--spot", "--endpoint", stand_in.url,
+                     "--catalog", str(path), env=environment(**CREDENTIALS[provider]))
+    assert run.returncode == 0, run.stderr
+    document = preview_json(stack, environment(GPU_TRAINING_CATALOGS=str(tmp_path)))
+    section, outputs = document["cost"], document["outputs"]
+    assert api in section["priceSource"] and section["priceDate"] == "2026-12-02" and not section["stale"]
+    nodes = outputs["nodeCount"]
+    assert section["onDemandPerHour"] == pytest.approx(nodes * price_of(outputs["instanceType"]), rel=1e-4)
+    assert section["effectivePerHour"] == pytest.approx(nodes * section["perNodeHour"])
+    assert section["effectivePerMaxHours"] == pytest.approx(section["effectivePerHour"] * section["maxHours"], rel=1e-6)
+    assert section["spotSource"] == ("cloud" if provider in SPOT_FACTOR else "estimate")
+
+
+def test_node_hours_cost_prices_a_stack_s_hours_with_the_source_and_date_and_flags_a_stale_price(tmp_path, monkeypatch):
+    from components import cost
+    from tools.stackfiles import stack_spec
+
+    monkeypatch.setenv("GPU_TRAINING_NOW", "2026-12-02T10:00:00Z")
+    _, spec = stack_spec("entry-t4", [])
+    unknown = cost.node_hours_cost(spec, 3.0)
+    assert unknown.total is None and "scripts/prices.py refresh --provider alicloud" in unknown.basis
+
+    path = tmp_path / "alicloud.yaml"
+    shutil.copy(providers.catalog_path("alicloud"), path)
+    quote = catalog_prices.Quote(spec.instance.name, 7.5, "CNY", "cn-hangzhou", "Alibaba Cloud ECS API DescribePrice",
+                                 spot_per_hour=2.0)
+    path.write_text(catalog_prices.edit(path.read_text(), {spec.instance.name: quote}, "2026-11-30"))
+    monkeypatch.setenv(providers.CATALOGS_ENV, str(tmp_path))
+    _, spec = stack_spec("entry-t4", [])
+    used = cost.node_hours_cost(spec, 3.0)
+    assert (used.total, used.per_node_hour, used.currency) == (22.5, 7.5, "CNY")
+    assert (used.source, used.date, used.stale) == ("Alibaba Cloud ECS API DescribePrice", "2026-11-30", False)
+    _, spot_spec = stack_spec("entry-t4", ["billing=spot"])
+    assert cost.node_hours_cost(spot_spec, 3.0).total == 6.0  # the cloud's spot price, not the estimate
+    monkeypatch.setenv("GPU_TRAINING_NOW", "2027-02-01T10:00:00Z")
+    late = cost.node_hours_cost(spec, 3.0)
+    assert late.stale and "STALE: read 63 days ago" in late.basis and late.total == 22.5
+
+
+def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_path):
+    path = tmp_path / "alicloud.yaml"
+    shutil.copy(providers.catalog_path("alicloud"), path)
+    with PriceStandIn("alicloud") as stand_in:
+        run = prices("refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--types", "ecs.gn7e-c16g1.32xlarge",
+                     "--disks", "--endpoint", stand_in.url, "--catalog", str(path),
+                     env=environment(**CREDENTIALS["alicloud"]))
+    assert run.returncode == 0, run.stderr
+    assert stand_in.refusals == []
+    disk_calls = [r for r in stand_in.requests if "ResourceType=disk" in r["path"] + r["body"]]
+    assert len(disk_calls) == 3  # PL1, PL2, PL3: the entry, medium and large tiers' ESSD levels
+    disks = {(row["category"], row["performanceLevel"]): row
+             for row in yaml.safe_load((tmp_path / "alicloud.disks.yaml").read_text())["disks"]}
+    assert disks[("cloud_essd", "PL3")]["perGiBHour"] == pytest.approx(disk_price_of("cloud_essd", "PL3"))
+    assert disks[("cloud_essd", "PL3")]["date"] == "2026-12-02" and "DescribePrice" in disks[("cloud_essd", "PL3")]["source"]
+
+    section = preview_json("large-a100", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
+    assert section["kind"] == "cloud_essd PL3" and section["priceDate"] == "2026-12-02"
+    assert section["perHour"] == pytest.approx(disk_price_of("cloud_essd", "PL3") * section["sizeGb"] * section["nodes"],
+                                               rel=1e-3)
+    assert section["perMaxHours"] == pytest.approx(section["perHour"] * 72, rel=1e-6)
+    unknown = preview_json("tc-entry-t4", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
+    assert unknown["perHour"] is None and "no disk price client for tencentcloud" in unknown["basis"]
+    none_yet = preview_json("entry-t4", environment())["cost"]["dataDisks"]
+    assert none_yet["perHour"] is None and "refresh --provider alicloud" in none_yet["basis"] and "--disks" in none_yet["basis"]
+
+
+def test_huawei_rates_every_flavor_in_one_signed_bss_request(tmp_path):
+    path = catalog_copy(tmp_path, "huaweicloud")
+    with PriceStandIn("huaweicloud") as stub:
+        run = prices("refresh", "--provider", "huaweicloud", "--region", "cn-north-4", "--project-id", "0a1b2c3d4e5f",
+                     "--types", "pi2.2xlarge.4,p3.16xlarge.8", "--endpoint", stub.url, "--catalog", str(path),
+                     env=environment(**CREDENTIALS["huaweicloud"], HW_DOMAIN_ID="d0m41n"))
+    assert run.returncode == 0, run.stderr
+    (request,) = stub.requests
+    assert (request["method"], request["path"]) == ("POST", "/v2/bills/ratings/on-demand-resources")
+    assert request["headers"]["authorization"].startswith(f"SDK-HMAC-SHA256 Access={KEY_ID}, SignedHeaders=")
+    assert request["headers"]["x-domain-id"] == "d0m41n" and "x-sdk-date" in request["headers"]
+    body = json.loads(request["body"])
+    assert body["project_id"] == "0a1b2c3d4e5f"
+    assert [(p["id"], p["resource_spec"], p["region"], p["usage_measure_id"], p["usage_value"])
+            for p in body["product_infos"]] == [("1", "pi2.2xlarge.4.linux", "cn-north-4", 4, 1),
+                                                ("2", "p3.16xlarge.8.linux", "cn-north-4", 4, 1)]
+
+
+def test_baidu_prices_a_postpaid_spec_in_the_zone_and_asks_the_bid_market_price(tmp_path):
+    path = catalog_copy(tmp_path, "baiducloud")
+    with PriceStandIn("baiducloud") as stub:
+        run = prices("refresh", "--provider", "baiducloud", "--region", "bj", "--zone", "cn-bj-d", "--spot",
+                     "--endpoint", stub.url, "--catalog", str(path), env=environment(**CREDENTIALS["baiducloud"]))
+    assert run.returncode == 0, run.stderr
+    calls = [(r["method"], urlsplit(r["path"]).path, json.loads(r["body"])) for r in stub.requests]
+    spec = "bcc.hgn5IB.c116m978.8A100-80g"
+    assert calls == [("POST", "/v2/instance/price", {"spec": spec, "paymentTiming": "Postpaid", "zoneName": "cn-bj-d",
+                                                      "purchaseCount": 1, "purchaseLength": 1}),
+                     ("POST", "/v2/instance/bidPrice", {"spec": spec, "zoneName": "cn-bj-d", "purchaseCount": 1})]
+    for r in stub.requests:
+        assert r["headers"]["authorization"].startswith(f"bce-auth-v1/{KEY_ID}/")
+        assert "clientToken" in urlsplit(r["path"]).query
+    price = rows(path)[spec]["price"]
+    assert "hourly unit assumed" in price["caveat"]

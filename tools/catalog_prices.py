@@ -32,7 +32,8 @@ class Quote:
     currency: str
     region: str
     source: str
-    spot_per_hour: Optional[float] = None  # recorded for reference; the cost model estimates spot itself
+    spot_per_hour: Optional[float] = None  # the cloud's spot/bid price; the cost model prefers it to its estimate
+    caveat: Optional[str] = None  # what the API's answer leaves unverified (e.g. the unit)
 
 
 def _scalar(value) -> str:
@@ -44,6 +45,8 @@ def price_mapping(quote: Quote, date: str) -> dict:
                "region": quote.region, "date": date, "source": quote.source, "status": "refreshed"}
     if quote.spot_per_hour is not None:
         mapping["spotPerHour"] = round(quote.spot_per_hour, 6)
+    if quote.caveat:
+        mapping["caveat"] = quote.caveat
     return mapping
 
 

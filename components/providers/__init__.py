@@ -16,6 +16,7 @@ docs/providers.md lists every module and file a package has.
 from __future__ import annotations
 
 import importlib
+import os
 import importlib.util
 from pathlib import Path
 from types import ModuleType
@@ -109,8 +110,15 @@ def with_module(part: str) -> list[str]:
     return [name for name in names() if has_module(name, part)]
 
 
+CATALOGS_ENV = "GPU_TRAINING_CATALOGS"  # a folder of <provider>.yaml catalogs that replace the packages' ones
+
+
 def catalog_path(name: str) -> Path:
-    """The provider's instance catalog (catalog.yaml in its package)."""
+    """The provider's instance catalog: catalog.yaml in its package, or <provider>.yaml in the folder
+    $GPU_TRAINING_CATALOGS names (a what-if with refreshed prices that leaves the shipped catalog alone)."""
+    folder = os.environ.get(CATALOGS_ENV)
+    if folder and (Path(folder) / f"{name}.yaml").is_file():
+        return Path(folder) / f"{name}.yaml"
     return package_dir(name) / "catalog.yaml"
 
 

@@ -1,14 +1,18 @@
 """Plain-language reasons: why a configuration fits, why others were rejected, what the ranking means."""
 from __future__ import annotations
 
-from tools.advisor.optimiser import Evaluation, Rejection, Result, tier_summary
+from components import catalog
+from components.tiers import fit_rules
+from tools.advisor.optimiser import Evaluation, Rejection, Result, ram_range, tier_summary
 
 LARGE_BATCH = 8192
 
 CONSTRAINT_TITLES = {
     "tier": "no tier of the guide takes the GPU count/model",
     "performance": "no performance figure for the GPU",
-    "ram": "RAM: the spec needs at least twice the data set (the guide's rule) and the tier's floor",
+    "vcpu": "vCPU per GPU outside the guide's 8-16",
+    "ram": "RAM: at least twice the data set and the tier's floor (the spec's rules), within the tier's range"
+           " (the guide's)",
     "vram": "GPU memory for the batch",
     "deadline": "too slow for the deadline",
     "spot": "spot reclaims would eat the run",
@@ -37,14 +41,16 @@ def reasons(ev: Evaluation, request) -> list[str]:
                  f" each {row.gpu} offers {fit.usable_gb:.1f} of {row.gpu_memory_gb} GB"
                  f" (global batch {fit.batch * ev.gpus:,})")
     per_gpu_vcpu = row.vcpus_per_gpu
-    guide = "inside the guide's 8-16" if 8 <= per_gpu_vcpu <= 16 else "outside the guide's 8-16"
+    low_vcpu, high_vcpu = fit_rules().vcpus_per_gpu
+    guide = f"inside the guide's {low_vcpu}-{high_vcpu}"
     feed = (f"the CPUs prepare ~{fit.node_cpu:,.0f} images/s per node, the GPUs take"
             f" ~{ev.gpu_images_per_second / ev.nodes:,.0f}")
     lines.append(f"vCPU: {row.vcpus} vCPU = {per_gpu_vcpu:g} per GPU ({guide}); {feed}"
                  + (": CPU-bound, the GPUs will wait for data" if ev.cpu_bound else ""))
     floor = f", tier floor {tier.memory_floor_gb} GB" if tier.memory_floor_gb else ""
+    low, high = ram_range(tier, request.dataset_gb_int)
     lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x the {request.dataset_gb_int} GB"
-                 f" data set{floor})")
+                 f" data set{floor}); {row.memory_gib:g} GiB within the tier's {low:.0f}-{high:.0f}")
     disk = ev.offer.profile.data_disk(tier.disk_class, fit.data_disk_gb, None)
     level = f" {disk.performance_level}" if disk.performance_level else ""
     fs, fs_gb = shared_storage(ev)
@@ -67,7 +73,27 @@ def reasons(ev: Evaluation, request) -> list[str]:
         lines.append("estimates: " + "; ".join(estimates))
     if row.note:
         lines.append(f"catalog note: {row.note}")
+    lines.append(cost_line(ev, request))
     return lines
+
+
+def cost_line(ev: Evaluation, request) -> str:
+    """What the pick costs to the deadline, what spot would save, and where the price comes from."""
+    run, row = ev.run, ev.offer.instance
+    if run.on_demand is None:
+        return f"cost: unknown; {catalog.refresh_command(ev.offer.provider)} fills {row.name}'s price"
+    price = row.price
+    where = f"{price.source}, {price.date}"
+    if ev.billing == "spot":
+        saved = run.on_demand - run.spot
+        return (f"cost: {run.spot:,.0f} {run.currency} on spot, reclaims included; on-demand would be"
+                f" {run.on_demand:,.0f} (spot saves {saved:,.0f}, {saved / run.on_demand:.0%}) ({where})")
+    if run.spot is None:
+        return f"cost: {run.on_demand:,.0f} {run.currency} on-demand; spot is not viable for this run ({where})"
+    saved = run.on_demand - run.spot
+    allowed = "" if request.spot else "; --spot allows it"
+    return (f"cost: {run.on_demand:,.0f} {run.currency} on-demand; spot would cost {run.spot:,.0f} with reclaims,"
+            f" {run.spot_hours:.1f} h (saves {saved:,.0f}, {saved / run.on_demand:.0%}{allowed}) ({where})")
 
 
 def rejection_groups(rejections: list[Rejection], limit: int = 6) -> list[tuple[str, list[str], int]]:
@@ -95,6 +121,9 @@ def ranking_note(result: Result) -> str:
     currencies = sorted({ev.run.currency for ev in result.ranked})
     why = (f"{unknown} of {len(result.ranked)} fitting configurations have no known price"
            if unknown else f"prices are in several currencies ({', '.join(currencies)})")
-    return (f"ranked by GPU-hours, not cost: {why} (scripts/prices.py refresh fills catalog prices);"
-            " spot GPU-hours are weighted by the provider's typical spot fraction. GPU-hours favour fast GPUs,"
-            " whose hours usually cost more")
+    priced = sorted({ev.offer.provider for ev in result.ranked if ev.cost is not None})
+    narrow = (f"; --provider {' --provider '.join(priced)} ranks the priced clouds by cost" if priced and unknown
+              else "")
+    return (f"ranked by GPU-hours, not cost: {why} (scripts/prices.py refresh fills catalog prices{narrow});"
+            " the guide's named GPUs come before stand-ins, spot GPU-hours are weighted by the provider's typical"
+            " spot fraction. GPU-hours favour fast GPUs, whose hours usually cost more")

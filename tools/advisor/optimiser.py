@@ -4,9 +4,14 @@ A configuration is an instance type, a node count and a billing model. For each 
 billing the search starts at the fewest nodes that could possibly meet the deadline (perfect
 scaling) and stops at the first node count that does: cost and GPU-hours never fall as nodes are
 added (efficiency only drops, spot reclaims only grow), so that node count is the cheapest for the
-pair. The ranking is by total cost when every fitting configuration has a known price in one
-currency, else by GPU-hours (spot hours weighted by the provider's typical spot fraction), and the
-result says which. tests/test_advisor.py checks the search against a brute force over the catalog.
+pair. Fit follows the guide (components/data/tiers.yaml `fit`): 8-16 vCPU per GPU and the tier's RAM
+range (or 2-4x the data set where the data needs more) are rules, so a type outside them is rejected
+with the reason, never ranked. The ranking is by total cost to the deadline when every fitting
+configuration has a known price in one currency, else by GPU-hours (spot hours weighted by the
+provider's typical spot fraction), and the result says which; either way the guide's named GPUs come
+before stand-ins among equals (the same cost to the unit; without prices, the same standing, since
+GPU-hours of different GPUs say nothing about their price). tests/test_advisor.py checks the search
+against a brute force over the catalog.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from components import cost, providers
 from components.catalog import InstanceType, load_catalog
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES
-from components.tiers import Tier, tiers
+from components.tiers import Tier, fit_rules, tiers
 from tools.advisor import perf as perfmod
 from tools.advisor.request import Request, usable_providers
 
@@ -38,11 +43,16 @@ class Offer:
     def label(self) -> str:
         return f"{self.provider} {self.instance.name}"
 
+    @property
+    def stand_in(self) -> bool:
+        """The GPU is accepted by its tier but is not one the guide names for it (e.g. L20 for entry)."""
+        return self.tier is not None and self.instance.gpu not in self.tier.gpus
+
 
 @dataclass(frozen=True)
 class Rejection:
     offer: Offer
-    constraint: str  # tier | performance | ram | vram | nodes | deadline | budget | spot
+    constraint: str  # tier | performance | vcpu | ram | vram | nodes | deadline | budget | spot
     message: str
     billing: Optional[str] = None
 
@@ -159,6 +169,11 @@ def check_static(offer: Offer, request: Request) -> Union[Fit, Rejection]:
     if offer.gpu is None or offer.gpu.images_per_second is None:
         return Rejection(offer, "performance", f"no training throughput figure for {row.gpu} in perf.yaml"
                          + (f" ({offer.gpu.basis})" if offer.gpu else ""))
+    rules = fit_rules()
+    low_vcpu, high_vcpu = rules.vcpus_per_gpu
+    if not low_vcpu <= row.vcpus_per_gpu <= high_vcpu:
+        return Rejection(offer, "vcpu", f"{row.vcpus} vCPU = {row.vcpus_per_gpu:g} per GPU, outside the guide's"
+                         f" {low_vcpu}-{high_vcpu}")
     dataset = request.dataset_gb_int
     ram_needed = max(tier.memory_floor_gb, 2 * dataset)
     if row.memory_gb < 2 * dataset:
@@ -166,6 +181,13 @@ def check_static(offer: Offer, request: Request) -> Union[Fit, Rejection]:
     if row.memory_gb < tier.memory_floor_gb:
         return Rejection(offer, "ram", f"{row.memory_gb:.0f} GB RAM is below the {tier.name} tier's"
                          f" {tier.memory_floor_gb} GB floor")
+    low, high = ram_range(tier, dataset)
+    if not low <= row.memory_gib <= high:
+        return Rejection(offer, "ram", f"{row.memory_gib:g} GiB RAM is outside the {tier.name} tier's"
+                         f" {tier.memory_gb[0]}-{tier.memory_gb[1]} GB"
+                         + (f" (up to {rules.data_ram_max:g}x the {dataset} GB data set)" if high > tier.memory_gb[1]
+                            * (1 + rules.memory_range_slack) else "")
+                         + f", {rules.memory_range_slack:.0%} allowed either way for the cloud's rounding")
     usable = perfmod.usable_gb(perf, row.gpu_memory_gb)
     model = request.model
     if request.batch is not None:
@@ -195,6 +217,15 @@ def check_static(offer: Offer, request: Request) -> Union[Fit, Rejection]:
         perf, model, batch, request.resolution), usable_gb=usable, per_gpu=per_gpu,
         node_cpu=perfmod.node_cpu_images_per_second(perf, model, row, request.resolution),
         ram_needed_gb=ram_needed, max_nodes=max_nodes, nodes_limit=why, data_disk_gb=data_disk_gb(request, tier))
+
+
+def ram_range(tier: Tier, dataset_gb: int) -> tuple[float, float]:
+    """The RAM (GiB as the cloud lists it) a type of `tier` may have: the tier's range with the slack for
+    the clouds' rounding, stretched up to dataRamMax x the data set where the data needs more."""
+    rules = fit_rules()
+    low, high = tier.memory_gb
+    slack = rules.memory_range_slack
+    return low * (1 - slack), max(high * (1 + slack), rules.data_ram_max * dataset_gb)
 
 
 def spot_risk() -> cost.SpotRisk:
@@ -248,8 +279,11 @@ def rank_key(ev: Evaluation, mode: str) -> tuple:
     tail = (ev.hours, ev.nodes, unconfirmed(ev.offer.instance), ev.offer.provider, ev.offer.instance.name,
             ev.billing)
     if mode == "cost":
-        return (ev.cost, ev.gpu_hours) + tail
-    return (ev.weighted_gpu_hours,) + tail
+        # The same cost to the currency unit is a tie: the guide's named GPU goes first.
+        return (round(ev.cost), ev.offer.stand_in, ev.cost, ev.gpu_hours) + tail
+    # No prices: GPU-hours of an L20 and a T4 say nothing about which costs less, so every configuration
+    # that fits is an equal and the guide's named GPUs come first; GPU-hours order each group.
+    return (ev.offer.stand_in, ev.weighted_gpu_hours) + tail
 
 
 def _lower_bound_nodes(fit: Fit, offer: Offer, request: Request) -> Optional[int]:

@@ -50,7 +50,7 @@ def source(endpoint: Optional[str], region: str) -> str:
 
 
 def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Optional[str],
-          endpoint: Optional[str], spot: bool, env: Mapping[str, str]) -> dict[str, Union[dict, str]]:
+          endpoint: Optional[str], spot: bool, env: Mapping[str, str], **_) -> dict[str, Union[dict, str]]:
     """{type: {"onDemandPerHour", "currency", "spotPerHour"?} or the reason it has no price}."""
     from alibabacloud_ecs20140526 import models
 
@@ -67,6 +67,29 @@ def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Opti
         if spot:
             quote["spotPerHour"] = _latest_spot(client, runtime, models, name, region, zone)
         result[name] = quote
+    return result
+
+
+DISK_PROBE_GIB = 100  # the size asked about: the price per GiB-hour is its price / 100
+
+
+def fetch_disks(kinds: Iterable[tuple[str, Optional[str]]], *, region: str, zone: Optional[str],
+                endpoint: Optional[str], env: Mapping[str, str], **_) -> dict[tuple, Union[dict, str]]:
+    """{(category, level): {"perGiBHour", "currency"} or the reason}: DescribePrice ResourceType=disk, which
+    prices pay-as-you-go disks by the hour only (help.aliyun.com/document_detail/107829.html)."""
+    from alibabacloud_ecs20140526 import models
+
+    client, runtime, result = _client(region, endpoint, env), _runtime(), {}
+    for category, level in kinds:
+        disk = models.DescribePriceRequestDataDisk(category=category, size=DISK_PROBE_GIB, performance_level=level)
+        request = models.DescribePriceRequest(region_id=region, resource_type="disk", price_unit="Hour",
+                                              data_disk=[disk], zone_id=zone)
+        try:
+            price = client.describe_price_with_options(request, runtime).body.price_info.price
+            result[(category, level)] = {"perGiBHour": float(price.trade_price) / DISK_PROBE_GIB,
+                                         "currency": price.currency}
+        except Exception as error:  # the SDK's API and transport errors
+            result[(category, level)] = f"DescribePrice (disk) failed: {_why(error)}"
     return result
 
 

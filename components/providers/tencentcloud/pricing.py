@@ -50,7 +50,7 @@ def _unit_price(answer: Mapping) -> float:
 
 
 def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Optional[str],
-          endpoint: Optional[str], spot: bool, env: Mapping[str, str]) -> dict[str, Union[dict, str]]:
+          endpoint: Optional[str], spot: bool, env: Mapping[str, str], **_) -> dict[str, Union[dict, str]]:
     """{type: {"onDemandPerHour", "currency", "spotPerHour"?} or the reason it has no price}."""
     client, result = _client(region, endpoint, env), {}
     for name in types:
