@@ -3,20 +3,23 @@
 The stand-ins answer DescribeRegions and DescribeZones in each cloud's wire format and record every
 request, so the tests check what the official SDKs sent (action, region, the key id but never the
 secret), that the written regions.yaml reads back as the spec's table, and that a failing API leaves
-the file as it was. The stand-in server is test_prices.Stub's.
+the file as it was. Stub below is the stand-in server the region stand-ins answer through.
 """
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
 
 from components.providers import regions as region_tables
-from test_prices import CREDENTIALS, KEY_ID, SECRET, Stub, environment
+from test_prices import CREDENTIALS, KEY_ID, SECRET, environment
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "regions.py"
@@ -24,6 +27,56 @@ CLOUD = {
     "alicloud": {"cn-hangzhou": ["cn-hangzhou-h", "cn-hangzhou-i"], "cn-wulanchabu": ["cn-wulanchabu-a"]},
     "tencentcloud": {"ap-guangzhou": ["ap-guangzhou-3", "ap-guangzhou-8"], "ap-jakarta": ["ap-jakarta-1"]},
 }
+
+
+class Stub:
+    """A local HTTP server answering through answer_<kind>(path, headers, body) and recording each request."""
+
+    def __init__(self, kind: str, deny: bool = False):
+        self.kind, self.deny, self.requests = kind, deny, []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.do_POST()
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length).decode() if length else ""
+                stub.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                      "body": body})
+                status, content_type, payload = getattr(stub, f"answer_{stub.kind}")(self.path, self.headers, body)
+                data = payload.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def params(path: str, body: str) -> dict:
+        merged = {k: v[0] for k, v in parse_qs(urlsplit(path).query).items()}
+        if body and not body.lstrip().startswith("{"):
+            merged.update({k: v[0] for k, v in parse_qs(body).items()})
+        return merged
 
 
 class RegionStub(Stub):
