@@ -25,7 +25,7 @@ COLLAPSE_AFTER = 3  # siblings of one type beyond this are summarised in the hum
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="preview.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  preview.py medium-a100\n  preview.py medium-a100 --json\n"
                "  preview.py entry-t4 --set billing=spot --set checkpoint.bucket=my-bucket\n"
                "  preview.py large-h20 --set nodes=64\n  preview.py entry-t4 --user-data")

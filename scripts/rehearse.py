@@ -20,6 +20,10 @@ to re-form, and both resume together once the replacement joins.
 The example trainer (the stacks' default command) runs a rehearsal-sized job; your own
 `train.command` runs as written unless --command replaces it.
 
+With --keep, the rehearsal's bucket outlives it: every object of the stack (markers, checkpoints,
+reports, the nodes' logs) is copied to out/<stack>/rehearsal/ with a record of the stack's outputs, and
+`gpu-training status|logs|report STACK --rehearsal` read it offline (docs/cli.md).
+
 Exit status: 0 every check passed, 1 a check failed, 2 bad stack or arguments.
 """
 from __future__ import annotations
@@ -88,7 +92,7 @@ class Node:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="rehearse.py", description=__doc__,
+    parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
     parser.add_argument("--command", help="training command to rehearse instead of the stack's train.command")
@@ -102,6 +106,11 @@ def parse_args(argv):
                         help="rehearse with a small generated image folder (4 classes of 32x32 JPEGs), packed, "
                              "staged and trained on: the whole data path without a data set of your own")
     parser.add_argument("--keep-dir", action="store_true", help="keep the sandbox folder and print its path")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the rehearsal's bucket in out/<stack>/rehearsal/ (replacing an earlier one) "
+                             "for `gpu-training status|logs|report STACK --rehearsal`")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("GPU_TRAINING_OUT") or REPO / "out"),
+                        metavar="DIR", help="where --keep puts <stack>/rehearsal/ (default out/, or $GPU_TRAINING_OUT)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     args = parser.parse_args(argv)
     if args.steps < 40:
@@ -505,6 +514,27 @@ class Rehearsal:
     def release_requests(self, instance_id: str) -> int:
         return len(self.api.release_requests(instance_id))
 
+    def keep_bucket(self, out_root: Path, started: float) -> Path:
+        """The bucket, copied out before its server stops, with what a real stack's outputs would say."""
+        from tools.runlib import localbucket
+
+        from components import billing, clock, cost
+
+        folder = localbucket.rehearsal_dir(out_root, self.stack)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        objects = localbucket.export(self.client, self.bucket, self.root, folder / "bucket")
+        created = clock.rfc3339(datetime.fromtimestamp(started, timezone.utc))
+        localbucket.write_record(folder, {
+            "stack": self.stack, "provider": self.provider, "simulated": True, "objects": objects,
+            "keptAt": time.time(), "sandbox": str(self.workdir),
+            "nodeCount": self.count, "billing": self.spec.billing, "instanceType": self.spec.instance.name,
+            "checkpoint": {"bucket": self.bucket, "prefix": self.spec.checkpoint.prefix},
+            "expiresAt": clock.expiry(created, self.spec.max_hours), "startedAt": started,
+            "costPerHour": cost.spec_cost(self.spec).as_dict(), "keepsBilling": billing.as_output(self.spec),
+            "instanceIds": [n.instance_id for n in self.nodes]})
+        return folder
+
     def stop(self) -> None:
         for node in self.nodes + self.retired:
             if node.process and node.process.poll() is None:
@@ -550,6 +580,7 @@ def main(argv=None) -> int:
         rehearsal = pod_rehearsal(Rehearsal, args, args.stack, spec, base, workdir)
     else:
         rehearsal = Rehearsal(args, args.stack, spec, base, workdir)
+    started, kept = time.time(), None
     try:
         rehearsal.run()
     except RuntimeError as error:
@@ -557,6 +588,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         rehearsal.check("drill", False, "interrupted")
     finally:
+        try:
+            if args.keep:  # before the S3 server stops: a failed drill's logs matter most
+                kept = rehearsal.keep_bucket(args.out, started)
+        except Exception as error:  # the checks stand without the copy
+            print(f"rehearse: the bucket could not be kept: {type(error).__name__}: {error}", file=sys.stderr)
         rehearsal.stop()
     print_table(rehearsal)
     passed = bool(rehearsal.checks) and all(c.ok for c in rehearsal.checks)
@@ -564,6 +600,10 @@ def main(argv=None) -> int:
         print(json.dumps({"stack": args.stack, "passed": passed, "nodes": rehearsal.count,
                           "stepsLost": getattr(rehearsal, "lost", None), "workdir": str(workdir),
                           "checks": [c.__dict__ for c in rehearsal.checks]}, indent=1))
+    if kept:
+        print(f"bucket kept: {kept} (try: gpu-training status {args.stack} --rehearsal; "
+              f"gpu-training logs {args.stack} --rehearsal; gpu-training report {args.stack} --rehearsal)",
+              file=sys.stderr)
     if args.keep_dir or not passed:
         print(f"sandbox kept: {workdir}", file=sys.stderr)
     else:
