@@ -491,7 +491,7 @@ def test_bad_arguments_exit_2(args, named):
 
 
 def test_without_the_pulumi_cli_it_says_so_and_starts_nothing(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **CREDS}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": os.environ["PYTHONPATH"], **CREDS}
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "run.py"), STACK, "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == exitcodes.ERROR, done.stdout + done.stderr
