@@ -333,16 +333,27 @@ class Rehearsal:
             for node in nodes:
                 if node.process and node.process.poll() not in (None, 0):
                     raise RuntimeError(f"the agent of {node.instance_id} exited with {node.process.returncode}"
-                                       f" while waiting for {description}:\n{node.agent_log()[-3000:]}")
+                                       f" while waiting for {description}; {self.why(node)}")
             if all(node.process and node.process.poll() is not None for node in nodes):
                 value = what()  # one last look: the agents may have finished right after the check
                 if value:
                     return value
-                raise RuntimeError(f"every agent ended before {description}:\n"
-                                   + "\n".join(n.agent_log()[-1500:] for n in nodes))
+                raise RuntimeError(f"every agent ended before {description}: "
+                                   + "; ".join(self.why(n) for n in nodes))
             time.sleep(0.25)
-        logs = "\n".join(n.agent_log()[-2000:] for n in nodes)
-        raise RuntimeError(f"timed out after {self.args.timeout:g} s waiting for {description}:\n{logs}")
+        raise RuntimeError(f"timed out after {self.args.timeout:g} s waiting for {description}: "
+                           + "; ".join(self.why(n) for n in nodes))
+
+    def why(self, node: Node) -> str:
+        """One line on how a node ended: its marker's state and reason, and the trainer's last output line
+        (the logs themselves are printed under the table, with their paths)."""
+        try:
+            marker = self.marker(node) or {}
+        except Exception:  # the bucket is what failed: the line says so
+            marker = {}
+        lines = [ln for ln in node.trainer_log().splitlines() if ln.strip()]
+        state = f"{marker.get('state')} ({marker.get('reason')})" if marker else "no marker"
+        return f"{node.instance_id}: {state}; trainer's last output: {lines[-1][:200] if lines else '(none)'}"
 
     def wait_exit(self, nodes: list[Node]) -> None:
         deadline = time.time() + self.args.timeout
@@ -546,6 +557,21 @@ class Rehearsal:
         self.s3.stop()
 
 
+LOG_TAIL_LINES = 8
+
+
+def print_log_tails(rehearsal: Rehearsal, console) -> None:
+    """Under a failed table: each node's last agent-log lines and where the whole log is."""
+    for node in rehearsal.nodes + rehearsal.retired:
+        text = node.agent_log()
+        if not text:
+            continue
+        console.print(f"agent log of {node.instance_id}, last {LOG_TAIL_LINES} lines "
+                      f"(all of it: {node.root / 'agent.out'}):", style="bold", highlight=False)
+        for line in text.splitlines()[-LOG_TAIL_LINES:]:
+            console.print("  " + line[:300], markup=False, highlight=False, soft_wrap=True)
+
+
 def print_table(rehearsal: Rehearsal) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -558,7 +584,10 @@ def print_table(rehearsal: Rehearsal) -> None:
         table.add_row(check.name, "[green]pass[/]" if check.ok else "[red]FAIL[/]", check.detail)
     lost = getattr(rehearsal, "lost", None)
     table.add_row("steps lost to preemption", "", "unknown" if lost is None else str(lost))
-    Console(stderr=rehearsal.args.json).print(table)
+    console = Console(stderr=rehearsal.args.json)
+    console.print(table)
+    if not all(c.ok for c in rehearsal.checks):
+        print_log_tails(rehearsal, console)
 
 
 def main(argv=None) -> int:
@@ -584,7 +613,7 @@ def main(argv=None) -> int:
     try:
         rehearsal.run()
     except RuntimeError as error:
-        rehearsal.check("drill", False, str(error)[-1500:])
+        rehearsal.check("drill", False, str(error)[:1000])
     except KeyboardInterrupt:
         rehearsal.check("drill", False, "interrupted")
     finally:
