@@ -37,7 +37,7 @@ def cli(*args, timeout=120, **extra) -> subprocess.CompletedProcess:
 
 # --- the command line itself ------------------------------------------------------------------------
 SUBCOMMANDS = ("preview", "up", "status", "logs", "report", "down", "rehearse", "recommend", "pack", "prices",
-               "regions")
+               "regions", "ssh")
 
 
 def test_the_console_script_is_declared_and_importable():
@@ -199,6 +199,11 @@ def test_report_reads_the_bucket_with_the_clouds_key_not_aws(s3, tmp_path):
     assert "i-bp1" in json.loads(done.stdout)["nodes"]
 
 
+def test_ssh_on_a_closed_stack_says_how_to_open_it():
+    done = cli("ssh", STACK)
+    assert done.returncode == 1 and "sshAllowCidrs" in done.stderr and "sshPublicKey" in done.stderr, done.stderr
+
+
 def test_down_without_the_pulumi_cli_says_so(tmp_path):
     done = cli("down", STACK, "--out", str(tmp_path / "out"), **ALI)
     assert done.returncode == 1 and "the Pulumi CLI is not installed" in done.stdout, done.stdout + done.stderr
@@ -219,6 +224,10 @@ def test_rehearse_keep_leaves_a_bucket_that_status_logs_and_report_read_offline(
     out, done, started = kept
     assert done.returncode == 1, "the crashing trainer fails the drill"
     assert "bucket kept:" in done.stderr, done.stderr[-2000:]
+    # Short: the failing check names the marker and the trainer's last line; the log's tail and path under it.
+    assert "FAILED (trainer exit code 1); trainer's last output: boom: CUDA out of memory" in done.stdout, done.stdout
+    assert "agent log of" in done.stdout and "agent.out" in done.stdout
+    assert '"gpuUtilPerGpu"' not in done.stdout.split("agent log of")[0], "no JSON blob in the table"
     status = cli("status", STACK, "--rehearsal", "--json", GPU_TRAINING_OUT=str(out))
     assert status.returncode == 0, status.stderr
     doc = json.loads(status.stdout)

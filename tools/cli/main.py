@@ -288,6 +288,35 @@ def report(stack, rehearsal, endpoint, folder, every_run, as_json):
     sys.exit(run_script("report", argv))
 
 
+@cli.command()
+@stack_argument()
+@click.option("--print", "only_print", is_flag=True, help="print the ssh command instead of running it")
+def ssh(stack, only_print):
+    """Log in to STACK's node over SSH, where the stack allows it (sshAllowCidrs and sshPublicKey); otherwise
+    say how to allow it. The address comes from the stack's `sshCommand` output (Pulumi)."""
+    import shlex
+
+    from .sources import offline_outputs, pulumi_outputs
+
+    outputs, why = pulumi_outputs(stack)
+    command = (outputs or {}).get("sshCommand")
+    if not command:
+        from tools.stackfiles import stack_spec
+
+        allowed = stack_spec(stack)[1].ssh_allow_cidrs if outputs is None else ()
+        offline_outputs(stack)  # a stack file that does not validate is exit 2 with its message
+        reason = (f"no Pulumi stack outputs ({why})" if outputs is None else "its sshCommand output is empty")
+        fail(f"stack {stack}: no SSH command: {reason}. "
+             + ("" if allowed else "SSH is closed by default: set sshAllowCidrs (your address, e.g. "
+                "'[\"203.0.113.7/32\"]') and sshPublicKey in stacks/Pulumi." + stack + ".yaml, then `gpu-training up "
+                + stack + "`; the nodes release themselves when training ends unless keep: true"))
+    if only_print or "<" in command:  # a spot pool's placeholder: the address is only known per node
+        click.echo(command)
+        return
+    words = shlex.split(command)
+    os.execvp(words[0], words)
+
+
 def main():  # the console script (pyproject [project.scripts])
     cli(prog_name="gpu-training")
 
