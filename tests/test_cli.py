@@ -246,3 +246,4 @@ def test_rehearse_keep_leaves_a_bucket_that_status_logs_and_report_read_offline(
 def test_without_a_kept_rehearsal_it_says_how_to_make_one(tmp_path):
     done = cli("status", STACK, "--rehearsal", GPU_TRAINING_OUT=str(tmp_path))
     assert done.returncode == 2 and "gpu-training rehearse entry-t4 --keep" in done.stderr
+
