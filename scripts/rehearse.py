@@ -153,6 +153,8 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
                                  "region": "us-east-1"})
     config["endpoints"] = {"metadata": node.metadata.url, "cloudApi": api_url}
     config["nodeCount"] = nodes
+    # The fake nvidia-smi reports a fixed utilisation: the report, plot and diagnosis say so (docs/node-config.md).
+    config["accelerator"]["simulated"] = True
     config["train"].update({"command": command, "workdir": str(root / "data" / "work"), "gpusPerNode": 1,
                             "launcher": "torchrun" if nodes > 1 else "direct"})
     config["agent"].update({"syncIntervalSeconds": 1.0, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
