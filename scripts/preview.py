@@ -67,7 +67,8 @@ def document(spec: Spec, plan: Plan) -> dict:
         "resources": [r.as_dict() for r in plan.resources],
         "outputs": plan.outputs,
         "cost": hourly.as_dict(),
-        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider)},
+        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider),
+                     "headroom": user_data_limit(spec.provider) - user_data[1] if user_data else None},
         "egress": egress.describe(spec, plan.resources),
         "keepsBilling": billing.as_output(spec),
         "data": dataset.describe(spec),
@@ -156,10 +157,19 @@ def render_human(spec: Spec, plan: Plan) -> None:
         console.print(f"  [dim]{data['basis']}[/]")
     user_data = node_user_data(plan)
     if user_data:
-        console.print(f"user-data: {user_data[1]:,} bytes encoded (limit {user_data_limit(spec.provider):,})")
+        limit = user_data_limit(spec.provider)
+        free = limit - user_data[1]
+        # Under HEADROOM_GOAL free, a few more train.env values or a longer command no longer fit (issue 23).
+        style = "" if free >= HEADROOM_GOAL else "[yellow]"
+        console.print(f"{style}user-data: {user_data[1]:,} bytes encoded (limit {limit:,}; {free:,} free"
+                      + ("" if free >= HEADROOM_GOAL else f", under the {HEADROOM_GOAL:,} a stack should keep free")
+                      + ")" + ("[/]" if style else ""))
     for finding in spec.findings:
         colour = {"warning": "yellow", "info": "blue"}.get(finding.level, "red")
         console.print(f"[{colour}]{finding.level}[/] {finding.key}: {finding.message}")
+
+
+HEADROOM_GOAL = 4096  # bytes of encoded user-data a stack keeps free for train.env and commands
 
 
 def render_egress(console, section: dict) -> None:
