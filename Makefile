@@ -40,12 +40,20 @@ rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, pre
 
 IMAGES      ?=
 PACKED      ?= build/packed
-pack: $(VENV)/.dev ## pack IMAGES (a folder, one subfolder per class) into PACKED (default build/packed); without IMAGES a small generated folder; ARGS="--upload STACK"
+$(VENV)/.pack: $(VENV)/.runtime pyproject.toml
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[pack]'
+	@touch $@
+
+$(VENV)/.report: $(VENV)/.runtime pyproject.toml
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[report]'
+	@touch $@
+
+pack: $(VENV)/.pack ## pack IMAGES (a folder, one subfolder per class) into PACKED (default build/packed); without IMAGES a small generated folder; ARGS="--upload STACK"
 	@if [ -z "$(IMAGES)" ]; then $(PY) scripts/pack.py --example-images build/example-images && \
 	  $(PY) scripts/pack.py build/example-images $(PACKED) $(ARGS); \
 	else $(PY) scripts/pack.py $(IMAGES) $(PACKED) $(ARGS); fi
 
-report: $(VENV)/.dev ## every node's utilisation report of STACK from its bucket: one table, the diagnosis, one plot
+report: $(VENV)/.report ## every node's utilisation report of STACK from its bucket: one table, the diagnosis, one plot
 	@$(PY) -m tools.cli report $(STACK) $(ARGS)
 
 recommend: $(VENV)/.runtime ## sizing and cost advisor (ARGS="--model resnet50 --images 1281167 --epochs 90 --deadline 24")

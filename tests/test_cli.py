@@ -247,3 +247,30 @@ def test_without_a_kept_rehearsal_it_says_how_to_make_one(tmp_path):
     done = cli("status", STACK, "--rehearsal", GPU_TRAINING_OUT=str(tmp_path))
     assert done.returncode == 2 and "gpu-training rehearse entry-t4 --keep" in done.stderr
 
+
+
+# The test set (requirements-dev.txt) and the extras; boto3 and pulumi are the runtime.
+HEAVY = {"torch", "paddle", "moto", "hypothesis", "matplotlib", "PIL", "pulumi", "boto3"}
+
+
+@pytest.mark.parametrize("args, allowed", [
+    (("--help",), set()),
+    (("status", STACK, "--rehearsal", "--json"), set()),
+    (("logs", STACK, "--rehearsal", "--tail", "1"), set()),
+    (("report", STACK, "--rehearsal", "--json"), {"matplotlib", "PIL", "pulumi", "boto3"}),  # PIL: matplotlib's
+])
+def test_commands_load_only_what_they_need(kept, args, allowed):
+    """status and logs need the runtime only, report adds matplotlib (the `report` extra): never the test set
+    (torch, PaddlePaddle, moto); --help and a kept rehearsal's status and logs not even boto3 or pulumi."""
+    out, _, _ = kept
+    probe = ("import sys, atexit\n"
+             f"heavy = {sorted(HEAVY)!r}\n"
+             "atexit.register(lambda: print('LOADED', sorted({m.split('.')[0] for m in sys.modules} & set(heavy)),"
+             " file=sys.stderr))\n"
+             "from tools.cli.main import cli\n"
+             f"cli({list(args)!r}, prog_name='gpu-training')\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=env(GPU_TRAINING_OUT=str(out)))
+    assert done.returncode == 0, done.stderr[-1500:]
+    loaded = set(eval(done.stderr.rsplit("LOADED", 1)[1].strip()))
+    assert loaded <= allowed, loaded

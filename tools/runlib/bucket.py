@@ -11,8 +11,6 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Optional
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError, NoCredentialsError
 
 from node_agent import layout
@@ -47,7 +45,9 @@ def from_stack_file(stack: str, endpoint: Optional[str] = None) -> "StackBucket"
 
 
 class StackBucket:
-    def __init__(self, checkpoint: Mapping, stack: str, session: Optional[boto3.Session] = None, client=None):
+    def __init__(self, checkpoint: Mapping, stack: str, session=None, client=None):
+        from botocore.config import Config
+
         missing = [k for k in ("bucket",) if not checkpoint.get(k)]
         if missing:
             raise BucketError(f"the stack's checkpoint output has no {', '.join(missing)}: "
@@ -65,7 +65,11 @@ class StackBucket:
                         connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 3},
                         **extra)
         # client: another object with the same S3 methods (a kept rehearsal's folder, localbucket.py).
-        self.s3 = client or (session or boto3.Session()).client(
+        if client is None and session is None:
+            import boto3  # here: a kept rehearsal's folder (client=) needs no boto3
+
+            session = boto3.Session()
+        self.s3 = client or session.client(
             "s3", endpoint_url=checkpoint.get("endpoint") or None,
             region_name=checkpoint.get("region") or None, config=config)
 
