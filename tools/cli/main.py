@@ -138,10 +138,26 @@ def cloud_pass_through(name: str, summary: str):
 
         for provider in providers.with_module("credentials"):
             os.environ.update(with_sdk_aliases(provider, os.environ))
+        wanted = _provider_argument(list(args))
+        if "refresh" in args and wanted in providers.with_module("credentials"):
+            from tools.runlib.credentials import MissingCredentials, from_env
+            try:
+                from_env(wanted)
+            except MissingCredentials as error:  # the convention's names, not the SDK's
+                fail(str(error), EXIT_USAGE)
         sys.exit(run_script(name, list(args)))
 
     command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
     return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
+
+
+def _provider_argument(args: list[str]):
+    for i, word in enumerate(args):
+        if word == "--provider" and i + 1 < len(args):
+            return args[i + 1]
+        if word.startswith("--provider="):
+            return word.split("=", 1)[1]
+    return None
 
 
 cloud_pass_through("prices", "Show or refresh the catalog's dated prices (refresh uses the cloud's credentials).")
