@@ -1,4 +1,5 @@
-# Entry points for people and CI. Each target installs what it needs into .venv on first use.
+# Entry points for people and CI: aliases of the `gpu-training` command (docs/cli.md). Each target installs
+# what it needs into .venv on first use.
 PYTHON_BOOT ?= python3
 VENV        ?= .venv
 PY          := $(VENV)/bin/python
@@ -23,7 +24,7 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 	@touch $@
 
 preview: $(VENV)/.runtime ## offline plan, cost and bootstrap of STACK (ARGS="--json", "--set billing=spot", "--user-data")
-	@$(PY) scripts/preview.py $(STACK) $(ARGS)
+	@$(PY) -m tools.cli preview $(STACK) $(ARGS)
 
 test: $(VENV)/.dev ## the fast suite, on every core: everything but the tests marked slow (full drills, exactness runs)
 	@$(PY) -m pytest -q -n auto -m "not slow" $(ARGS)
@@ -35,20 +36,28 @@ lint: $(VENV)/.dev ## ruff: pyflakes and bugbear findings (pyproject.toml [tool.
 	@$(PY) -m ruff check .
 
 rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, preemption drill included (ARGS="--example-data": with a packed, staged image set)
-	@$(PY) scripts/rehearse.py $(STACK) $(ARGS)
+	@$(PY) -m tools.cli rehearse $(STACK) $(ARGS)
 
 IMAGES      ?=
 PACKED      ?= build/packed
-pack: $(VENV)/.dev ## pack IMAGES (a folder, one subfolder per class) into PACKED (default build/packed); without IMAGES a small generated folder; ARGS="--upload STACK"
+$(VENV)/.pack: $(VENV)/.runtime pyproject.toml
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[pack]'
+	@touch $@
+
+$(VENV)/.report: $(VENV)/.runtime pyproject.toml
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[report]'
+	@touch $@
+
+pack: $(VENV)/.pack ## pack IMAGES (a folder, one subfolder per class) into PACKED (default build/packed); without IMAGES a small generated folder; ARGS="--upload STACK"
 	@if [ -z "$(IMAGES)" ]; then $(PY) scripts/pack.py --example-images build/example-images && \
 	  $(PY) scripts/pack.py build/example-images $(PACKED) $(ARGS); \
 	else $(PY) scripts/pack.py $(IMAGES) $(PACKED) $(ARGS); fi
 
-report: $(VENV)/.dev ## every node's utilisation report of STACK from its bucket: one table, the diagnosis, one plot
-	@$(PY) scripts/report.py $(STACK) $(ARGS)
+report: $(VENV)/.report ## every node's utilisation report of STACK from its bucket: one table, the diagnosis, one plot
+	@$(PY) -m tools.cli report $(STACK) $(ARGS)
 
 recommend: $(VENV)/.runtime ## sizing and cost advisor (ARGS="--model resnet50 --images 1281167 --epochs 90 --deadline 24")
-	@$(PY) scripts/recommend.py $(ARGS)
+	@$(PY) -m tools.cli recommend $(ARGS)
 
 bench: $(VENV)/.dev ## print the measured figures of every bench/ script
 	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -31,7 +31,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="pack.py", description=__doc__.split("\n\n", 1)[0],
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", nargs="?", type=Path, help="image folder (one subfolder per class) or list file")
     p.add_argument("out", nargs="?", type=Path, help="output folder for the shards and manifest.json")
@@ -48,8 +48,7 @@ def parse_args(argv):
                    "broken image then fails in the DataLoader mid-run)")
     p.add_argument("--restart", action="store_true", help="discard a previous, different pack in OUT")
     p.add_argument("--upload", metavar="STACK", help="then upload OUT to STACK's bucket (<prefix>/<stack>/data/); "
-                   "credentials from the environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE: "
-                   "a key of the cloud that owns the bucket)")
+                   "with the stack's cloud credentials (ALICLOUD_*, TENCENTCLOUD_*, HW_*, BAIDUCLOUD_*: docs/cli.md)")
     p.add_argument("--endpoint", help="S3 endpoint for --upload instead of the stack's (a local test server)")
     p.add_argument("--example-images", type=Path, metavar="DIR",
                    help="write a small generated class-per-subfolder JPEG folder to DIR and exit")
@@ -82,13 +81,14 @@ def progress_bar(description: str, quiet: bool):
 def do_upload(args, folder: Path) -> dict:
     from components.spec import SpecError
     from tools.runlib.bucket import BucketError, from_stack_file
+    from tools.runlib.credentials import MissingCredentials
     from tools.stackfiles import StackFileError
 
     try:
         bucket = from_stack_file(args.upload, args.endpoint)
     except (StackFileError, SpecError) as error:
         raise UsageError(error.render()) from None
-    except BucketError as error:
+    except (BucketError, MissingCredentials) as error:
         raise UsageError(f"--upload {args.upload}: {error}") from None
     update, close = progress_bar(f"upload to {bucket.url}{'data/'}", args.json)
     try:

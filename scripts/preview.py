@@ -25,7 +25,7 @@ COLLAPSE_AFTER = 3  # siblings of one type beyond this are summarised in the hum
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="preview.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  preview.py medium-a100\n  preview.py medium-a100 --json\n"
                "  preview.py entry-t4 --set billing=spot --set checkpoint.bucket=my-bucket\n"
                "  preview.py large-h20 --set nodes=64\n  preview.py entry-t4 --user-data")
@@ -67,7 +67,8 @@ def document(spec: Spec, plan: Plan) -> dict:
         "resources": [r.as_dict() for r in plan.resources],
         "outputs": plan.outputs,
         "cost": cost_section(spec),
-        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider)},
+        "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider),
+                     "headroom": user_data_limit(spec.provider) - user_data[1] if user_data else None},
         "egress": egress.describe(spec, plan.resources),
         "keepsBilling": billing.as_output(spec),
         "data": dataset.describe(spec),
@@ -144,7 +145,13 @@ def render_human(spec: Spec, plan: Plan) -> None:
         console.print(f"  [dim]{data['basis']}[/]")
     user_data = node_user_data(plan, spec)
     if user_data:
-        console.print(f"user-data: {user_data[1]:,} bytes encoded (limit {user_data_limit(spec.provider):,})")
+        limit = user_data_limit(spec.provider)
+        free = limit - user_data[1]
+        # Under HEADROOM_GOAL free, a few more train.env values or a longer command no longer fit (issue 23).
+        style = "" if free >= HEADROOM_GOAL else "[yellow]"
+        console.print(f"{style}user-data: {user_data[1]:,} bytes encoded (limit {limit:,}; {free:,} free"
+                      + ("" if free >= HEADROOM_GOAL else f", under the {HEADROOM_GOAL:,} a stack should keep free")
+                      + ")" + ("[/]" if style else ""))
     for finding in spec.findings:
         colour = {"warning": "yellow", "info": "blue"}.get(finding.level, "red")
         console.print(f"[{colour}]{finding.level}[/] {finding.key}: {finding.message}")
@@ -198,6 +205,9 @@ def render_cost(console, spec: Spec) -> None:
     console.print(f"[dim]instances: {section['basis']}[/]", highlight=False)
     console.print(f"[dim]data disks: {disks['basis']}[/]", highlight=False)
     console.print("[dim]what keeps billing after the nodes are gone is listed below[/]")
+
+
+HEADROOM_GOAL = 4096  # bytes of encoded user-data a stack keeps free for train.env and commands
 
 
 def render_egress(console, section: dict) -> None:

@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="prices.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     show = commands.add_parser("show", help="print the catalog prices with their date and source")
     show.add_argument("--provider", help=f"one of: {', '.join(providers.names())} (default: all)")

@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _Parser(
-        prog="recommend.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n"
                "  recommend.py --model resnet50 --images 1281167 --epochs 90 --deadline 24\n"
                "  recommend.py --model resnet18 --images 50000 --resolution 32 --epochs 200 --deadline 12\n"

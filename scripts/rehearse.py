@@ -20,6 +20,10 @@ to re-form, and both resume together once the replacement joins.
 The example trainer (the stacks' default command) runs a rehearsal-sized job; your own
 `train.command` runs as written unless --command replaces it.
 
+With --keep, the rehearsal's bucket outlives it: every object of the stack (markers, checkpoints,
+reports, the nodes' logs) is copied to out/<stack>/rehearsal/ with a record of the stack's outputs, and
+`gpu-training status|logs|report STACK --rehearsal` read it offline (docs/cli.md).
+
 Exit status: 0 every check passed, 1 a check failed, 2 bad stack or arguments.
 """
 from __future__ import annotations
@@ -88,7 +92,7 @@ class Node:
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="rehearse.py", description=__doc__,
+    parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
     parser.add_argument("--command", help="training command to rehearse instead of the stack's train.command")
@@ -102,6 +106,11 @@ def parse_args(argv):
                         help="rehearse with a small generated image folder (4 classes of 32x32 JPEGs), packed, "
                              "staged and trained on: the whole data path without a data set of your own")
     parser.add_argument("--keep-dir", action="store_true", help="keep the sandbox folder and print its path")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the rehearsal's bucket in out/<stack>/rehearsal/ (replacing an earlier one) "
+                             "for `gpu-training status|logs|report STACK --rehearsal`")
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("GPU_TRAINING_OUT") or REPO / "out"),
+                        metavar="DIR", help="where --keep puts <stack>/rehearsal/ (default out/, or $GPU_TRAINING_OUT)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     args = parser.parse_args(argv)
     if args.steps < 40:
@@ -144,6 +153,8 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
                                  "region": "us-east-1"})
     config["endpoints"] = {"metadata": node.metadata.url, "cloudApi": api_url}
     config["nodeCount"] = nodes
+    # The fake nvidia-smi reports a fixed utilisation: the report, plot and diagnosis say so (docs/node-config.md).
+    config["accelerator"]["simulated"] = True
     config["train"].update({"command": command, "workdir": str(root / "data" / "work"), "gpusPerNode": 1,
                             "launcher": "torchrun" if nodes > 1 else "direct"})
     config["agent"].update({"syncIntervalSeconds": 1.0, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
@@ -324,16 +335,27 @@ class Rehearsal:
             for node in nodes:
                 if node.process and node.process.poll() not in (None, 0):
                     raise RuntimeError(f"the agent of {node.instance_id} exited with {node.process.returncode}"
-                                       f" while waiting for {description}:\n{node.agent_log()[-3000:]}")
+                                       f" while waiting for {description}; {self.why(node)}")
             if all(node.process and node.process.poll() is not None for node in nodes):
                 value = what()  # one last look: the agents may have finished right after the check
                 if value:
                     return value
-                raise RuntimeError(f"every agent ended before {description}:\n"
-                                   + "\n".join(n.agent_log()[-1500:] for n in nodes))
+                raise RuntimeError(f"every agent ended before {description}: "
+                                   + "; ".join(self.why(n) for n in nodes))
             time.sleep(0.25)
-        logs = "\n".join(n.agent_log()[-2000:] for n in nodes)
-        raise RuntimeError(f"timed out after {self.args.timeout:g} s waiting for {description}:\n{logs}")
+        raise RuntimeError(f"timed out after {self.args.timeout:g} s waiting for {description}: "
+                           + "; ".join(self.why(n) for n in nodes))
+
+    def why(self, node: Node) -> str:
+        """One line on how a node ended: its marker's state and reason, and the trainer's last output line
+        (the logs themselves are printed under the table, with their paths)."""
+        try:
+            marker = self.marker(node) or {}
+        except Exception:  # the bucket is what failed: the line says so
+            marker = {}
+        lines = [ln for ln in node.trainer_log().splitlines() if ln.strip()]
+        state = f"{marker.get('state')} ({marker.get('reason')})" if marker else "no marker"
+        return f"{node.instance_id}: {state}; trainer's last output: {lines[-1][:200] if lines else '(none)'}"
 
     def wait_exit(self, nodes: list[Node]) -> None:
         deadline = time.time() + self.args.timeout
@@ -505,6 +527,27 @@ class Rehearsal:
     def release_requests(self, instance_id: str) -> int:
         return len(self.api.release_requests(instance_id))
 
+    def keep_bucket(self, out_root: Path, started: float) -> Path:
+        """The bucket, copied out before its server stops, with what a real stack's outputs would say."""
+        from tools.runlib import localbucket
+
+        from components import billing, clock, cost
+
+        folder = localbucket.rehearsal_dir(out_root, self.stack)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        objects = localbucket.export(self.client, self.bucket, self.root, folder / "bucket")
+        created = clock.rfc3339(datetime.fromtimestamp(started, timezone.utc))
+        localbucket.write_record(folder, {
+            "stack": self.stack, "provider": self.provider, "simulated": True, "objects": objects,
+            "keptAt": time.time(), "sandbox": str(self.workdir),
+            "nodeCount": self.count, "billing": self.spec.billing, "instanceType": self.spec.instance.name,
+            "checkpoint": {"bucket": self.bucket, "prefix": self.spec.checkpoint.prefix},
+            "expiresAt": clock.expiry(created, self.spec.max_hours), "startedAt": started,
+            "costPerHour": cost.spec_cost(self.spec).as_dict(), "keepsBilling": billing.as_output(self.spec),
+            "instanceIds": [n.instance_id for n in self.nodes]})
+        return folder
+
     def stop(self) -> None:
         for node in self.nodes + self.retired:
             if node.process and node.process.poll() is None:
@@ -514,6 +557,21 @@ class Rehearsal:
         if self.api:
             self.api.stop()
         self.s3.stop()
+
+
+LOG_TAIL_LINES = 8
+
+
+def print_log_tails(rehearsal: Rehearsal, console) -> None:
+    """Under a failed table: each node's last agent-log lines and where the whole log is."""
+    for node in rehearsal.nodes + rehearsal.retired:
+        text = node.agent_log()
+        if not text:
+            continue
+        console.print(f"agent log of {node.instance_id}, last {LOG_TAIL_LINES} lines "
+                      f"(all of it: {node.root / 'agent.out'}):", style="bold", highlight=False)
+        for line in text.splitlines()[-LOG_TAIL_LINES:]:
+            console.print("  " + line[:300], markup=False, highlight=False, soft_wrap=True)
 
 
 def print_table(rehearsal: Rehearsal) -> None:
@@ -528,7 +586,10 @@ def print_table(rehearsal: Rehearsal) -> None:
         table.add_row(check.name, "[green]pass[/]" if check.ok else "[red]FAIL[/]", check.detail)
     lost = getattr(rehearsal, "lost", None)
     table.add_row("steps lost to preemption", "", "unknown" if lost is None else str(lost))
-    Console(stderr=rehearsal.args.json).print(table)
+    console = Console(stderr=rehearsal.args.json)
+    console.print(table)
+    if not all(c.ok for c in rehearsal.checks):
+        print_log_tails(rehearsal, console)
 
 
 def main(argv=None) -> int:
@@ -550,13 +611,19 @@ def main(argv=None) -> int:
         rehearsal = pod_rehearsal(Rehearsal, args, args.stack, spec, base, workdir)
     else:
         rehearsal = Rehearsal(args, args.stack, spec, base, workdir)
+    started, kept = time.time(), None
     try:
         rehearsal.run()
     except RuntimeError as error:
-        rehearsal.check("drill", False, str(error)[-1500:])
+        rehearsal.check("drill", False, str(error)[:1000])
     except KeyboardInterrupt:
         rehearsal.check("drill", False, "interrupted")
     finally:
+        try:
+            if args.keep:  # before the S3 server stops: a failed drill's logs matter most
+                kept = rehearsal.keep_bucket(args.out, started)
+        except Exception as error:  # the checks stand without the copy
+            print(f"rehearse: the bucket could not be kept: {type(error).__name__}: {error}", file=sys.stderr)
         rehearsal.stop()
     print_table(rehearsal)
     passed = bool(rehearsal.checks) and all(c.ok for c in rehearsal.checks)
@@ -564,6 +631,10 @@ def main(argv=None) -> int:
         print(json.dumps({"stack": args.stack, "passed": passed, "nodes": rehearsal.count,
                           "stepsLost": getattr(rehearsal, "lost", None), "workdir": str(workdir),
                           "checks": [c.__dict__ for c in rehearsal.checks]}, indent=1))
+    if kept:
+        print(f"bucket kept: {kept} (try: gpu-training status {args.stack} --rehearsal; "
+              f"gpu-training logs {args.stack} --rehearsal; gpu-training report {args.stack} --rehearsal)",
+              file=sys.stderr)
     if args.keep_dir or not passed:
         print(f"sandbox kept: {workdir}", file=sys.stderr)
     else:

@@ -15,8 +15,8 @@ examples:
   report.py medium-a100 --json                  one JSON document (nodes, run, plot)
   report.py medium-a100 --all                   every node that ever reported, not only the newest run's
 
-exit status: 0 shown, 1 no report found, no credentials, or object storage refused or did not answer,
-2 bad arguments.
+exit status: 0 shown, 1 no report found, or object storage refused or did not answer, 2 bad arguments
+or no credentials of the stack's cloud (ALICLOUD_*, TENCENTCLOUD_*, HW_*, BAIDUCLOUD_*: docs/cli.md).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv):
-    p = Parser(prog="report.py", description=__doc__.split("\n\n", 1)[0],
+    p = Parser(description=__doc__.split("\n\n", 1)[0],
                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     p.add_argument("--dir", type=Path, metavar="DIR", help="read this downloaded report folder (<DIR>/<node>/...) "
@@ -65,12 +65,15 @@ def download(args) -> Path:
     """Every node's report/<node>/ from the stack's bucket into --out; the folder."""
     from components.spec import SpecError
     from tools.runlib.bucket import from_stack_file
+    from tools.runlib.credentials import MissingCredentials
     from tools.stackfiles import StackFileError
 
     try:
         bucket = from_stack_file(args.stack, args.endpoint)
     except (StackFileError, SpecError) as error:
         raise UsageError(error.render()) from None
+    except MissingCredentials as error:
+        raise UsageError(str(error)) from None
     out = args.out or REPO / "out" / args.stack / "report"
     bucket.download_report(bucket.report_nodes(), out)
     return out

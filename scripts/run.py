@@ -32,11 +32,12 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
-        prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=exitcodes.HELP + """
-credentials: the Pulumi CLI uses its own (cloud provider env vars, `pulumi login`); the watcher
-  reads the checkpoint bucket through boto3's chain: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
-  AWS_PROFILE, holding a key of the bucket's cloud (OSS, COS, OBS, BOS accept theirs via S3).
+credentials: one pair per cloud, the variables its Pulumi provider reads, for `pulumi up` and for
+  the watcher's bucket reads alike: ALICLOUD_ACCESS_KEY/ALICLOUD_SECRET_KEY,
+  TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY, HW_ACCESS_KEY/HW_SECRET_KEY,
+  BAIDUCLOUD_ACCESS_KEY/BAIDUCLOUD_SECRET_KEY (docs/cli.md, "Credentials"); `pulumi login` as usual.
 
 examples:
   run.py entry-t4                       up, watch (24 h at most), report, ask, destroy
@@ -131,6 +132,16 @@ def stack_data(stack: str, override: Path | None) -> dict:
     return {"data_dir": folder, "data_bucket": spec.checkpoint.output(), "data_bucket_from_stack": spec.checkpoint.create}
 
 
+def stack_provider(stack: str) -> str:
+    """The cloud of a stack, from its stack file (whose credentials the watcher reads the bucket with)."""
+    from components.spec import SpecError
+    from tools.stackfiles import StackFileError, stack_spec
+    try:
+        return stack_spec(stack)[1].provider
+    except (StackFileError, SpecError) as exc:
+        raise UsageError(exc.render()) from None
+
+
 def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> int:
     """The command; tests pass a recording ``stack_factory`` in place of the Automation API layer."""
     try:
@@ -139,15 +150,19 @@ def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> 
         print(f"run.py: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     if stack_factory is None:
+        from functools import partial
+
         from tools.runlib.automation import PulumiStack
-        from tools.runlib.bucket import has_credentials
-        if not has_credentials():
+        from tools.runlib.bucket import StackBucket
+        from tools.runlib.credentials import MissingCredentials, from_env
+        try:
             # Checked before `up`: a stack nobody can watch would never be destroyed by this run.
-            print("run.py: error: no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and "
-                  "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to a key of the bucket's cloud that can read it",
-                  file=sys.stderr)
+            credentials = from_env(stack_provider(opts.stack))
+        except (MissingCredentials, UsageError) as exc:
+            print(f"run.py: error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
         stack_factory = PulumiStack
+        driver_kwargs.setdefault("bucket_factory", partial(StackBucket, session=credentials.boto3_session()))
     return Driver(opts, stack_factory, **driver_kwargs).run()
 
 

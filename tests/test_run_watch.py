@@ -33,7 +33,10 @@ STACK = "entry-t4"
 PREFIX = "gpu-training"
 TINY = ["--batch-size", "16", "--width", "8", "--depth", "1", "--image-size", "16", "--classes", "4",
         "--dataset-size", "256", "--log-every", "50", "--workers", "0"]
-CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}
+# The test process reads moto with AWS_* (boto3's chain, as the library allows); run.py itself takes the
+# stack's cloud's own variables (tools/runlib/credentials.py).
+CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "ALICLOUD_ACCESS_KEY": "test",
+         "ALICLOUD_SECRET_KEY": "test"}
 
 from components import providers
 from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy
@@ -491,7 +494,7 @@ def test_bad_arguments_exit_2(args, named):
 
 
 def test_without_the_pulumi_cli_it_says_so_and_starts_nothing(tmp_path):
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **CREDS}
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": os.environ["PYTHONPATH"], **CREDS}
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "run.py"), STACK, "--out", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == exitcodes.ERROR, done.stdout + done.stderr

@@ -13,6 +13,8 @@ as the state would keep them: that is how the day-2 test plans a second `pulumi 
 """
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import hashlib
 import io
@@ -35,6 +37,25 @@ from tools.stackfiles import engine_form
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = REPO_ROOT / "__main__.py"
 CREDENTIAL_WORDS = ("KEY", "SECRET", "TOKEN")
+
+# The event loops the mock engine ran on (pulumi's _sync_await makes one per thread and never closes it).
+_LOOPS: set = set()
+
+
+@atexit.register
+def close_event_loops() -> None:
+    """Close the engine's event loops at exit, while their self-pipe sockets are still open.
+
+    Left to the garbage collector, a loop is closed by its finalizer during interpreter shutdown; when
+    the collector finalizes the loop's self-pipe socket first (the order varies, and a busy machine
+    shows it), close() reads fileno() -1 from that socket and the selector raises
+    `ValueError: Invalid file descriptor: -1`, printed after the program's own exit (issue 23).
+    """
+    for loop in list(_LOOPS):
+        if not loop.is_closed() and not loop.is_running():
+            loop.close()
+    _LOOPS.clear()
+
 
 # The resource options that decide what a later `pulumi up` does to a resource, as the engine gets them.
 OPTION_NAMES = ("ignoreChanges", "replaceOnChanges", "replacementTrigger", "retainOnDelete", "protect")
@@ -239,6 +260,7 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
     hidden = {k: os.environ.pop(k) for k in list(os.environ) if preview
               and k.startswith(providers.credential_env_prefixes()) and any(w in k for w in CREDENTIAL_WORDS)}
     try:
+        _LOOPS.add(asyncio.get_event_loop())  # the loop _sync_await runs on (made here if there is none)
         _sync_await(pulumi_mocks.run_pulumi_func(program))
         plan.outputs = {name: _resolve(value) for name, value in exports.items()}
         for record in plan.resources:

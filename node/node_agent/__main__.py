@@ -38,11 +38,15 @@ def main():
     logging.getLogger().setLevel(logging.WARNING)
     for n in ('agent', 'trainer'):
         logging.getLogger(n).setLevel(logging.INFO)
+    agent = None
     try:
-        sys.exit(Agent(cfg).run())
+        agent = Agent(cfg)
+        sys.exit(agent.run())
     except Exception as e:
         # systemd restarts the agent (Restart=on-failure); the state file says where to continue.
         logging.getLogger('agent').error('agent failed, exiting for a restart: %r', e)
+        if agent is not None:
+            agent.logs.ship('agent failed')  # the reason goes to the bucket too (bounded, never raises)
         sys.exit(1)
 
 

@@ -13,7 +13,10 @@ its reason in the marker (`relaunches`). The state file and the trainer's exit s
 root disk: the status file is allocated before the trainer starts (proc.py), and the agent keeps a
 reserve file (RESERVE_BYTES) that it gives up the first time a state write finds the disk full.
 A PREEMPTED run (spot notice, or the agent itself got SIGTERM) goes back to `start` after its
-marker, so a node that comes back resumes from the checkpoint. The node is released only after a
+marker, so a node that comes back resumes from the checkpoint. The trainer's and the agent's logs are
+shipped to logs/<node>/ with every periodic sync, before the final marker, on a failed upload and
+right before the release request (logship.py: bounded, never raising), so `gpu-training logs` reads
+them after the node is gone. The node is released only after a
 verified final upload and the final marker; a failed upload leaves it running (exit 3: systemd
 restarts the agent, which retries) until the cloud-side TTL. A node of a spot pool retires the pool
 (`cluster.poolName`) in the release phase, just before it releases itself, so the pool does not
@@ -32,6 +35,7 @@ from contextlib import suppress
 from datetime import datetime, timezone
 
 from . import layout, proc
+from .logship import LogShipper
 from .monitor import Monitor
 from .s3 import retrying, runtime
 from .staging import Stager, StagingError
@@ -84,6 +88,8 @@ class Agent:
                         self.region, cfg['region'])
         self.store = Store(cfg, self.node, cfg['identity']['roleName'] and self.retry(self.runtime.credentials))
         self.monitor = Monitor(cfg, self.csv)
+        # The trainer's and the agent's log go to logs/<node>/ (logship.py): a released node keeps its log.
+        self.logs = LogShipper(self.store, self.node, paths['logs'])
         # systemd stop / shutdown: stop the trainer gracefully, save, do not release (see watch).
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda number, _: setattr(self, 'asked', signal.Signals(number).name))
@@ -336,7 +342,11 @@ class Agent:
                 log.error('%s failed: %s', job.__name__, e)
 
     def sync(self):
-        self.state['lastCheckpoint'] = self.store.snapshot(self.cfg['paths']['checkpoints']) or self.state['lastCheckpoint']
+        try:
+            self.state['lastCheckpoint'] = (self.store.snapshot(self.cfg['paths']['checkpoints'])
+                                            or self.state['lastCheckpoint'])
+        finally:
+            self.logs.ship()  # with the periodic sync, even when the snapshot failed
 
     def sample(self):
         util = self.monitor.sample(log)
@@ -353,15 +363,19 @@ class Agent:
                     self.report()
                 except Exception as e:
                     log.warning('utilisation report incomplete: %s', e)
+                # Before the marker: whoever sees a final marker finds the log that explains it.
+                self.logs.ship('final')
                 self.marker(state['state'])
             except Exception as e:
                 log.error('final upload or marker failed after retries: %s. NOT releasing this node', e)
                 with suppress(Exception):
                     self.marker('SYNC_FAILED', reason=f"{e}; the run was {state['state']}: {state['reason']}")
+                self.logs.ship('sync failed')
                 return 3
             if state['state'] == 'PREEMPTED':
                 # The cloud reclaims a preempted node; should it come back, the agent resumes.
                 self.save(phase='start', stop=None)
+                self.logs.ship('preempted')
                 return self.exit_code('PREEMPTED')
             self.save(phase='release')
         if state['release'] and not keep:
@@ -370,13 +384,17 @@ class Agent:
             elif self.cfg.get('billing') == 'spot' and not self.cfg['cluster'].get('poolName'):
                 log.warning('spot node without cluster.poolName: no pool to retire')
             log.info('releasing this node')
+            # Always attempted before the release request (bounded: SHIP_DEADLINE_S), never after it only.
+            self.logs.ship('release')
             try:
                 self.retry(self.runtime.release)()
             except Exception as e:
                 log.error('release failed: %s (the cloud-side TTL remains the backstop)', e)
+                self.logs.ship('release failed')
                 return 4
         else:
             log.info('not releasing this node: %s', 'agent.keep' if keep else state['reason'])
+            self.logs.ship('kept')
         self.save(phase='done')
         return self.exit_code(state['state'])
 

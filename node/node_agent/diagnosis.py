@@ -82,6 +82,8 @@ def context(cfg, loader=None):
     host, acc = cfg.get('host') or {}, cfg.get('accelerator') or {}
     vcpus, gpus = host.get('vcpus'), acc.get('count') or 1
     return {'vcpus': vcpus, 'gpus': gpus, 'vcpusPerGpu': round(vcpus / gpus, 1) if vcpus else None,
+            # A rehearsal's fake accelerator (accelerator.simulated): its figures are no measurement.
+            'simulated': bool(acc.get('simulated')), 'nodeCount': cfg.get('nodeCount'),
             'workersAdvised': max(1, vcpus // gpus // 2) if vcpus else None,
             'staged': bool((cfg.get('data') or {}).get('stage')),
             # Staged sets are packed (scripts/pack.py); the trainer says what it read ('packed', 'folder').
@@ -89,12 +91,24 @@ def context(cfg, loader=None):
             'workers': loader.get('workers'), 'amp': loader.get('amp')}
 
 
+SIMULATED = 'SIMULATED accelerator (a rehearsal: fixed figures, no measurement): '
+
+
 def diagnose(summary, facts=None):
-    """{kind, underLine, headline, evidence, advice: [..]} from a summary's means (monitor.summarise).
+    """{kind, underLine, headline, evidence, advice: [..], simulated} from a summary's means (monitor.summarise).
 
     kind: 'unknown' (no utilisation was sampled), 'ok' (at or above the line), or the likely cause
-    below it: 'storage', 'cpu', 'loader', 'other'.
+    below it: 'storage', 'cpu', 'loader', 'other'. A simulated accelerator (facts['simulated']) says so
+    at the start of the headline, wherever it is shown.
     """
+    d = _diagnose(summary, facts)
+    d['simulated'] = bool((facts or {}).get('simulated'))
+    if d['simulated']:
+        d['headline'] = SIMULATED + d['headline']
+    return d
+
+
+def _diagnose(summary, facts):
     n = {**(facts or {}), **{k: summary.get(k) for k in ('gpuUtilMean', 'cpuBusyMean', 'iowaitMean',
                                                           'dataWaitMean', 'gpuMemUsedPercent')}}
     util = n['gpuUtilMean']

@@ -7,6 +7,7 @@
     <prefix>/<stack>/checkpoints/quarantine/<id>.json  a snapshot found damaged
     <prefix>/<stack>/markers/<node>.json               each node's state
     <prefix>/<stack>/report/<node>/<file>              each node's utilisation report
+    <prefix>/<stack>/logs/<node>/<log>.<nnnn>          each node's trainer.log and agent.log, in segments
     <prefix>/<stack>/data/manifest.json                the packed data set (scripts/pack.py), written last
     <prefix>/<stack>/data/<shard>.tar                  its shards (docs/data.md)
 
@@ -20,6 +21,7 @@ MANIFESTS = 'checkpoints/manifests/'
 QUARANTINE = 'checkpoints/quarantine/'
 MARKERS = 'markers/'
 REPORT = 'report/'
+LOGS = 'logs/'
 DATA = 'data/'
 # The packed data set's table of contents (docs/data.md): a data set exists once this object does.
 DATA_MANIFEST = 'manifest.json'
@@ -45,3 +47,7 @@ def quarantine(snapshot):
 
 def report(node, name=''):
     return f'{REPORT}{node}/{name}'
+
+
+def log(node, name=''):
+    return f'{LOGS}{node}/{name}'

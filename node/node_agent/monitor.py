@@ -178,7 +178,8 @@ class Monitor:
         try:
             self.drawn = plot.draw(os.path.join(out, 'utilisation.png'),
                                   plot.title(self.cfg.get('stack'), node or 'node', self.cfg.get('instanceType'),
-                                             f"{self.acc['count']}x {self.acc.get('model') or word}",
+                                             f"{self.acc['count']}x {self.acc.get('model') or word}"
+                                             + (', SIMULATED' if self.acc.get('simulated') else ''),
                                              s['firstSample'], s['lastSample']),
                                   diagnosis.caption(s['diagnosis']),
                                   series(rows, 'gpu', lambda g: f'{word} {g}', t0, lambda r: num(r['util'])),

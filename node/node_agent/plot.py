@@ -43,7 +43,11 @@ def draw(path, heading, caption_text, util, memory, host=()):
         top.axhline(UTIL_LINE, color='red', linestyle='--', linewidth=1, label=f'{UTIL_LINE}% (the guide)')
         top.set_ylim(0, 105)
         top.set_ylabel('utilisation %')
-        top.legend(loc='lower left', fontsize=7, ncol=4)
+        # Inside the axes whatever the labels (36-character instance ids): the box spans the axes' width
+        # (mode='expand'), and long labels take fewer columns.
+        wide = max((len(line.get_label()) for line in top.get_lines()), default=0) > 24
+        top.legend(loc='lower left', bbox_to_anchor=(0, 0, 1, 1), mode='expand', fontsize=7, ncol=2 if wide else 4,
+                   framealpha=0.85)
         top.set_title(heading, fontsize=10)
         for label, xs, ys in memory:
             bottom.plot(xs, ys, label=label, linewidth=1.2)
@@ -51,7 +55,8 @@ def draw(path, heading, caption_text, util, memory, host=()):
         bottom.set_ylabel('GPU memory %')
         bottom.set_xlabel('minutes since the first sample')
         if memory:
-            bottom.legend(loc='lower left', fontsize=7, ncol=4)
+            # Upper right: the memory lines of a small model sit near 0%, under a lower-left box.
+            bottom.legend(loc='upper right', fontsize=7, ncol=2, framealpha=0.85)
         else:
             bottom.text(0.5, 0.5, 'memory not reported by the accelerator tool', ha='center', va='center',
                         transform=bottom.transAxes, fontsize=8)
@@ -59,6 +64,10 @@ def draw(path, heading, caption_text, util, memory, host=()):
         fig.tight_layout(rect=(0, 0.03 + 0.022 * len(lines), 1, 1))
         fig.savefig(path, dpi=90)
         labels = [line.get_label() for ax in (top, bottom) for line in ax.get_lines()]
-        return {'title': top.get_title(), 'caption': fig.texts[0].get_text(), 'lines': labels}
+        renderer = fig.canvas.get_renderer()
+        # Where each panel's legend landed, in pixels, next to its axes: (x0, y0, x1, y1) each.
+        boxes = [(tuple(ax.get_legend().get_window_extent(renderer).extents), tuple(ax.get_window_extent(renderer).extents))
+                 for ax in (top, bottom) if ax.get_legend() is not None]
+        return {'title': top.get_title(), 'caption': fig.texts[0].get_text(), 'lines': labels, 'legends': boxes}
     finally:
         plt.close(fig)

@@ -155,7 +155,7 @@ def test_report_script_downloads_every_node_and_diagnoses_the_run(tmp_path):
             for name in ('utilisation.csv', 'loader.csv'):
                 s3.upload_file(str(tmp_path / 'made' / node / name), spec.checkpoint.bucket,
                                root + layout.report(node, name))
-        env = {**os.environ, **FAKE_AWS}
+        env = {**os.environ, **FAKE_AWS, 'ALICLOUD_ACCESS_KEY': 'test', 'ALICLOUD_SECRET_KEY': 'test'}
         out = tmp_path / 'out'
         result = report_cli('medium-a10', '--endpoint', server.url, '--out', out, '--json', env=env)
         assert result.returncode == 0, result.stderr
@@ -187,3 +187,49 @@ def test_bad_arguments_exit_2_naming_them(args, code, says):
 def test_a_folder_without_reports_exits_1_saying_where_it_looked(tmp_path):
     result = report_cli('medium-a10', '--dir', tmp_path)
     assert result.returncode == 1 and f'no node reports in {tmp_path}' in result.stderr, result.stderr
+
+
+def test_a_simulated_accelerator_says_so_in_the_diagnosis_and_the_plot(tmp_path):
+    """A rehearsal's fake nvidia-smi (accelerator.simulated) reports fixed figures: never a real verdict."""
+    write_samples(tmp_path, util=85, cpu=30, iowait=1, data_wait=2, workers=0)
+    cfg = {'stack': 'entry-t4', 'instanceType': 'ecs.gn6i-c8g1.2xlarge', 'host': {'vcpus': 8}, 'nodeCount': 1,
+           'accelerator': {'kind': 'nvidia', 'model': 'T4', 'count': 1, 'simulated': True}}
+    m = monitor.Monitor(cfg, str(tmp_path / 'utilisation.csv'))
+    s = m.report(str(tmp_path), 'i-bp1node')
+    assert s['diagnosis']['headline'].startswith('SIMULATED accelerator') and s['diagnosis']['simulated']
+    assert 'SIMULATED' in m.drawn['title'] and m.drawn['caption'].startswith('SIMULATED accelerator')
+
+
+def test_a_replaced_node_is_one_node_and_the_legend_stays_inside(tmp_path):
+    """A 1-node stack whose node was preempted and replaced reported twice: the run is 1 node, replaced once;
+    36-character instance ids (Tencent's, Huawei's UUIDs) keep the legend inside the axes."""
+    from tools.runlib.report import report_folder, table
+
+    for node in ('5f0b1c2d-aaaa-bbbb-cccc-0123456789ab', '9e8d7c6b-dddd-eeee-ffff-ba9876543210'):
+        write_samples(tmp_path / node, util=85, cpu=30, iowait=1, data_wait=2, workers=0)
+        (tmp_path / node / 'summary.json').write_text(json.dumps({
+            **monitor.summarise(monitor.read_csv(tmp_path / node / 'utilisation.csv', monitor.COLS), []),
+            'context': {'stack': 'hw-entry-t4', 'nodeCount': 1, 'gpus': 1, 'model': 'T4', 'simulated': True}}))
+    result = report_folder(tmp_path, 'hw-entry-t4', every_run=True)
+    from node_agent import plot
+
+    drawn = plot.draw(str(tmp_path / 'again.png'), 'title', 'caption', *_series_of(result))
+    for legend, axes in drawn['legends']:
+        assert legend[0] >= axes[0] - 1 and legend[2] <= axes[2] + 1, (legend, axes)
+    from rich.console import Console
+    console = Console(width=200, record=True)
+    console.print(table(result.nodes, result.run, 'run'))
+    text = console.export_text()
+    assert 'run (1 node, replaced once)' in text and '(simulated)' in text
+    assert result.run['diagnosis']['headline'].startswith('SIMULATED')
+
+
+def _series_of(result):
+    """The combined plot's lines with the nodes' long ids as labels, as tools/runlib/report.draw makes them."""
+    util, memory, host = [], [], []
+    for n in result.nodes:
+        xs = [float(r['time']) / 60 for r in n.rows]
+        util.append((n.node, xs, [monitor.num(r['util']) for r in n.rows]))
+        memory.append((n.node, xs, [50.0 for _ in n.rows]))
+        host.append((f'CPU busy {n.node}', xs, [monitor.num(r['cpuBusy']) for r in n.rows]))
+    return util, memory, host

@@ -1,9 +1,9 @@
 """Read-only access to a stack's objects in S3-compatible storage: markers and the report.
 
 The endpoint, addressing style and signature come from the stack's ``checkpoint`` output (the same
-settings the nodes use); credentials come from the user's environment through boto3's usual
-chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE), holding a key of the cloud that
-owns the bucket: OSS, COS, OBS and BOS all accept their own keys through the S3 API.
+settings the nodes use); credentials are the cloud's own (tools/runlib/credentials.py: ALICLOUD_*,
+TENCENTCLOUD_*, HW_*, BAIDUCLOUD_*): OSS, COS, OBS and BOS all accept their own keys through the S3
+API. A kept rehearsal's bucket is a folder (localbucket.py) read through the same methods.
 """
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Mapping, Optional
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError, NoCredentialsError
 
 from node_agent import layout
@@ -28,30 +26,28 @@ class BucketError(Exception):
     """Object storage refused us for a reason that retrying will not fix."""
 
 
-def has_credentials(session: Optional[boto3.Session] = None) -> bool:
-    return (session or boto3.Session()).get_credentials() is not None
-
-
 def from_stack_file(stack: str, endpoint: Optional[str] = None) -> "StackBucket":
     """The stack's bucket as its stack file names it, offline (no Pulumi): for pack.py --upload and report.py.
 
-    Raises the stack file's StackFileError or SpecError (render() says what is wrong), and BucketError
-    when there are no credentials or no bucket. `endpoint` replaces the stack's (a local test server).
+    Raises the stack file's StackFileError or SpecError (render() says what is wrong), MissingCredentials
+    (credentials.py) when the cloud's variables are not set, and BucketError when there is no bucket.
+    `endpoint` replaces the stack's (a local server).
     """
     from tools.stackfiles import stack_spec
+
+    from .credentials import from_env
 
     _, spec = stack_spec(stack)
     checkpoint = spec.checkpoint.output()
     if endpoint:
         checkpoint["endpoint"] = endpoint
-    if not has_credentials():
-        raise BucketError("no credentials for the checkpoint bucket: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-                          "(or AWS_PROFILE) to a key of the bucket's cloud")
-    return StackBucket(checkpoint, stack)
+    return StackBucket(checkpoint, stack, session=from_env(spec.provider).boto3_session())
 
 
 class StackBucket:
-    def __init__(self, checkpoint: Mapping, stack: str, session: Optional[boto3.Session] = None):
+    def __init__(self, checkpoint: Mapping, stack: str, session=None, client=None):
+        from botocore.config import Config
+
         missing = [k for k in ("bucket",) if not checkpoint.get(k)]
         if missing:
             raise BucketError(f"the stack's checkpoint output has no {', '.join(missing)}: "
@@ -68,7 +64,12 @@ class StackBucket:
                         s3={"addressing_style": checkpoint.get("addressingStyle") or "virtual"},
                         connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 3},
                         **extra)
-        self.s3 = (session or boto3.Session()).client(
+        # client: another object with the same S3 methods (a kept rehearsal's folder, localbucket.py).
+        if client is None and session is None:
+            import boto3  # here: a kept rehearsal's folder (client=) needs no boto3
+
+            session = boto3.Session()
+        self.s3 = client or session.client(
             "s3", endpoint_url=checkpoint.get("endpoint") or None,
             region_name=checkpoint.get("region") or None, config=config)
 
@@ -79,8 +80,8 @@ class StackBucket:
     def _translate(self, what: str, exc: Exception) -> Exception:
         """A BucketError for failures another poll will not fix; other errors unchanged."""
         if isinstance(exc, NoCredentialsError):
-            return BucketError("no credentials for object storage: set AWS_ACCESS_KEY_ID and "
-                               "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) to a key that can read " + self.url)
+            return BucketError("no credentials for object storage: set the cloud's access key variables "
+                               "(docs/cli.md, \"Credentials\") to a key that can read " + self.url)
         if isinstance(exc, ClientError):
             error = exc.response.get("Error", {})
             if error.get("Code", "") in FATAL_CODES:
@@ -160,3 +161,41 @@ class StackBucket:
                 tmp.replace(target)
                 written.append(target)
         return written
+
+    # --- what `gpu-training status` and `logs` read ---------------------------------------------------
+    def get_bytes(self, key: str) -> Optional[bytes]:
+        """One object's bytes; None when it does not exist."""
+        try:
+            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise self._translate("reading", exc) from None
+        except NoCredentialsError as exc:
+            raise self._translate("reading", exc) from None
+
+    def newest_snapshot(self) -> Optional[dict]:
+        """The newest checkpoint manifest ({id, node, files}), or None (ids start with the UTC time)."""
+        keys = sorted(o["Key"] for o in self._list(self.root + layout.MANIFESTS) if o["Key"].endswith(".json"))
+        for key in reversed(keys):
+            raw = self.get_bytes(key)
+            try:
+                body = json.loads(raw) if raw is not None else None
+            except ValueError:
+                continue
+            if isinstance(body, dict):
+                return body
+        return None
+
+    def log_segments(self, node: Optional[str] = None) -> dict[tuple[str, str], list[dict]]:
+        """{(node, log file name): [segment objects, in order]} under logs/ (node_agent/logship.py)."""
+        base = self.root + layout.LOGS
+        found: dict[tuple[str, str], list[dict]] = {}
+        for obj in self._list(base + (f"{node}/" if node else "")):
+            rel = obj["Key"][len(base):]
+            name, _, seq = rel.rpartition(".")
+            if "/" not in name or not seq.isdigit():
+                continue
+            who, _, log_name = name.partition("/")
+            found.setdefault((who, log_name), []).append(obj)
+        return {k: sorted(v, key=lambda o: o["Key"]) for k, v in sorted(found.items())}

@@ -119,12 +119,13 @@ def table(reports: list[NodeReport], run: dict, title: str) -> Table:
         ips = s.get("imagesPerSecondMean")
         t.add_row(name, _pct(s.get("gpuUtilMean")), _pct(s.get("gpuMemUsedPercent")), _pct(s.get("cpuBusyMean")),
                   _pct(s.get("iowaitMean")), _pct(s.get("dataWaitMean")), "n/a" if ips is None else f"{ips:,.0f}",
-                  d["kind"] if d["kind"] in ("ok", "unknown") else f"under {diagnosis.UTIL_LINE}%: {d['kind']}")
+                  (d["kind"] if d["kind"] in ("ok", "unknown") else f"under {diagnosis.UTIL_LINE}%: {d['kind']}")
+                  + (" (simulated)" if d.get("simulated") else ""))
 
     for n in reports:
         row(n.node, n.summary, n.diagnosis)
     if len(reports) > 1:
-        row(f"run ({len(reports)} nodes)", run, run["diagnosis"])
+        row(f"run ({nodes_text(reports, run)})", run, run["diagnosis"])
     return t
 
 
@@ -147,11 +148,24 @@ def draw(reports: list[NodeReport], run: dict, path: Path, stack: str) -> Path:
         memory += monitor.series(merged, "node", lambda _, label=label: label, t0, lambda r: r["mem"])
         host += monitor.series(merged, "node", lambda node: f"CPU busy {node}", t0, lambda r: r["cpu"])
     facts = run.get("context") or {}
-    heading = plot.title(stack, f"{len(reports)} node{'s' if len(reports) != 1 else ''}", facts.get("instanceType"),
-                         f"{facts.get('gpus') or '?'}x {facts.get('model') or 'GPU'} each",
+    heading = plot.title(stack, nodes_text(reports, run), facts.get("instanceType"),
+                         f"{facts.get('gpus') or '?'}x {facts.get('model') or 'GPU'} each"
+                         + (", SIMULATED" if facts.get("simulated") else ""),
                          run.get("firstSample"), run.get("lastSample"))
     plot.draw(str(path), heading, diagnosis.caption(run["diagnosis"]), util, memory, host)
     return path
+
+
+def nodes_text(reports: list[NodeReport], run: dict) -> str:
+    """'1 node, replaced once' for a preempted node and its replacement: the stack's node count (from the
+    nodes' own config), and how many machines beyond it reported."""
+    slots = (run.get("context") or {}).get("nodeCount")
+    slots = int(slots) if isinstance(slots, (int, float)) and slots >= 1 else len(reports)
+    extra = len(reports) - slots
+    text = f"{slots} node{'s' if slots != 1 else ''}"
+    if extra > 0:
+        text += f", replaced {'once' if extra == 1 else f'{extra} times'}"
+    return text
 
 
 def advice_lines(run: dict) -> list[str]:

@@ -1,0 +1,341 @@
+"""`gpu-training`: preview, run, watch, read and tear down a training stack from one command line.
+
+Thin wrappers: preview, rehearse, recommend, pack, prices and regions hand their arguments to the
+scripts/ of the same name (their --help is the script's); up and down drive scripts/run.py; status,
+logs and report read the bucket (tools/runlib). Imports happen inside each command, so `--help`
+and shell completion load click only.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from . import paths
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+EPILOG = """\b
+Exit codes (every subcommand): 0 done, 1 failed (a check, the bucket, the cloud), 2 bad arguments or
+missing credentials (nothing started); `up` and `down` add run.py's own (3-8, 130: docs/run.md).
+Credentials: one pair per cloud, the variables its Pulumi provider reads (docs/cli.md):
+ALICLOUD_ACCESS_KEY/ALICLOUD_SECRET_KEY, TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY,
+HW_ACCESS_KEY/HW_SECRET_KEY, BAIDUCLOUD_ACCESS_KEY/BAIDUCLOUD_SECRET_KEY.
+Shell completion: eval "$(_GPU_TRAINING_COMPLETE=bash_source gpu-training)" (zsh_source, fish_source).
+"""
+
+
+def complete_stack(ctx, param, incomplete):
+    return [name for name in paths.stack_names() if name.startswith(incomplete)]
+
+
+def check_stack(ctx, param, value):
+    if value is not None and value not in paths.stack_names():
+        raise click.BadParameter(f"{value!r}: no stacks/Pulumi.{value}.yaml; stacks: {', '.join(paths.stack_names())}")
+    return value
+
+
+def stack_argument():
+    return click.argument("stack", shell_complete=complete_stack, callback=check_stack)
+
+
+def source_options(f):
+    f = click.option("--endpoint", metavar="URL", help="an S3 endpoint instead of the stack's (a local server)")(f)
+    f = click.option("--rehearsal", is_flag=True,
+                     help="read the rehearsal kept by `gpu-training rehearse STACK --keep` (offline)")(f)
+    return f
+
+
+def run_script(name: str, argv: list[str]) -> int:
+    """scripts/<name>.py's main(argv), with `gpu-training <name>` as the program name in its usage."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"gpu_training_script_{name}", paths.SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses (and pickling) look their module up there
+    spec.loader.exec_module(module)
+    saved, sys.argv[0] = sys.argv[0], f"gpu-training {name}"
+    try:
+        return module.main(list(argv))
+    finally:
+        sys.argv[0] = saved
+
+
+def console():
+    from rich.console import Console
+
+    # A wide, unwrapped table when the output is a file or a pipe: ids and URLs stay whole.
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> None:
+    click.echo(f"gpu-training: {message}", err=True)
+    raise SystemExit(code)
+
+
+def open_source(stack, rehearsal, endpoint):
+    from .sources import SourceError, open_stack
+
+    if rehearsal and endpoint:
+        fail("--rehearsal and --endpoint: pick one", EXIT_USAGE)
+    try:
+        return open_stack(stack, rehearsal, endpoint)
+    except SourceError as error:
+        fail(str(error), error.code)
+
+
+def bucket_errors():
+    """The errors reading a bucket can raise; each ends the command with exit 1 and one line."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from tools.runlib.bucket import BucketError
+
+    return BucketError, BotoCoreError, ClientError
+
+
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(package_name="gpu-training", prog_name="gpu-training")
+def cli():
+    """Provision GPU training on Alibaba, Tencent, Huawei and Baidu clouds (or ACK), run it, watch it, read
+    its logs and report, and tear it down. Try it offline first:
+
+    \b
+      gpu-training preview entry-t4             the plan, cost and findings (no cloud, no credentials)
+      gpu-training rehearse entry-t4 --keep     the training lifecycle on this CPU, bucket kept
+      gpu-training status entry-t4 --rehearsal  nodes, markers, step, TTL, cost, what keeps billing
+      gpu-training logs entry-t4 --rehearsal    the trainer's and the agent's log
+      gpu-training report entry-t4 --rehearsal  utilisation table, diagnosis, plot
+
+    Then for real: `gpu-training up STACK`, `status`, `logs --follow`, `down`.
+    """
+    if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        os.environ["COLUMNS"] = "200"  # rich (in the scripts too) wraps at 80 columns without a terminal
+
+
+# --- thin wrappers over scripts/ ---------------------------------------------------------------------
+def pass_through(name: str, summary: str):
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED, shell_complete=complete_stack)
+    def command(args):
+        sys.exit(run_script(name, list(args)))
+
+    command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
+    return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
+
+
+pass_through("preview", "The offline plan of STACK: resources, hourly cost, user-data headroom, findings.")
+pass_through("rehearse", "Rehearse STACK's lifecycle on this CPU (preemption drill); --keep keeps its bucket.")
+pass_through("recommend", "Size a run: which stack, GPU and node count fit a model, data set and deadline.")
+pass_through("pack", "Pack an image folder into shards for staging (and --upload them to a stack's bucket).")
+
+
+def cloud_pass_through(name: str, summary: str):
+    """prices and regions call the cloud SDKs, which may read other names: fill those from the convention."""
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def command(args):
+        from components import providers
+        from tools.runlib.credentials import with_sdk_aliases
+
+        for provider in providers.with_module("credentials"):
+            os.environ.update(with_sdk_aliases(provider, os.environ))
+        wanted = _provider_argument(list(args))
+        if "refresh" in args and wanted in providers.with_module("credentials"):
+            from tools.runlib.credentials import MissingCredentials, from_env
+            try:
+                from_env(wanted)
+            except MissingCredentials as error:  # the convention's names, not the SDK's
+                fail(str(error), EXIT_USAGE)
+        sys.exit(run_script(name, list(args)))
+
+    command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
+    return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
+
+
+def _provider_argument(args: list[str]):
+    for i, word in enumerate(args):
+        if word == "--provider" and i + 1 < len(args):
+            return args[i + 1]
+        if word.startswith("--provider="):
+            return word.split("=", 1)[1]
+    return None
+
+
+cloud_pass_through("prices", "Show or refresh the catalog's dated prices (refresh uses the cloud's credentials).")
+cloud_pass_through("regions", "Show or refresh the declared regions and zones of each cloud.")
+
+
+# --- up and down: scripts/run.py ----------------------------------------------------------------------
+@cli.command(epilog="Exit codes: run.py's, listed by `python scripts/run.py --help` and docs/run.md.")
+@stack_argument()
+@click.option("--keep", is_flag=True, help="do not destroy at the end")
+@click.option("--yes", is_flag=True, help="destroy without asking")
+@click.option("--force", is_flag=True, help="destroy even when markers say data is not saved (loses it)")
+@click.option("--watch-only", is_flag=True, help="skip `pulumi up`: watch a running stack, then decide")
+@click.option("--timeout", type=float, metavar="H", help="stop watching after H hours (default 24)")
+@click.option("--poll", type=float, metavar="S", help="seconds between looks at the markers (default 10)")
+@click.option("--data", type=click.Path(), metavar="DIR", help="a packed data set to upload before `up`")
+@click.option("--out", type=click.Path(), metavar="DIR", help="report and run record folder (default out/STACK/)")
+def up(stack, keep, yes, force, watch_only, timeout, poll, data, out):
+    """Upload the data set, `pulumi up` STACK, watch its nodes to the end, download the report, then
+    destroy once every node's data is saved (what scripts/run.py does). Ctrl-C leaves it running."""
+    argv = [stack, *(["--keep"] if keep else []), *(["--yes"] if yes else []), *(["--force"] if force else []),
+            *(["--watch-only"] if watch_only else [])]
+    for flag, value in (("--timeout", timeout), ("--poll", poll), ("--data", data), ("--out", out)):
+        if value is not None:
+            argv += [flag, str(value)]
+    sys.exit(run_script("run", argv))
+
+
+@cli.command(epilog="Exit codes: run.py's (docs/run.md): 0 destroyed, 4 data not saved (nothing destroyed), "
+                    "7 destroy failed, 8 not confirmed.")
+@stack_argument()
+@click.option("--yes", is_flag=True, help="destroy without asking")
+@click.option("--force", is_flag=True, help="destroy even when markers say data is not saved (loses it)")
+@click.option("--out", type=click.Path(), metavar="DIR", help="the run record folder (default out/STACK/)")
+def down(stack, yes, force, out):
+    """Check the markers once, then `pulumi refresh` + `destroy` STACK if every node's data is saved.
+    The checkpoint bucket is never deleted."""
+    argv = [stack, "--destroy-only", *(["--yes"] if yes else []), *(["--force"] if force else [])]
+    if out:
+        argv += ["--out", str(out)]
+    sys.exit(run_script("run", argv))
+
+
+# --- status, logs, report: the bucket ---------------------------------------------------------------
+@cli.command()
+@stack_argument()
+@source_options
+@click.option("--all", "every_run", is_flag=True, help="markers of earlier runs too")
+@click.option("--json", "as_json", is_flag=True, help="one JSON document")
+def status(stack, rehearsal, endpoint, every_run, as_json):
+    """STACK's nodes and their markers (RUNNING, DONE, FAILED, SYNC_FAILED, PREEMPTED), the newest
+    checkpoint's step, the time to the TTL, the cost so far and what keeps billing. Reads the bucket
+    and the Pulumi stack outputs (the stack file when there are none); no SSH."""
+    import json
+
+    from tools.runlib import status as status_lib
+
+    source = open_source(stack, rehearsal, endpoint)
+    try:
+        doc = status_lib.gather(source.bucket, source.outputs, stack, source.baseline, source.since, every_run)
+    except bucket_errors() as error:
+        fail(f"object storage: {error}")
+    doc["notes"] = source.notes
+    if as_json:
+        click.echo(json.dumps(doc, indent=1, default=str))
+        return
+    out = console()
+    for note in source.notes:
+        out.print(f"note: {note}", style="yellow", highlight=False, soft_wrap=True)
+    status_lib.render(out, doc)
+
+
+@cli.command()
+@stack_argument()
+@source_options
+@click.option("--node", metavar="N", help="one node: its id, a unique prefix, or its index in the list")
+@click.option("--trainer", "which", flag_value="trainer.log", help="the trainer's log only")
+@click.option("--agent", "which", flag_value="agent.log", help="the agent's log only (it holds the trainer's lines too)")
+@click.option("--tail", "lines", type=int, metavar="N", help="the last N lines of each log")
+@click.option("--follow", "-f", is_flag=True, help="keep printing new lines until every node's marker is final")
+@click.option("--poll", type=float, default=2.0, show_default=True, metavar="S", help="seconds between looks (--follow)")
+def logs(stack, rehearsal, endpoint, node, which, lines, follow, poll):
+    """The trainer's and the agent's log of STACK's nodes, from the bucket (the agent ships them with each
+    periodic sync and before it ends), so a node that is gone still has its log."""
+    from tools.runlib import logs as logs_lib
+
+    source = open_source(stack, rehearsal, endpoint)
+    names = (which,) if which else logs_lib.LOG_NAMES
+    try:
+        known = logs_lib.nodes_with_logs(source.bucket)
+        nodes = logs_lib.pick_nodes(known, node)
+        if not nodes and not follow:
+            fail(f"no logs in {source.bucket.url}logs/ yet (the agent ships them with its periodic sync)")
+        reader = logs_lib.LogReader(source.bucket, nodes, names)
+        header = len(nodes) * len(names) > 1
+
+        def emit(who, name, text):
+            if header:
+                click.secho(f"==> {who} {name} <==", bold=True)
+            click.echo(logs_lib.tail_lines(text, lines) if lines else text, nl=not text.endswith("\n"))
+
+        for item in reader.new_text():
+            emit(*item)
+        if follow and source.rehearsal is None:
+            if node is None:  # nodes that start logging later (a replacement) join in
+                reader.nodes = nodes or known
+            lines = None
+            logs_lib.follow(reader, emit, logs_lib.all_final(source.bucket, reader.nodes), poll_s=poll)
+    except logs_lib.LogError as error:
+        fail(str(error), EXIT_USAGE)
+    except bucket_errors() as error:
+        fail(f"object storage: {error}")
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+@cli.command()
+@stack_argument()
+@source_options
+@click.option("--dir", "folder", type=click.Path(file_okay=False), metavar="DIR",
+              help="read this downloaded report folder (<DIR>/<node>/...) instead of the bucket")
+@click.option("--all", "every_run", is_flag=True, help="every node that ever reported, not only the newest run's")
+@click.option("--json", "as_json", is_flag=True, help="one JSON document (nodes, run, plot)")
+def report(stack, rehearsal, endpoint, folder, every_run, as_json):
+    """Every node's utilisation report of STACK in one table, the run's diagnosis and advice, and one
+    combined plot (scripts/report.py)."""
+    argv = [stack, *(["--all"] if every_run else []), *(["--json"] if as_json else [])]
+    if rehearsal:
+        source = open_source(stack, rehearsal, None)
+        target = source.rehearsal / "report"
+        try:
+            source.bucket.download_report(source.bucket.report_nodes(), target)
+        except bucket_errors() as error:
+            fail(f"object storage: {error}")
+        if not as_json:
+            click.echo("rehearsal: the accelerator is simulated (a fake nvidia-smi at a fixed utilisation): the "
+                       "figures below test the report, they measure nothing")
+            sys.stdout.flush()
+        argv += ["--dir", str(target)]
+    elif folder:
+        argv += ["--dir", folder]
+    elif endpoint:
+        argv += ["--endpoint", endpoint]
+    sys.exit(run_script("report", argv))
+
+
+@cli.command()
+@stack_argument()
+@click.option("--print", "only_print", is_flag=True, help="print the ssh command instead of running it")
+def ssh(stack, only_print):
+    """Log in to STACK's node over SSH, where the stack allows it (sshAllowCidrs and sshPublicKey); otherwise
+    say how to allow it. The address comes from the stack's `sshCommand` output (Pulumi)."""
+    import shlex
+
+    from .sources import offline_outputs, pulumi_outputs
+
+    outputs, why = pulumi_outputs(stack)
+    command = (outputs or {}).get("sshCommand")
+    if not command:
+        from tools.stackfiles import stack_spec
+
+        allowed = stack_spec(stack)[1].ssh_allow_cidrs if outputs is None else ()
+        offline_outputs(stack)  # a stack file that does not validate is exit 2 with its message
+        reason = (f"no Pulumi stack outputs ({why})" if outputs is None else "its sshCommand output is empty")
+        fail(f"stack {stack}: no SSH command: {reason}. "
+             + ("" if allowed else "SSH is closed by default: set sshAllowCidrs (your address, e.g. "
+                "'[\"203.0.113.7/32\"]') and sshPublicKey in stacks/Pulumi." + stack + ".yaml, then `gpu-training up "
+                + stack + "`; the nodes release themselves when training ends unless keep: true"))
+    if only_print or "<" in command:  # a spot pool's placeholder: the address is only known per node
+        click.echo(command)
+        return
+    words = shlex.split(command)
+    os.execvp(words[0], words)
+
+
+def main():  # the console script (pyproject [project.scripts])
+    cli(prog_name="gpu-training")
+
+
+if __name__ == "__main__":
+    main()

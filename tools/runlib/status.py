@@ -1,0 +1,141 @@
+"""What `gpu-training status STACK` shows: each node's marker, the newest checkpoint's step, the TTL,
+what keeps billing and the cost so far. Reads the bucket and the stack outputs only (no SSH).
+
+The outputs are the Pulumi stack's (Automation API), the stack file's offline equivalent when no
+Pulumi backend is at hand, or a kept rehearsal's record (localbucket.py): the same keys each time.
+Cost so far: each node's own figure from its marker (the agent's effective rate times its hours),
+and for nodes still running the stack's costPerHour times the time since they started, through
+`cost_so_far`, the one seam for a price source that knows more (e.g. a dated price list).
+"""
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime, timezone
+from typing import Mapping, Optional
+
+from .markers import SAVED_STATES, Marker, assess, current, parse_time
+from .watch import CostRate, clock_text
+
+FINAL_STATES = SAVED_STATES | {"SYNC_FAILED"}
+
+
+def step_of(manifest: Mapping) -> Optional[int]:
+    """The training step of a snapshot: the largest number in its file names (ckpt-000300.pt, step_300/...),
+    as the rehearsal reads it; None when no name has one."""
+    steps = [int(n) for name in (manifest.get("files") or {}) for n in re.findall(r"(\d+)", str(name))]
+    return max(steps) if steps else None
+
+
+def snapshot_time(snapshot_id: str) -> Optional[datetime]:
+    """Snapshot ids start with their UTC time (node_agent/store.py): 20261204T143000.123456789Z-<node>."""
+    m = re.match(r"(\d{8}T\d{6})", snapshot_id or "")
+    return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc) if m else None
+
+
+def cost_so_far(outputs: Mapping, markers: list[Marker], now: float) -> dict:
+    """{amount, currency, basis}: amount None when no price is known (the basis says why)."""
+    rate = CostRate.from_output(outputs.get("costPerHour"))
+    nodes = max(1, int(outputs.get("nodeCount") or 1))
+    amount, currency, parts = 0.0, rate.currency, []
+    for m in markers:
+        spent = m.body.get("estimatedCost")
+        if m.state in FINAL_STATES and isinstance(spent, (int, float)):
+            amount += float(spent)
+            currency = currency or m.body.get("currency")
+            parts.append(f"{m.node}: {spent:g} (its marker)")
+            continue
+        began = parse_time(m.body.get("startedAt"))
+        if rate.effective is None or began is None:
+            basis = (outputs.get("costPerHour") or {}).get("basis") if isinstance(outputs.get("costPerHour"),
+                                                                                 Mapping) else None
+            return {"amount": None, "currency": currency, "basis": basis or "no price known for this stack"}
+        amount += rate.effective / nodes * max(0.0, now - began.timestamp()) / 3600
+        parts.append(f"{m.node}: running since {began.isoformat()}")
+    if not markers:
+        return {"amount": None, "currency": currency, "basis": "no node has reported yet"}
+    return {"amount": round(amount, 4), "currency": currency, "basis": "; ".join(parts)}
+
+
+def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = None,
+           since: Optional[datetime] = None, every_run: bool = False, now: Optional[float] = None) -> dict:
+    """The status document (what --json prints; render() draws it)."""
+    now = time.time() if now is None else now
+    every = bucket.markers()
+    chosen = every if every_run or (baseline is None and since is None) else current(every, baseline, since)
+    node_count = int(outputs.get("nodeCount") or 1)
+    verdict = assess(chosen, node_count)
+    snapshot = bucket.newest_snapshot()
+    logs = {node for node, _ in bucket.log_segments()}
+    expires = parse_time(outputs.get("expiresAt"))
+    nodes = []
+    for m in sorted(chosen, key=lambda m: m.body.get("updatedAt") or "", reverse=True):
+        updated = m.updated_at
+        nodes.append({"node": m.node, "state": m.state, "reason": m.reason, "exitCode": m.body.get("exitCode"),
+                      "updatedAt": m.body.get("updatedAt"),
+                      "updatedAgoSeconds": round(now - updated.timestamp(), 1) if updated else None,
+                      "lastCheckpoint": m.body.get("lastCheckpoint"), "gpuUtil": m.gpu_util,
+                      "estimatedCost": m.body.get("estimatedCost"), "currency": m.body.get("currency"),
+                      "log": m.node in logs})
+    listed = outputs.get("instanceIds")
+    for node in listed if isinstance(listed, list) else []:
+        if isinstance(node, str) and node not in {n["node"] for n in nodes}:
+            nodes.append({"node": node, "state": "NO_MARKER", "reason": "booting, or its agent has not written yet",
+                          "log": node in logs})
+    return {
+        "stack": stack, "source": bucket.url, "simulated": bool(outputs.get("simulated")),
+        "state": verdict.state, "dataSaved": verdict.data_saved, "nodeCount": node_count,
+        "nodes": nodes, "earlierRunsLeftOut": len(every) - len(chosen),
+        "checkpoint": None if snapshot is None else {
+            "id": snapshot.get("id"), "node": snapshot.get("node"), "step": step_of(snapshot),
+            "at": (t.isoformat() if (t := snapshot_time(str(snapshot.get("id")))) else None)},
+        "expiresAt": outputs.get("expiresAt"),
+        "ttlSeconds": None if expires is None else round(expires.timestamp() - now),
+        "keepsBilling": [k for k in outputs.get("keepsBilling") or [] if isinstance(k, Mapping)],
+        "costSoFar": cost_so_far(outputs, chosen, now),
+    }
+
+
+def ttl_text(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "unknown (no expiresAt output)"
+    return f"{clock_text(seconds)} left" if seconds > 0 else f"expired {clock_text(-seconds)} ago"
+
+
+def render(console, doc: Mapping) -> None:
+    """The nodes table, then one line each: checkpoint, TTL, cost so far, what keeps billing."""
+    from rich.table import Table
+
+    title = f"stack {doc['stack']}: {doc['state']}" + (" (rehearsal: simulated accelerator)" if doc["simulated"]
+                                                        else "")
+    table = Table(title=title, title_justify="left")
+    for column in ("node", "marker", "reason", "updated", "checkpoint", "GPU util", "cost", "log"):
+        table.add_column(column, overflow="fold")
+    for n in doc["nodes"]:
+        ago = n.get("updatedAgoSeconds")
+        cost = n.get("estimatedCost")
+        table.add_row(n["node"], n["state"], str(n.get("reason") or ""),
+                      f"{clock_text(ago)} ago" if ago is not None else "",
+                      str(n.get("lastCheckpoint") or ""),
+                      f"{n['gpuUtil']:.0f}%" if n.get("gpuUtil") is not None else "n/a",
+                      f"{cost:g} {n.get('currency') or ''}".strip() if isinstance(cost, (int, float)) else "unknown",
+                      "yes" if n.get("log") else "no")
+    if doc["nodes"]:
+        console.print(table)
+    else:
+        console.print(f"stack {doc['stack']}: no node has reported yet ({doc['source']}markers/)", highlight=False)
+    say = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
+    ck = doc["checkpoint"]
+    say(f"newest checkpoint: step {ck['step'] if ck['step'] is not None else '?'} ({ck['id']}, node {ck['node']})"
+        if ck else "newest checkpoint: none in the bucket yet")
+    say(f"time to live: {ttl_text(doc['ttlSeconds'])}" + (f" (expires {doc['expiresAt']})" if doc["expiresAt"] else ""))
+    cost = doc["costSoFar"]
+    say(f"cost so far: {cost['amount']:g} {cost['currency'] or ''}".rstrip() if cost["amount"] is not None
+        else f"cost so far: unknown ({cost['basis']})")
+    if doc["earlierRunsLeftOut"]:
+        say(f"left out: {doc['earlierRunsLeftOut']} marker(s) of earlier runs (--all shows them)")
+    if doc["keepsBilling"]:
+        say("keeps billing until `gpu-training down` (even after the nodes released themselves):")
+        for item in doc["keepsBilling"]:
+            say(f"  - {item.get('what')}: {item.get('size')}; {item.get('rate') or 'rate unknown'}; "
+                f"until {item.get('until')}")
