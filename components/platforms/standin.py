@@ -110,7 +110,7 @@ class StandIn:
             def _route(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                for name, verb, pattern in routes:
+                for name, verb, pattern in routes:  # noqa: B007  (name is used after the break)
                     match = pattern.match(self.path.split("?")[0])
                     if verb == method and match:
                         break
