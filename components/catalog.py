@@ -132,7 +132,12 @@ def disk_price(provider: str, category: str, performance_level: Optional[str]) -
 
 
 def load_catalog(provider: str) -> Catalog:
-    raw = datafiles.load_path(providers.catalog_path(provider))
+    return catalog_from(datafiles.load_path(providers.catalog_path(provider)), provider)
+
+
+def catalog_from(raw: dict, provider: str) -> Catalog:
+    """A catalog from its parsed file: a provider's catalog.yaml, or a training platform's flavors.yaml
+    (components/platforms: the same rows, so the tier rules judge a platform flavor like an instance type)."""
     currency = raw["currency"]
     rows = []
     for row in raw["instances"]:

@@ -13,6 +13,7 @@ from pulumi.runtime import config as runtime_config
 
 from components.cluster import TrainingCluster
 from components.kubernetes.cluster import KubernetesTraining
+from components.platforms.training import PlatformTraining
 from components.spec import Spec, SpecError, build_spec
 
 
@@ -34,10 +35,12 @@ def validated_spec() -> Spec:
     return spec
 
 
-def main() -> TrainingCluster | KubernetesTraining:
+def main() -> TrainingCluster | KubernetesTraining | PlatformTraining:
     spec = validated_spec()
     # A stack with a `kubernetes:` section runs on a managed cluster (docs/kubernetes.md), else on VMs.
-    cluster = (KubernetesTraining if spec.kubernetes else TrainingCluster)(spec.stack, spec)
+    # `platform:` submits a job to a managed training platform (docs/platforms.md).
+    kind = PlatformTraining if spec.platform else KubernetesTraining if spec.kubernetes else TrainingCluster
+    cluster = kind(spec.stack, spec)
     for name, value in cluster.outputs.items():
         pulumi.export(name, value)
     return cluster

@@ -67,6 +67,11 @@ KEYS: tuple[Key, ...] = (
         fields={"driverBranch": "string", "cudaToolkit": "string", "framework": "string",
                 "frameworkVersion": "string", "frameworkIndexUrl": "string", "ascendPackagesUrl": "string"}),
     Key("tags", "object", {}, "Extra tags put on every resource that takes tags.", fields={"*": "string"}),
+    Key("platform", "object", None,
+        "Submit the training as a job to a managed training platform instead of VMs (docs/platforms.md):"
+        " kind modelarts (Huawei, Ascend 910B) or pai-dlc (Alibaba, GPU); absent: VM nodes.",
+        fields={"kind": "string", "image": "string", "pool": "string", "poolId": "string",
+                "workspaceId": "string", "resourceQuotaId": "string"}),
     Key("kubernetes", "object", None,
         "Run on a managed Kubernetes cluster instead of VMs (docs/kubernetes.md); absent: VM nodes.",
         fields={"version": "string", "apiAllowCidrs": "array", "systemNodes": "integer",

@@ -24,6 +24,7 @@ from components import tags as tag_scheme
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
 from components.kubernetes import settings as kubernetes_settings
+from components.platforms import offer as platform_settings
 from components.catalog import Catalog, InstanceType, load_catalog
 from components.providers import regions as region_tables
 from components.providers.base import DataDisk, ObjectStore, ProviderProfile, StoreVerification
@@ -150,6 +151,7 @@ class Spec:
     public_egress: bool = True
     data: DataSpec = DataSpec(stage=False)
     kubernetes: Optional[kubernetes_settings.KubernetesSpec] = None  # None: VM nodes (docs/kubernetes.md)
+    platform: Optional[platform_settings.PlatformSpec] = None  # None: not a platform job (docs/platforms.md)
 
     @property
     def spot(self) -> bool:
@@ -963,8 +965,23 @@ def _check_spot_zones(values: dict, billing: Optional[str], problems: _Problems)
     return spot_zones
 
 
+def _platform_offer(values: dict, profile: ProviderProfile):
+    """The platform the stack's `platform.kind` names, when the provider offers it (else None: the
+    section's checker says why, by key)."""
+    raw = values.get("platform")
+    return None if raw is None else profile.platforms().get(raw.get("kind"))
+
+
 def _check_resolved(spec: Spec, problems: _Problems) -> None:
-    """Rules on the whole resolved spec: the provider's own, egress, then the user-data budget."""
+    """Rules on the whole resolved spec: the provider's own, egress, then the user-data budget; for a
+    platform job, the platform's own rules instead (no VPC, no user-data: the platform runs the job)."""
+    if spec.platform is not None:
+        for key, message in spec.platform.offer.checks(spec):
+            problems.error(key, message)
+        problems.info("nodes", f"the plan needs this {spec.platform.offer.display_name} quota in {spec.region}:"
+                      f" {spec.nodes} worker(s) of {spec.instance.name} ({spec.nodes * spec.gpus_per_node}"
+                      f" {spec.gpu.name}); check the platform's quota before `pulumi up`")
+        return
     for key, message in spec.profile.checks(spec):
         problems.error(key, message)
     for key, message in spec.profile.warnings(spec):
@@ -1106,10 +1123,12 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         raise SpecError(problems.items)
     profile = providers.profile(provider)
     tier = tier_table[tier_name]
-    _check_capabilities(values, profile, problems)
+    # A platform stack is judged by the platform's declared limits and its flavors instead of the VM ones.
+    offer = _platform_offer(values, profile)
+    _check_capabilities(values, offer or profile, problems)
     region = _resolve_region(config, profile, problems)
 
-    catalog = catalog or load_catalog(provider)
+    catalog = catalog or (offer.catalog() if offer else load_catalog(provider))
     gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
     _check_gpu_fits_tier(gpu, instance, tier, problems)
     nodes = _check_nodes(values, tier, problems)
@@ -1120,17 +1139,22 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     data_disk = _check_data_disk(values, tier, profile, problems, sized_for_data)
     _check_data_fits_disk(data, values.get("dataDiskGb", tier.data_disk_default_gb), problems)
     shared, shared_gb = _check_shared_storage(values, tier, profile, problems)
+    if offer is not None:  # the job mounts the stack's bucket prefix; no shared FS is created (docs/platforms.md)
+        shared, shared_gb = "none", 0
     max_hours, idle = _check_lifetime(values, problems)
     dataset = _check_dataset(values, problems)
     _check_login_and_image(values, problems)
     ssh = _check_ssh(values, problems)
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)
-    bootstrap = _check_bootstrap(values, gpu, problems)
+    # A platform job runs the platform's image (CANN/CUDA inside): the node bootstrap's accelerator rules do not apply.
+    bootstrap = _check_bootstrap(values, None if offer else gpu, problems)
     tags = _check_tags(values, profile, stack, project, tier_name, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
     kubernetes = _check_kubernetes(values, profile, region, max_hours, checkpoint, shared, ssh, problems)
+    platform = (platform_settings.check(values["platform"], profile.platforms(), profile.display_name, max_hours,
+                                        problems) if values.get("platform") is not None else None)
 
     if problems.has_errors or instance is None or gpu is None or count is None:
         if not problems.has_errors:  # defensive: never build a half-resolved spec
@@ -1139,7 +1163,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
 
     pool = _pool_types(instance, gpu, tier, catalog, values.get("datasetGb"), problems) if billing == "spot" \
         else (instance,)
-    if billing == "spot" and len(pool) == 1 and not spot_zones:
+    if billing == "spot" and len(pool) == 1 and not spot_zones and offer is None:
         problems.info("spotZones", f"the spot pool has one instance type ({instance.name}) in one zone;"
                       " list spotZones to give it more capacity to draw from")
 
@@ -1154,7 +1178,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
         public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)), data=data,
-        kubernetes=kubernetes,
+        kubernetes=kubernetes, platform=platform,
     )
     _check_resolved(spec, problems)
     if problems.has_errors:

@@ -38,8 +38,14 @@ def is_kubernetes(stack: str) -> bool:
     return "gpu-training:kubernetes" in load_stack_config(stack)
 
 
+def node_stack_names() -> list[str]:
+    """Stacks that run on nodes (VMs or Kubernetes): a `platform:` stack submits a managed platform job
+    instead and has its own tests (tests/platforms/)."""
+    return [stack for stack in stack_names() if "gpu-training:platform" not in load_stack_config(stack)]
+
+
 def vm_stack_names() -> list[str]:
-    return [stack for stack in stack_names() if not is_kubernetes(stack)]
+    return [stack for stack in node_stack_names() if not is_kubernetes(stack)]
 
 
 def stacks_of(provider: str) -> list[str]:

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tools.stackfiles import stack_names
+from stackcases import node_stack_names  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-VARIANTS = [(stack, ()) for stack in stack_names()] + [
+VARIANTS = [(stack, ()) for stack in node_stack_names()] + [
     ("entry-t4", ("billing=spot", "checkpoint.create=true", "sshPublicKey=ssh-ed25519 AAAA me")),
     ("large-a100", ("sharedStorage=nas", "billing=spot")),
     ("tc-large-a100", ("billing=spot", "spotMaxPricePerHour=50", "checkpoint.create=true",

@@ -16,8 +16,8 @@ import pytest
 
 from components.billing import STATE_ONLY
 from components.providers import facts
-from tools.stackfiles import apply_overrides, load_stack_config, stack_names
-from stackcases import case_id, plan_or_refusal, provider_of, variations, vm_stack_names
+from tools.stackfiles import apply_overrides, load_stack_config
+from stackcases import node_stack_names, case_id, plan_or_refusal, provider_of, variations, vm_stack_names
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LONG_PREFIX = "research-team-resnet50-imagenet-"  # a long, ordinary stack name: 32 + the stack's own
@@ -48,7 +48,7 @@ def test_every_input_passes_the_providers_schema(stack, overrides, plan_for):
 def long_name_cases():
     cases = []
     for cloud in facts.clouds():
-        stack = next(s for s in stack_names() if provider_of(s) == cloud)
+        stack = next(s for s in node_stack_names() if provider_of(s) == cloud)
         marks = [pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[("long_name", cloud)])] \
             if ("long_name", cloud) in KNOWN_DEFECTS else []
         cases.append(pytest.param(cloud, stack, marks=marks, id=cloud))

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from stackcases import strings_in
+from stackcases import node_stack_names, strings_in
 from tools.mockrun import run_program
-from tools.stackfiles import load_stack_config, stack_names
+from tools.stackfiles import load_stack_config
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-STACKS = stack_names()
+STACKS = node_stack_names()
 
 
 def fresh_plan(stack: str):

@@ -11,10 +11,10 @@ import pytest
 
 from components import cidrs
 from components.tiers import tiers
-from stackcases import provider_of
-from tools.stackfiles import load_stack_config, stack_names, stack_spec
+from stackcases import node_stack_names, provider_of
+from tools.stackfiles import load_stack_config, stack_spec
 
-LARGE = [s for s in stack_names() if tiers()[load_stack_config(s).get("gpu-training:tier", "entry")].multi_node]
+LARGE = [s for s in node_stack_names() if tiers()[load_stack_config(s).get("gpu-training:tier", "entry")].multi_node]
 
 
 def allows_several_nodes(stack: str) -> bool:

@@ -12,10 +12,9 @@ import re
 import pytest
 
 from components import providers, tags
-from stackcases import case_id, plan_or_refusal, provider_of, variations
-from tools.stackfiles import stack_names
+from stackcases import node_stack_names, case_id, plan_or_refusal, provider_of, variations
 
-CASES = [(stack, overrides) for stack in stack_names() for overrides in variations(stack)]
+CASES = [(stack, overrides) for stack in node_stack_names() for overrides in variations(stack)]
 
 
 @pytest.mark.parametrize("provider", providers.names())

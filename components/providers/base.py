@@ -264,6 +264,9 @@ class ProviderProfile:
 
     # The managed Kubernetes the `kubernetes` key deploys to (components/kubernetes/); None: not offered yet.
     kubernetes: Optional[KubernetesOffer] = None
+    # The managed training platforms the `platform` key submits jobs to (components/platforms/offer.py),
+    # by platform.kind; a callable so the profile does not load the platforms' data files on import.
+    platforms: Callable[[], Mapping[str, Any]] = dict
 
     def has_pool(self, spec: Any) -> bool:
         """A pool keeps this stack's spot nodes (the agent retires it: cluster.poolName)."""

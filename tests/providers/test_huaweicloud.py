@@ -21,7 +21,9 @@ from components.spec import SpecError, build_spec
 from tools.stackfiles import engine_form, load_stack_config, stack_names
 
 REPO = Path(__file__).resolve().parents[2]
-HW_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "huaweicloud"]
+# The VM stacks (a `platform:` stack submits a ModelArts job instead: tests/platforms/).
+HW_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "huaweicloud"
+             and "gpu-training:platform" not in load_stack_config(s)]
 EXPECTED_FLAVORS = {"hw-entry-t4": "pi2.2xlarge.4", "hw-medium-v100": "p2s.8xlarge.8", "hw-large-a100": "p3.16xlarge.8"}
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)  # tests/conftest.py pins the program's clock here
 INSTANCE = "huaweicloud:Ecs/instance:Instance"

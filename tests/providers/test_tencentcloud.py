@@ -15,9 +15,10 @@ import pytest
 from components import tags
 from components.spec import SpecError, build_spec
 from components.bootstrap import decode, node_config_of
-from tools.stackfiles import engine_form, load_stack_config, stack_names
+from tools.stackfiles import engine_form, load_stack_config
+from stackcases import node_stack_names  # noqa: E402
 
-TC_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "tencentcloud"]
+TC_STACKS = [s for s in node_stack_names() if load_stack_config(s).get("gpu-training:provider") == "tencentcloud"]
 EXPECTED_TYPES = {"tc-entry-t4": "GN7.2XLARGE32", "tc-medium-a100": "GT4.20XLARGE474",
                   "tc-large-a100": "GT4.41XLARGE948"}
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)  # tests/conftest.py pins the program's clock here

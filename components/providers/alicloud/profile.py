@@ -273,6 +273,13 @@ ACK = KubernetesOffer(
     image_pull_problem=registry.image_pull_problem,
 )
 
+def _platforms():
+    """The platform path's targets on Alibaba Cloud (components/platforms; imported late: it loads data files)."""
+    from components.providers.alicloud.dlc.job import OFFER
+
+    return {OFFER.kind: OFFER}
+
+
 PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
@@ -316,6 +323,7 @@ PROFILE = ProviderProfile(
     cloud_api=cloud_api,
     cloud_api_default=cloud_api_default,
     keeps_billing=keeps_billing,
+    platforms=_platforms,
     bills_nothing_alone=BILLS_NOTHING_ALONE,
     warnings=warnings,
     kubernetes=ACK,

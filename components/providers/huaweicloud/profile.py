@@ -263,8 +263,16 @@ NAME_LIMITS = (
 ASCEND_REFUSED = (
     "Ascend 910B training servers are bare-metal flavors on Huawei Cloud (physical.kat2*), and the BMS API takes"
     " prePaid (monthly/yearly) billing only (TF bms_instance.md): a destroy-after-the-run stack would commit you"
-    " to at least a month. Train on Ascend with ModelArts (pay-per-use training jobs), or run the bootstrap's"
-    " CANN path on your own Atlas 800 servers (docs/huaweicloud.md, 'Ascend')")
+    " to at least a month. Train on Ascend 910B as a pay-per-use ModelArts training job instead: add"
+    " `platform: {kind: modelarts}` to the stack (stacks/Pulumi.hw-large-910b-modelarts.yaml, docs/platforms.md),"
+    " or run the bootstrap's CANN path on your own Atlas 800 servers (docs/huaweicloud.md, 'Ascend')")
+
+
+def _platforms():
+    """The platform path's targets on Huawei Cloud (components/platforms; imported late: it loads data files)."""
+    from components.providers.huaweicloud.modelarts.job import OFFER
+
+    return {OFFER.kind: OFFER}
 
 PROFILE = ProviderProfile(
     name="huaweicloud",
@@ -309,6 +317,7 @@ PROFILE = ProviderProfile(
     endpoint_rules=endpoint_rules,
     cloud_api_default=cloud_api_default,
     keeps_billing=keeps_billing,
+    platforms=_platforms,
     bills_nothing_alone=BILLS_NOTHING_ALONE,
     default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set gpu-training:image to an"
                         " image with the GPU driver preinstalled and the bootstrap skips the driver install"),

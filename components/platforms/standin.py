@@ -1,0 +1,161 @@
+"""A local stand-in of a platform's job API (submit, state, logs, stop) as a real HTTP server on 127.0.0.1.
+
+It refuses a request that breaks the platform's API data (api.yaml, via ApiReference.problems) with 400,
+runs a submitted job's command locally (`sh -c`, the job's environment), and restarts it once when the
+caller asks (`restart(job_id)`: the process is killed, as a platform's fault-tolerant restart would after a
+lost worker, and started again with the same environment and mounts). It is not the cloud: it knows only
+the rules written as data. `mount` maps the job's container mount path to a local folder.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable, Optional
+
+from components.platforms.jobapi import ApiReference
+
+
+@dataclass
+class Job:
+    job_id: str
+    command: str
+    env: dict
+    log: Path
+    phase: str
+    process: Optional[subprocess.Popen] = None
+    restarts: int = 0
+    stopped: bool = False
+
+
+@dataclass
+class StandIn:
+    api: ApiReference
+    # request body -> (command, environment): where this platform keeps them (job.py knows its fields)
+    unpack: Callable[[dict], tuple[str, dict]]
+    phases: dict  # neutral -> the platform's phase name it reports
+    id_field: str  # the submit answer's id field (api.yaml answer.id), dotted
+    phase_field: str  # the state answer's phase field, dotted
+    mounts: dict  # container path -> local folder
+    workdir: Path
+    jobs: dict = field(default_factory=dict)
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def _localize(self, text: str) -> str:
+        for container, local in sorted(self.mounts.items(), key=lambda item: -len(item[0])):
+            text = text.replace(container, str(local))
+        return text
+
+    def _start(self, job: Job) -> None:
+        handle = job.log.open("ab")
+        job.process = subprocess.Popen(["sh", "-c", job.command], env={**os.environ, **job.env}, stdout=handle,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        job.phase = self.phases["running"]
+        threading.Thread(target=self._watch, args=(job, job.process), daemon=True).start()
+
+    def _watch(self, job: Job, process: subprocess.Popen) -> None:
+        code = process.wait()
+        if process is not job.process:
+            return  # a restart replaced it
+        job.phase = self.phases["stopped"] if job.stopped else self.phases["succeeded" if code == 0 else "failed"]
+
+    def submit(self, body: dict) -> str:
+        command, env = self.unpack(body)
+        job_id = f"job-{next(self._ids)}"
+        job = Job(job_id, self._localize(command), {k: self._localize(str(v)) for k, v in env.items()},
+                  self.workdir / f"{job_id}.log", self.phases["running"])
+        self.jobs[job_id] = job
+        self._start(job)
+        return job_id
+
+    def restart(self, job_id: str) -> None:
+        """Kill the job's processes (no signal to save: a lost worker) and start it again."""
+        job = self.jobs[job_id]
+        old = job.process
+        os.killpg(old.pid, signal.SIGKILL)
+        old.wait()
+        job.restarts += 1
+        self._start(job)
+
+    def stop(self, job_id: str) -> None:
+        job = self.jobs[job_id]
+        job.stopped = True
+        if job.process and job.process.poll() is None:
+            os.killpg(job.process.pid, signal.SIGTERM)
+
+    def serve(self) -> ThreadingHTTPServer:
+        """Start the HTTP server on a free port of 127.0.0.1 (its `server_address` gives the port)."""
+        standin = self
+        routes = [(name, op["method"], re.compile("^" + re.sub(r"\{[^}]+\}", "([^/]+)", op["path"]) + "$"))
+                  for name, op in self.api.data["operations"].items()]
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _answer(self, status: int, payload) -> None:
+                data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _route(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                for name, verb, pattern in routes:  # noqa: B007  (name is used after the break)
+                    match = pattern.match(self.path.split("?")[0])
+                    if verb == method and match:
+                        break
+                else:
+                    return self._answer(404, {"error": f"no route {method} {self.path}"})
+                try:
+                    body = json.loads(raw) if raw else {}
+                except ValueError:
+                    return self._answer(400, {"error": "body is not JSON"})
+                problems = standin.api.problems(name, body) if name in ("submit", "stop") else []
+                if problems:
+                    return self._answer(400, {"error": "malformed request", "problems": problems})
+                ids = match.groups()
+                job = standin.jobs.get(ids[-1]) if name != "submit" else None
+                if name == "logs":
+                    job = next((j for j in standin.jobs.values() if j.job_id in ids), None)
+                if name != "submit" and job is None:
+                    return self._answer(404, {"error": "no such job"})
+                if name == "submit":
+                    return self._answer(200, _nest(standin.id_field, standin.submit(body)))
+                if name == "state":
+                    answer = _nest(standin.phase_field, job.phase)
+                    answer["Pods"] = [{"PodId": f"{job.job_id}-worker-0"}]
+                    return self._answer(200, answer)
+                if name == "logs":
+                    return self._answer(200, job.log.read_text(errors="replace") if job.log.exists() else "")
+                standin.stop(job.job_id)
+                return self._answer(200, {})
+
+            def do_GET(self):
+                self._route("GET")
+
+            def do_POST(self):
+                self._route("POST")
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+
+def _nest(dotted: str, value) -> dict:
+    result: dict = {}
+    node = result
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return result

@@ -1,0 +1,87 @@
+"""PlatformTraining: the platform path's component (docs/platforms.md): the training code uploaded to the
+stack's bucket prefix, and one training job submitted to the platform (a dynamic resource over its job API).
+
+Nothing here knows a cloud: the offer (components/platforms/offer.py) gives the request and the upload.
+"""
+from __future__ import annotations
+
+import pickle
+from typing import Optional
+
+import pulumi
+import pulumi.dynamic as dyn
+
+from components import billing, cost
+from components.spec import Spec
+
+
+class JobProvider(dyn.ResourceProvider):
+    """submit on create, state on read, stop on delete; any change replaces the job (a job's spec is fixed).
+    The check refuses what the platform's API data (api.yaml) says the API would refuse."""
+
+    def __init__(self, package: str, region: str):
+        self.package, self.region = package, region
+
+    def _job(self):
+        import importlib
+
+        return importlib.import_module(f"{self.package}.job")
+
+    def check(self, olds: dict, news: dict) -> dyn.CheckResult:
+        problems = self._job().API.problems("submit", news.get("request") or {})
+        return dyn.CheckResult(news, [dyn.CheckFailure("request", p) for p in problems])
+
+    def create(self, props: dict) -> dyn.CreateResult:
+        job_id = self._job().client(self.region).submit(props["request"])
+        return dyn.CreateResult(job_id, {**props, "jobId": job_id})
+
+    def diff(self, id_: str, olds: dict, news: dict) -> dyn.DiffResult:
+        changed = olds.get("request") != news.get("request")
+        return dyn.DiffResult(changes=changed, replaces=["request"] if changed else [], delete_before_replace=True)
+
+    def delete(self, id_: str, props: dict) -> None:
+        job = self._job()
+        api = job.client(self.region)
+        if api.state(id_)["state"] == "running":
+            api.stop(id_)
+
+
+class TrainingJob(dyn.Resource):
+    jobId: pulumi.Output[str]
+
+    def __init__(self, name: str, package: str, region: str, request: dict,
+                 opts: Optional[pulumi.ResourceOptions] = None):
+        # pulumi's serialize_provider leaves pickle's wrappers set (see baiducloud/dynamic.py _Resource): restore them.
+        saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
+        try:
+            super().__init__(JobProvider(package, region), name, {"request": request, "jobId": None}, opts)
+        finally:
+            pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
+
+
+class PlatformTraining(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("gpu-training:index:PlatformTraining", name, None, opts)
+        offer = spec.platform.offer
+        request = offer.request(spec)
+        job = TrainingJob(f"{name}-job", offer.package, spec.region, request,
+                          opts=pulumi.ResourceOptions(parent=self))
+        self.outputs = {
+            "stack": spec.stack,
+            "provider": spec.provider,
+            "region": spec.region,
+            "platform": offer.kind,
+            "flavor": spec.instance.name,
+            "nodeCount": spec.nodes,
+            "billing": spec.billing,
+            "jobId": job.jobId,
+            "maxRunningMinutes": spec.platform.max_running_minutes,
+            "costPerHour": cost.spec_cost(spec).as_dict(),
+            "checkpoint": spec.checkpoint.output(),
+            # A job bills while it runs and ends at its max running time; a dedicated pool (yours) bills on.
+            "keepsBilling": billing.as_output(spec) if spec.platform.pool == "public" else
+            [*billing.as_output(spec), {"what": f"dedicated pool {spec.platform.pool_id}",
+                                        "basis": "yours: it bills until you delete it, job or no job"}],
+            "unverified": list(offer.unverified),
+        }
+        self.register_outputs(self.outputs)

@@ -1,0 +1,123 @@
+"""The ModelArts training job a stack declares: its v2 request body, its rules, and its state and logs.
+
+The request follows the field names of huaweicloudsdkmodelarts 3.1.219 and terraform-provider-huaweicloud
+(resource_huaweicloud_modelarts_training_job.go at 10c32cbf; api.yaml cites each). The stack's OBS prefix
+is mounted in the container (spec.volumes.obs) and the contract's environment points into it
+(components/platforms/contract.py).
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Optional
+
+from components.platforms import contract
+from components.platforms.jobapi import ApiReference, JobClient
+from components.platforms.offer import PlatformOffer, load_offer
+
+HERE = Path(__file__).resolve().parent
+API = ApiReference.load(HERE / "api.yaml")
+# The first worker's task, whose log the preview API returns (SDK ShowTrainingJobLogsPreview takes a task_id;
+# "worker-0" is the form ModelArts' task names take: unverified without an account).
+FIRST_TASK = "worker-0"
+
+
+def job_name(spec) -> str:
+    return f"gpu-training-{spec.stack}"
+
+
+def obs_url(spec, relative: str = "") -> str:
+    return f"obs://{spec.checkpoint.bucket}/{contract.stack_root(spec)}{relative}"
+
+
+def request(spec) -> dict:
+    """POST /v2/{project_id}/training-jobs body for the stack (api.yaml `submit`)."""
+    platform = spec.platform
+    mount = OFFER.data["mounts"]["stack"]
+    resource = {"node_count": spec.nodes}
+    if platform.pool == "dedicated":
+        resource["pool_id"] = platform.pool_id
+    resource["flavor_id"] = spec.instance.name
+    metadata = {"name": job_name(spec), "description": f"gpu-training stack {spec.stack} ({spec.tier.name} tier)"}
+    if platform.workspace_id:
+        metadata["workspace_id"] = platform.workspace_id
+    return {
+        "kind": "job",
+        "metadata": metadata,
+        "algorithm": {
+            "command": contract.command(spec, mount),
+            "engine": {"image_url": platform.image},
+            "environments": contract.environment(spec, mount),
+        },
+        "spec": {
+            "resource": resource,
+            # maxHours as the job's own limit, whole hours up (api.yaml: time_unit HOURS, duration >= 1).
+            "auto_stop": {"time_unit": "HOURS", "duration": max(1, math.ceil(spec.max_hours))},
+            "volumes": [{"obs": {"obs_path": obs_url(spec), "local_path": mount}}],
+            "log_export_path": {"obs_url": obs_url(spec, contract.LOGS)},
+        },
+    }
+
+
+def checks(spec) -> list[tuple[str, str]]:
+    """ModelArts' rules on the resolved stack, by key."""
+    found = []
+    if spec.spot:
+        found.append(("billing", f"spot is not offered on a ModelArts public pool: {OFFER.data['spot']['why']};"
+                      " allowed: on-demand"))
+    if not float(spec.max_hours).is_integer():
+        found.append(("maxHours", f"{spec.max_hours:g}: a ModelArts job's limit is whole hours"
+                      " (spec.auto_stop time_unit HOURS, SDK model/auto_stop.py:32); allowed: an integer >= 1"))
+    for problem in API.problems("submit", request(spec)):
+        found.append(("platform", f"the job request would be refused: {problem}"))
+    return found
+
+
+def client(region: str, project_id: Optional[str] = None, base_url: Optional[str] = None) -> JobClient:
+    """A client of the job API: the stand-in's when `base_url` (or GPU_TRAINING_PLATFORM_ENDPOINT) is given,
+    else the region's endpoint with requests signed by huaweicloudsdkcore's AK/SK signer (unverified
+    against an account: docs/platforms.md)."""
+    base_url = base_url or os.environ.get("GPU_TRAINING_PLATFORM_ENDPOINT")
+    project = project_id or os.environ.get("HW_PROJECT_ID") or "standin"
+    if base_url:
+        return JobClient(API, base_url, {"project_id": project}, "training_job_id")
+    return JobClient(API, API.data["endpoint"].format(region=region), {"project_id": project}, "training_job_id",
+                     signer=_signer())
+
+
+def _signer():
+    from huaweicloudsdkcore.auth.credentials import BasicCredentials  # noqa: F401  (installed with the ECS SDK)
+    from huaweicloudsdkcore.signer.signer import Signer
+    from huaweicloudsdkcore.sdk_request import SdkRequest
+
+    access, secret = os.environ["HW_ACCESS_KEY"], os.environ["HW_SECRET_KEY"]
+
+    def sign(method: str, url: str, headers: dict, body: bytes) -> dict:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        request = SdkRequest(method=method, schema=parts.scheme, host=parts.netloc, resource_path=parts.path,
+                             header_params=dict(headers), body=body.decode() if body else "")
+        signed = Signer(_Credentials(access, secret)).sign(request)
+        return dict(signed.header_params)
+
+    return sign
+
+
+class _Credentials:
+    def __init__(self, ak: str, sk: str):
+        self.ak, self.sk = ak, sk
+
+
+def state(job_id: str, region: str, **client_args) -> dict:
+    """The job's state (`phase` ModelArts', `state` running|succeeded|failed|stopped): for status/report."""
+    return client(region, **client_args).state(job_id)
+
+
+def logs(job_id: str, region: str, **client_args) -> str:
+    """The first worker's log (the preview API): for the logs command."""
+    return client(region, **client_args).logs(job_id, task_id=FIRST_TASK)
+
+
+OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)

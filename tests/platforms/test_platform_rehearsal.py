@@ -1,0 +1,85 @@
+"""The platform rehearsal: the ModelArts and PAI-DLC job API stand-ins as real local HTTP servers, the job the
+stack declares submitted through the same client the dynamic resource uses, the example trainer run under
+the contract, killed (a lost worker) and restarted by the stand-in, resuming from its newest checkpoint."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from components.platforms.jobapi import JobApiError
+from components.platforms.standin import StandIn
+from components.spec import build_spec
+from tools.stackfiles import load_stack_config
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = ("python train_cnn.py --steps 40 --ckpt-every 5 --dataset-size 256 --batch-size 8 --image-size 16"
+         " --width 4 --depth 1 --device cpu --min-step-seconds 0.05 --log-every 5")
+
+
+def _platform(stack):
+    if stack.startswith("hw-"):
+        from components.providers.huaweicloud.modelarts import job
+        unpack = lambda b: (b["algorithm"]["command"], b["algorithm"]["environments"])  # noqa: E731
+        return job, unpack, "metadata.id", "status.phase"
+    from components.providers.alicloud.dlc import job
+    return job, (lambda b: (b["UserCommand"], b["Envs"])), "JobId", "Status"
+
+
+def _wait(predicate, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("stack", ["hw-large-910b-modelarts", "large-a100-dlc"])
+def test_job_resumes_after_restart_and_stops(stack, tmp_path, monkeypatch):
+    job, unpack, id_field, phase_field = _platform(stack)
+    config = {**load_stack_config(stack), "gpu-training:train": {"command": SMALL}}
+    spec = build_spec(config, stack=stack)
+    body = job.request(spec)
+    shutil.copytree(REPO / "examples" / "cnn", tmp_path / "bucket" / "code")
+    api = job.API
+    # The phase the stand-in reports for each neutral state: the platform's own name, from api.yaml.
+    phases = {neutral: "Running" if "Running" in names else names[0] for neutral, names in api.data["phases"].items()}
+    standin = StandIn(api, unpack, phases, id_field, phase_field, {job.OFFER.data["mounts"]["stack"]:
+                      tmp_path / "bucket"}, tmp_path)
+    server = standin.serve()
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    client = job.client(spec.region, base_url=f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        # A malformed request is refused with the rule from the data.
+        with pytest.raises(JobApiError) as refused:
+            client.submit({k: v for k, v in body.items() if k not in ("kind", "DisplayName")})
+        assert refused.value.status == 400
+
+        job_id = client.submit(body)
+        checkpoints = tmp_path / "bucket" / "platform" / "checkpoints"
+        assert _wait(lambda: len(list(checkpoints.glob("*.pt"))) >= 2), job.logs(job_id, spec.region,
+                                                                                  base_url=client.base_url)
+        standin.restart(job_id)  # a lost worker: SIGKILL, no chance to save; the platform starts it again
+        assert _wait(lambda: client.state(job_id)["state"] != "running", 180)
+        assert client.state(job_id)["state"] == "succeeded"
+        log = client.logs(job_id, **({"task_id": "worker-0"} if stack.startswith("hw-") else
+                                     {"PodId": f"{job_id}-worker-0"}))
+        summaries = [json.loads(line) for line in log.splitlines() if '"train_cnn.summary"' in line]
+        assert summaries and summaries[-1]["status"] == "finished" and summaries[-1]["step"] == 40
+        assert summaries[-1]["resumed_from_step"] and summaries[-1]["resumed_from_step"] > 0
+
+        second = client.submit(body)
+        _wait(lambda: standin.jobs[second].process is not None)
+        client.stop(second)
+        assert _wait(lambda: client.state(second)["state"] == "stopped", 60)
+    finally:
+        for item in standin.jobs.values():
+            if item.process and item.process.poll() is None:
+                os.killpg(item.process.pid, 9)
+        server.shutdown()

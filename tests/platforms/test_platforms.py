@@ -1,0 +1,94 @@
+"""The platform path (docs/platforms.md): stacks preview on the mock engine, bad input is refused by key, and
+the declared job request passes the platform's API data (api.yaml) and keeps the contract."""
+from __future__ import annotations
+
+import pytest
+
+from components.spec import SpecError, build_spec
+from tools.stackfiles import load_stack_config
+
+HW, DLC = "hw-large-910b-modelarts", "large-a100-dlc"
+
+
+def _spec(stack, **overrides):
+    config = {**load_stack_config(stack), **{f"gpu-training:{k}": v for k, v in overrides.items()}}
+    return build_spec(config, stack=stack)
+
+
+def _errors(stack, **overrides):
+    with pytest.raises(SpecError) as caught:
+        _spec(stack, **overrides)
+    return {f.key: f.message for f in caught.value.errors}
+
+
+def test_910b_on_ecs_points_to_modelarts():
+    config = {**load_stack_config("hw-large-a100"), "gpu-training:gpu": "Ascend-910B"}
+    with pytest.raises(SpecError) as caught:
+        build_spec(config, stack="hw-large-a100")
+    assert "platform: {kind: modelarts}" in caught.value.render()
+
+
+def test_modelarts_job_request_keeps_the_contract():
+    from components.providers.huaweicloud.modelarts import job
+
+    spec = _spec(HW)
+    body = job.request(spec)
+    assert job.API.problems("submit", body) == []
+    assert body["spec"]["resource"] == {"node_count": 1, "flavor_id": spec.instance.name}
+    assert body["spec"]["auto_stop"] == {"time_unit": "HOURS", "duration": 24}
+    env = body["algorithm"]["environments"]
+    assert env["CKPT_DIR"] == env["RESUME_FROM"] and env["CKPT_DIR"].startswith(body["spec"]["volumes"][0]["obs"]["local_path"])
+    assert body["spec"]["volumes"][0]["obs"]["obs_path"] == "obs://my-gpu-training/gpu-training/hw-large-910b-modelarts/"
+
+
+def test_dlc_job_request_has_spot_limit_and_max_running_time():
+    from components.providers.alicloud.dlc import job
+
+    spec = _spec(DLC)
+    body = job.request(spec)
+    assert job.API.problems("submit", body) == []
+    assert body["JobMaxRunningTimeMinutes"] == 24 * 60
+    assert body["JobSpecs"][0]["SpotSpec"] == {"SpotStrategy": "SpotWithPriceLimit", "SpotPriceLimit": 2.5}
+    assert body["WorkspaceId"] == "123456"
+
+
+@pytest.mark.parametrize("stack, overrides, key, words", [
+    (HW, {"platform": {"kind": "sagemaker"}}, "platform.kind", "allowed: modelarts"),
+    (HW, {"billing": "spot"}, "billing", "allowed: on-demand"),
+    (HW, {"platform": {"kind": "modelarts", "pool": "shared"}}, "platform.pool", "allowed: public, dedicated"),
+    (HW, {"platform": {"kind": "modelarts", "pool": "dedicated"}}, "platform.poolId", "not set"),
+    (HW, {"sshAllowCidrs": ["203.0.113.7/32"]}, "sshAllowCidrs", "allowed: []"),
+    (HW, {"gpusPerNode": 4}, "gpusPerNode", "allowed: 8"),
+    (DLC, {"platform": {"kind": "pai-dlc"}}, "platform.workspaceId", "workspace"),
+    (DLC, {"spotMaxPricePerHour": None}, "spotMaxPricePerHour", "SpotWithPriceLimit"),
+    (DLC, {"platform": {"kind": "pai-dlc", "workspaceId": "a b"}}, "platform.workspaceId", "not an id"),
+])
+def test_bad_platform_input_is_refused_by_key(stack, overrides, key, words):
+    config = {**load_stack_config(stack)}
+    for name, value in overrides.items():
+        if value is None:
+            config.pop(f"gpu-training:{name}", None)
+        else:
+            config[f"gpu-training:{name}"] = value
+    with pytest.raises(SpecError) as caught:
+        build_spec(config, stack=stack)
+    errors = {f.key: f.message for f in caught.value.errors}
+    assert key in errors and words in errors[key], errors
+
+
+def test_api_data_refuses_a_malformed_request():
+    from components.providers.alicloud.dlc import job
+
+    body = job.request(_spec(DLC))
+    body["JobSpecs"][0]["SpotSpec"]["SpotStrategy"] = "SpotAsPriceGo"
+    del body["UserCommand"]
+    problems = job.API.problems("submit", body)
+    assert any(p.startswith("UserCommand: required") for p in problems)
+    assert any("SpotAsPriceGo" in p for p in problems)
+
+
+@pytest.mark.parametrize("stack", [HW, DLC])
+def test_platform_stacks_preview_offline(plan_for, stack):
+    plan = plan_for(stack)
+    jobs = [r for r in plan.resources if "request" in (r.inputs or {})]
+    assert len(jobs) == 1
