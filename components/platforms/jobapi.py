@@ -115,10 +115,20 @@ class JobClient:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 text = response.read().decode()
+                kind = response.headers.get("Content-Type") or ""
         except urllib.error.HTTPError as error:
             raise JobApiError(error.code, error.read().decode(errors="replace")[:2000]) from None
         content = text.strip()
-        return json.loads(content) if content.startswith(("{", "[")) else content
+        # A log is text, and a log line may start with "[" (torch's "[W1204 ...]" warnings): JSON only
+        # where the answer says so, or where an untyped answer parses as JSON.
+        if "json" in kind:
+            return json.loads(content)
+        if "text/" not in kind and content.startswith(("{", "[")):
+            try:
+                return json.loads(content)
+            except ValueError:
+                pass
+        return content
 
     def submit(self, body: dict) -> str:
         answer = self._call("submit", body)

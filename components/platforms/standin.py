@@ -103,6 +103,8 @@ class StandIn:
             def _answer(self, status: int, payload) -> None:
                 data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 self.send_response(status)
+                self.send_header("Content-Type", "text/plain; charset=utf-8" if isinstance(payload, str)
+                                 else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
