@@ -39,7 +39,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         epilog="examples:\n"
                "  recommend.py --model resnet50 --images 1281167 --epochs 90 --deadline 24\n"
                "  recommend.py --model resnet18 --images 50000 --resolution 32 --epochs 200 --deadline 12\n"
-               "  recommend.py --model yolov5s --images 118287 --dataset-gb 19 --epochs 300 --deadline 48 --spot\n"
+               "  recommend.py --model yolov5s --images 118287 --dataset-gb 19 --epochs 300 --deadline 72 --spot\n"
                "  recommend.py --gflops 12 --params 30 --resolution 256 --images 200000 --epochs 50 --deadline 10\n"
                "  recommend.py --model vit-b --images 1281167 --dataset-gb 140 --epochs 300 --deadline 12 \\\n"
                "      --region alicloud:cn-beijing --write-stack large-vit")
