@@ -24,6 +24,7 @@ from components import tags as tag_scheme
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
 from components.kubernetes import settings as kubernetes_settings
+from components.teardown import TEARDOWN_ENV, tearing_down
 from components.platforms import offer as platform_settings
 from components.catalog import Catalog, InstanceType, load_catalog
 from components.providers import regions as region_tables
@@ -166,6 +167,15 @@ class _Problems:
 
     def error(self, key: str, message: str) -> None:
         self.items.append(Finding("error", key, message))
+
+    def creation_error(self, key: str, message: str) -> None:
+        """A rule about what `up` creates (an image to pull, a start deadline): an error at `up`, a warning
+        while tearing down, so an existing stack that breaks a newer rule can still be destroyed."""
+        if tearing_down():
+            self.warning(key, f"{message} (not enforced: {TEARDOWN_ENV}=1, a teardown)")
+        else:
+            self.error(key, f"{message}. A stack created before this rule is torn down with {TEARDOWN_ENV}=1"
+                       " set (`gpu-training down` and scripts/run.py set it)")
 
     def warning(self, key: str, message: str) -> None:
         self.items.append(Finding("warning", key, message))

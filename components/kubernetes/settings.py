@@ -85,13 +85,14 @@ def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems, regio
         why = offer.image_pull_problem(region, image_registry(image))
         if why:
             given = "not set, so the default" if "image" not in raw else "set to"
-            problems.error("kubernetes.image", f"{given} {image!r}: {why}")
+            problems.creation_error("kubernetes.image", f"{given} {image!r}: {why}")
     start = _start_deadline(raw.get("startDeadlineMinutes", DEFAULT_START_DEADLINE_MINUTES), offer, max_hours,
                             problems)
     if offer.credential_minutes:
         problems.info("kubernetes", f"the Kubernetes provider's kubeconfig from `up` expires after"
                       f" {offer.credential_minutes} minutes: tear down with scripts/run.py, or by hand with"
-                      " `pulumi refresh --run-program` and `pulumi destroy --run-program` (Pulumi CLI >= 3.160), which"
+                      " `GPU_TRAINING_TEARDOWN=1 pulumi refresh --run-program` and `GPU_TRAINING_TEARDOWN=1 pulumi destroy"
+                      " --run-program` (Pulumi CLI >= 3.160), which"
                       " read a new one; a plain `pulumi destroy` after that fails with Unauthorized and leaves the"
                       " cluster billing (docs/kubernetes.md, Access)")
     namespace = raw.get("namespace", DEFAULT_NAMESPACE)
@@ -116,7 +117,7 @@ def _start_deadline(value, offer: KubernetesOffer, max_hours: Optional[float], p
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_START_DEADLINE_MINUTES <= value <= most:
         limit = (f"the kubeconfig from `up` lasts {offer.credential_minutes} minutes"
                  if offer.credential_minutes else "one day")
-        problems.error("kubernetes.startDeadlineMinutes", f"{value!r} is out of range; allowed: whole minutes"
+        problems.creation_error("kubernetes.startDeadlineMinutes", f"{value!r} is out of range; allowed: whole minutes"
                        f" {MIN_START_DEADLINE_MINUTES}-{most} (GPU nodes from zero and the image pull take minutes;"
                        f" {limit}, and maxHours ends the Job)")
         return DEFAULT_START_DEADLINE_MINUTES

@@ -354,6 +354,28 @@ def test_a_mainland_stack_never_pulls_the_training_image_from_docker_hub(image):
     assert "cn-beijing" in found[0].message
 
 
+def test_a_stack_made_before_the_image_rule_can_still_be_torn_down(monkeypatch, caplog):
+    """Review of issue 22: a stack from before the mainland image rule (its image the Docker Hub default) must
+    still run for `destroy --run-program`, or its cluster cannot be torn down; `up` still refuses it."""
+    from components.teardown import TEARDOWN_ENV
+    from tools.mockrun import ProgramExit, run_program
+
+    config = _section(None)
+    with pytest.raises(ProgramExit) as refused:
+        run_program(config, STACK)
+    assert refused.value.code == 2 and "kubernetes.image" in refused.value.stderr
+    assert f"is torn down with {TEARDOWN_ENV}=1" in " ".join(refused.value.stderr.split())
+    monkeypatch.setenv(TEARDOWN_ENV, "1")
+    plan = run_program(config, STACK)  # the real program on the mock engine, as Pulumi runs it for the destroy
+    assert plan.of_type("pulumi:providers:kubernetes"), "the provider the destroy needs is built"
+    warned = [r for r in caplog.records if "kubernetes.image" in r.getMessage()]
+    assert warned and warned[-1].levelname == "WARNING" and "not enforced" in warned[-1].getMessage()
+    # Only the rules about what `up` creates are relaxed: a broken namespace is still an error.
+    broken = {**config, "gpu-training:kubernetes": {**config["gpu-training:kubernetes"], "namespace": "Bad_Name"}}
+    with pytest.raises(ProgramExit, match="kubernetes.namespace"):
+        run_program(broken, STACK)
+
+
 @pytest.mark.parametrize("image,region", [
     ("registry.cn-beijing.aliyuncs.com/team/pytorch:2.4.1-cuda12.4-cudnn9-runtime", "cn-beijing"),
     ("mirror.example.internal/pytorch/pytorch:2.4.1", "cn-shanghai"),
@@ -379,4 +401,4 @@ def test_the_preview_says_how_to_tear_down_after_the_kubeconfig_expires():
     assert done.returncode == 0, done.stderr
     text = " ".join((done.stdout + done.stderr).split())
     assert "info kubernetes: the Kubernetes provider's kubeconfig from `up` expires after 240 minutes" in text
-    assert "`pulumi destroy --run-program`" in text
+    assert "`GPU_TRAINING_TEARDOWN=1 pulumi destroy --run-program`" in text

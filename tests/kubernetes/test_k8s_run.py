@@ -205,7 +205,7 @@ def test_a_destroy_after_the_kubeconfig_expired_still_reaches_the_cluster(tmp_pa
         KubeApi.from_kubeconfig(stack.kubeconfig_at_up).pods(NAMESPACE, "job-name=train")
     assert refused.value.status == 401
     # ... and the command printed for a destroy by hand runs the program too.
-    assert "pulumi destroy --stack large-a100-k8s --run-program" in out
+    assert "GPU_TRAINING_TEARDOWN=1 pulumi destroy --stack large-a100-k8s --run-program" in out
     # After the destroy, only what outlives it is still said to bill (the bucket's checkpoints).
     after = out.split("Still billing after destroy")[1]
     assert "checkpoints, markers and reports" in after and "ACK control plane" not in after
@@ -310,6 +310,8 @@ def test_the_automation_layer_runs_the_program_on_teardown_and_needs_a_cli_that_
     layer.destroy(print)
     assert [(name, options.get("run_program")) for name, options in layer._stack.calls] == [
         ("refresh", True), ("destroy", True), ("destroy", None)]
+    # The program Pulumi runs for them knows it is a teardown (components/teardown.py).
+    assert layer._stack.workspace.env_vars == {"GPU_TRAINING_TEARDOWN": "1"}
     layer._stack = AutomationStackRecorder("3.150.0")
     with pytest.raises(AutomationError, match="--run-program came in " + ".".join(map(str, RUN_PROGRAM_SINCE))):
         layer.destroy(print, run_program=True)

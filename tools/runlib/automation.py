@@ -10,6 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Optional
 
+from components.teardown import TEARDOWN_ENV
+
 
 # `pulumi refresh --run-program` / `pulumi destroy --run-program` (the Automation API's run_program=True).
 RUN_PROGRAM_SINCE = (3, 160, 0)
@@ -77,6 +79,10 @@ class PulumiStack:
                 f" came in {'.'.join(map(str, RUN_PROGRAM_SINCE))}, {RUN_PROGRAM_SOURCE}); without it this stack's"
                 " teardown uses an expired credential. Upgrade the CLI (https://www.pulumi.com/docs/install/) and"
                 " run the destroy again")
+        # The program then runs only to give the providers fresh credentials: rules about what `up` would create
+        # are warnings, so a stack made before such a rule can still be torn down (components/teardown.py).
+        workspace = self._stack.workspace
+        workspace.env_vars = {**(getattr(workspace, "env_vars", None) or {}), TEARDOWN_ENV: "1"}
         return {"run_program": True}
 
 

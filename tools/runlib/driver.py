@@ -18,6 +18,8 @@ from typing import Callable, Mapping, Optional
 from rich.console import Console
 from rich.table import Table
 
+from components.teardown import TEARDOWN_ENV
+
 from . import exitcodes
 from .automation import AutomationError
 from .bucket import BucketError, StackBucket
@@ -67,12 +69,13 @@ def commands_for(opts: RunOptions) -> Commands:
     join = shlex.join
     # Pulumi CLI >= 3.160 (automation.RUN_PROGRAM_SINCE): without it, teardown reuses the credential in state.
     run_program = " --run-program" if opts.teardown_runs_program else ""
+    teardown = f"{TEARDOWN_ENV}=1 " if opts.teardown_runs_program else ""
     return Commands(
         watch=join([*base, "--watch-only"]),
         destroy=join([*base, "--destroy-only"]),
         force_destroy=join([*base, "--destroy-only", "--force"]),
-        pulumi_destroy=f"pulumi refresh --stack {shlex.quote(opts.stack)} --yes{run_program} && "
-                       f"pulumi destroy --stack {shlex.quote(opts.stack)}{run_program}",
+        pulumi_destroy=f"{teardown}pulumi refresh --stack {shlex.quote(opts.stack)} --yes{run_program} && "
+                       f"{teardown}pulumi destroy --stack {shlex.quote(opts.stack)}{run_program}",
         restart_agent="sudo systemctl restart gpu-training-agent",
     )
 
