@@ -205,7 +205,7 @@ def test_a_destroy_after_the_kubeconfig_expired_still_reaches_the_cluster(tmp_pa
         KubeApi.from_kubeconfig(stack.kubeconfig_at_up).pods(NAMESPACE, "job-name=train")
     assert refused.value.status == 401
     # ... and the command printed for a destroy by hand runs the program too.
-    assert "GPU_TRAINING_TEARDOWN=1 pulumi destroy --stack large-a100-k8s --run-program" in out
+    assert "pulumi destroy --stack large-a100-k8s --run-program" in out
     # After the destroy, only what outlives it is still said to bill (the bucket's checkpoints).
     after = out.split("Still billing after destroy")[1]
     assert "checkpoints, markers and reports" in after and "ACK control plane" not in after
@@ -316,3 +316,15 @@ def test_the_automation_layer_runs_the_program_on_teardown_and_needs_a_cli_that_
     with pytest.raises(AutomationError, match="--run-program came in " + ".".join(map(str, RUN_PROGRAM_SINCE))):
         layer.destroy(print, run_program=True)
     assert layer._stack.calls == [], "nothing is started with a CLI that would reuse the expired credential"
+
+
+def test_the_destroy_by_hand_tells_the_program_it_is_a_teardown(tmp_path):
+    """The printed fallback command sets GPU_TRAINING_TEARDOWN, as run.py's own teardown does (components/teardown.py)."""
+    from tools.runlib.driver import RunOptions, commands_for
+
+    by_hand = commands_for(RunOptions(stack=STACK, work_dir=tmp_path, out_dir=tmp_path / "out",
+                                      teardown_runs_program=True)).pulumi_destroy
+    assert by_hand == (f"GPU_TRAINING_TEARDOWN=1 pulumi refresh --stack {STACK} --yes --run-program && "
+                       f"GPU_TRAINING_TEARDOWN=1 pulumi destroy --stack {STACK} --run-program")
+    vm = commands_for(RunOptions(stack="medium-a100", work_dir=tmp_path, out_dir=tmp_path / "out")).pulumi_destroy
+    assert "GPU_TRAINING_TEARDOWN" not in vm and "--run-program" not in vm
