@@ -593,8 +593,11 @@ class BccInstanceProvider(BaiduProvider):
         else:
             call_name = "CreateInstanceBySpec"
             common.pop("spec")
+            # isEipAutoRelatedDelete here too: the auto release at maxHours then frees the public IP
+            # (the SDK omits the field unless it is given, bce_api.yaml).
             send = lambda: bcc.create_instance_by_spec(  # noqa: E731
-                inputs["spec"], inputs["imageId"], billing=Billing("Postpaid"), **common)
+                inputs["spec"], inputs["imageId"], billing=Billing("Postpaid"), is_eip_auto_related_delete=True,
+                **common)
         got = bceapi.body(self.api(inputs["name"], call_name, send))
         instance_id = got["instance_ids"][0]
         outs = self._wait_running(instance_id, inputs["name"])
@@ -626,7 +629,8 @@ class BccInstanceProvider(BaiduProvider):
             moment = moment.split(".")[0] + "Z"
         bcc = bceapi.client("bcc", self.settings())
         self.api(instance_id, "AutoReleaseInstance", lambda: bcc.auto_release_instance(
-            instance_id, release_time=moment, client_token=client_token("release+" + instance_id, {"t": moment})))
+            instance_id, release_time=moment, client_token=client_token("release+" + instance_id, {"t": moment}),
+            is_eip_auto_related_delete=True))
 
     def _read(self, id_, inputs):
         instance = bceapi.body(self.api(id_, "GetInstance", lambda: bceapi.client(

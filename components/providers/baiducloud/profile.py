@@ -135,11 +135,13 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
                        " the JSON form. If it is wrong, BindInstanceRole may succeed while the metadata service"
                        " serves no credentials: the agent stops at boot with 'role credentials: none'")
     yield ("maxHours", "unverified without an account: what BCC's auto release (the cloud-side TTL at maxHours)"
-                       " does with the CDS data disk and the public IP is not documented (API 'Setting Auto-Release"
-                       " for Postpay', https://intl.cloud.baidu.com/en/doc/BCC/s/8lfrq74kx-intl-en, takes a release"
-                       " time only). pulumi destroy and the node's self-release free both (the POST release with"
-                       " relatedReleaseFlag); bid nodes give up their public IP (isEipAutoRelatedDelete). After a"
-                       " node ended at maxHours, check the CDS and EIP lists: see keepsBilling")
+                       " does with the CDS data disk is not documented (API 'Setting Auto-Release for Postpay',"
+                       " https://intl.cloud.baidu.com/en/doc/BCC/s/8lfrq74kx-intl-en, names a release time only;"
+                       " the disk is created with deleteWithInstance). Its public IP is asked to go with it"
+                       " (isEipAutoRelatedDelete on the create and the auto release call: bce-python-sdk 0.9.79"
+                       " bcc_client.py:4643, 4780). pulumi destroy and the node's self-release free both (the POST"
+                       " release with relatedReleaseFlag). After a node ended at maxHours, check the CDS list:"
+                       " see keepsBilling")
     if has_public_address(spec):
         data = ""
         if spec.data.stage and spec.data.size_gb:
