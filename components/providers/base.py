@@ -343,6 +343,20 @@ class NodeLaunch:
     public_bandwidth: Optional[int]  # outbound-only public bandwidth (Mbit/s), or None
     internet_charge: Optional[str]
 
+    def pool_size(self) -> pulumi.Output[int]:
+        """A spot pool's wanted size: spec.nodes, or 0 once its TTL has (nearly) passed. A pool's TTL is a
+        scheduled action that fires once and sets it to zero; a later `pulumi up` that set it back to
+        `nodes` would start spot GPUs that nothing stops (audit W4, on every cloud with a scheduled TTL)."""
+        from components import clock
+
+        def size(expires_at: str) -> int:
+            note = clock.expired_note(expires_at)
+            if note is None:
+                return self.spec.nodes
+            pulumi.log.warn(f"the spot pool is kept at 0 instances: {note}")
+            return 0
+        return pulumi.Output.from_input(self.expires_at).apply(size)
+
 
 class NodesComponent(pulumi.ComponentResource):
     """A compute part's component: its subclass fills the four outputs from on_demand() or spot_pool()."""

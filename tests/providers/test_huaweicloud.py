@@ -285,33 +285,6 @@ def test_the_generated_key_keeps_only_a_public_key_and_the_same_one_across_ups()
     assert provider.diff(made.id, made.outs, {"comment": "other"}).replaces == ["comment"]
 
 
-def test_an_up_after_the_pools_ttl_keeps_it_at_zero_instances(caplog):
-    """W4: the scheduled policy fires once; a later `pulumi up` must not set the group back to `nodes`."""
-    import logging
-    import os
-
-    from components import clock
-    from tools.mockrun import run_program
-
-    config = load_stack_config("hw-medium-v100")
-    first = run_program(config, "hw-medium-v100")
-    expires = clock.parse(first.outputs["expiresAt"])
-    before = os.environ[clock.CLOCK_ENV]
-    try:
-        for moment, wanted in ((expires - timedelta(hours=1), 1), (expires - timedelta(minutes=10), 0),
-                               (expires + timedelta(hours=2), 0)):
-            os.environ[clock.CLOCK_ENV] = clock.rfc3339(moment)
-            caplog.clear()
-            with caplog.at_level(logging.WARNING):  # the mock engine logs pulumi.log.warn here
-                later = run_program(config, "hw-medium-v100", prior=first)
-            assert later.outputs["expiresAt"] == first.outputs["expiresAt"]
-            assert one(later, GROUP).inputs["desireInstanceNumber"] == wanted, moment
-            if not wanted:
-                assert "spot pool is kept at 0 instances" in caplog.text
-    finally:
-        os.environ[clock.CLOCK_ENV] = before
-
-
 def test_an_up_past_the_ttl_refuses_to_start_capped_spot_ecss_again():
     """Capped spot ECSs have no cloud-side TTL: a later up past expiresAt (which would recreate a node its
     agent released) stops with the reason instead."""

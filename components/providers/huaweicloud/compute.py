@@ -67,16 +67,6 @@ def key_pair_name(spec: Spec) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", f"gpu-training-{spec.stack}")[:64]
 
 
-def desired_nodes(nodes: int, expires_at: str) -> int:
-    """The pool's size: `nodes`, or 0 once its TTL has (nearly) passed. The scheduled policy that empties
-    the pool fires once; an AS group told `nodes` after that would start spot GPUs nothing stops."""
-    note = clock.expired_note(expires_at)
-    if note is None:
-        return nodes
-    pulumi.log.warn(f"the spot pool is kept at 0 instances: {note}")
-    return 0
-
-
 def unexpired(expires_at: str, value: str) -> str:
     """`value`, unless the TTL has (nearly) passed: then the up stops. A capped spot ECS has no cloud-side
     TTL, so one (re)created now, e.g. after its agent released it, would run until someone destroys it."""
@@ -185,8 +175,7 @@ class Nodes(NodesComponent):
             vpc_id=launch.network.vpc_id, networks=[as_.GroupNetworkArgs(id=s) for s in launch.network.subnet_ids.values()],
             security_groups=[as_.GroupSecurityGroupArgs(id=launch.network.security_group_id)],
             availability_zones=zones, multi_az_scaling_policy="PRIORITY",
-            desire_instance_number=pulumi.Output.from_input(launch.expires_at).apply(
-                lambda expiry: desired_nodes(spec.nodes, expiry)),
+            desire_instance_number=launch.pool_size(),
             min_instance_number=0, max_instance_number=spec.nodes,
             agency_name=launch.identity.role_name, health_periodic_audit_method="NOVA_AUDIT",
             # What the group removes is deleted, with its EIP and disks: nothing keeps billing.

@@ -162,7 +162,7 @@ class Nodes(NodesComponent):
             f"{launch.ctx.name}-spot-pool", scaling_group_name=pool_name(spec),
             configuration_id=config.id, vpc_id=launch.network.vpc_id,
             subnet_ids=list(launch.network.subnet_ids.values()),
-            max_size=spec.nodes, min_size=0, desired_capacity=spec.nodes,
+            max_size=spec.nodes, min_size=0, desired_capacity=launch.pool_size(),
             multi_zone_subnet_policy="PRIORITY", retry_policy="INCREMENTAL_INTERVALS",
             termination_policies="NEWEST_INSTANCE", health_check_type="CVM", tags=launch.tags, opts=child)
         # The pool's TTL: at expires_at auto scaling brings the group to zero nodes.
