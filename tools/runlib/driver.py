@@ -28,7 +28,8 @@ from .kubeapi import KubeApi
 from .markers import Verdict, assess, current
 from .report import ReportError, render, report_folder
 from .startcheck import StartCheck
-from .watch import CostRate, Watcher, WatchResult, clock_text
+from .spend import cost_so_far, money_text
+from .watch import Watcher, WatchResult, clock_text
 
 DEFAULT_TIMEOUT_H = 24.0
 
@@ -198,7 +199,6 @@ class Driver:
         node_count = int(outputs.get("nodeCount") or 1)
         if isinstance(outputs.get("restartAgent"), str):  # the stack says how its agent is restarted (a pod's)
             self.cmd = replace(self.cmd, restart_agent=outputs["restartAgent"])
-        cost = CostRate.from_output(outputs.get("costPerHour"))
         try:
             bucket = self.bucket_factory(checkpoint, str(outputs.get("stack") or opts.stack))
             baseline, since, stack_started = self._baseline(bucket, stack, up_started)
@@ -222,7 +222,7 @@ class Driver:
                 self.phase = "watch"
                 self.say(f"watching {bucket.url}markers/ for {node_count} node(s), timeout "
                          f"{opts.timeout_h:g} h (Ctrl-C leaves the stack running)", "bold")
-                watcher = Watcher(bucket, node_count, cost, baseline=baseline, since=since,
+                watcher = Watcher(bucket, node_count, outputs, baseline=baseline, since=since,
                                   stack_started=stack_started, timeout_s=opts.timeout_h * 3600,
                                   poll_s=opts.poll_s, settle_s=opts.settle_s, console=self.console,
                                   now=self.now, sleep=self.sleep, start_check=self._start_check(outputs))
@@ -238,7 +238,7 @@ class Driver:
             self.continue_hints()
             return exitcodes.ERROR
 
-        self._summary(result, files, report_dir, cost, stack_started, quarantined)
+        self._summary(result, files, report_dir, outputs, stack_started, quarantined)
         if result.start_failed:
             return self._act(stack, decide_start_failed(result.start_failed, opts.keep, self.cmd))
         decision = decide(result.verdict or assess([], node_count), result.timed_out, opts.keep, opts.force,
@@ -285,7 +285,7 @@ class Driver:
                  f"last update ({since.isoformat() if since else 'unknown: every marker counts'})", "yellow")
         return None, since, since.timestamp() if since else None
 
-    def _summary(self, result: WatchResult, files: list[Path], report_dir: Path, cost: CostRate,
+    def _summary(self, result: WatchResult, files: list[Path], report_dir: Path, outputs: Mapping,
                  stack_started: Optional[float], quarantined: list[dict]) -> None:
         verdict: Optional[Verdict] = result.verdict
         table = Table(title=f"stack {self.opts.stack}: nodes", title_justify="left")
@@ -299,12 +299,14 @@ class Driver:
         if result.markers:
             self.console.print(table)
         elapsed = self.now() - stack_started if stack_started else None
-        spent = cost.so_far(elapsed) if elapsed is not None else None
+        spent = cost_so_far(outputs, result.markers, self.now(), stack_started)
         self.say(f"outcome: {verdict.state if verdict else 'NO_MARKERS'}"
                  + (" (timed out)" if result.timed_out and self.opts.mode != "destroy" else "")
                  + f", preemptions seen: {result.preemptions}"
-                 + (f", elapsed {clock_text(elapsed)}" if elapsed is not None else "")
-                 + (f", effective cost so far ~{spent:.2f} {cost.currency or ''}" if spent is not None else ""))
+                 + (f", elapsed {clock_text(elapsed)}" if elapsed is not None else ""))
+        # What it rests on: each node's own figure or running time, and the dated price (or how to get one).
+        self.say(f"cost so far: ~{money_text(spent)} ({spent['basis']})"
+                 + (f"; price: {spent['price']}" if spent.get("price") else ""))
         if files:
             self.say(f"report: {len(files)} file(s) in {report_dir}")
             self._utilisation(report_dir, sorted({m.node for m in result.markers}))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable, Optional
 
-from .status import FINAL_STATES
+from .markers import FINAL_STATES
 
 LOG_NAMES = ("trainer.log", "agent.log")
 

@@ -15,6 +15,8 @@ from typing import Iterable, Mapping, Optional
 
 SAVED_STATES = frozenset({"DONE", "FAILED", "PREEMPTED"})
 KNOWN_STATES = SAVED_STATES | {"RUNNING", "SYNC_FAILED"}
+# A node in one of these has stopped for good: its marker holds its own duration and cost.
+FINAL_STATES = SAVED_STATES | {"SYNC_FAILED"}
 UNREADABLE = "UNREADABLE"
 
 

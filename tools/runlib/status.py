@@ -3,9 +3,8 @@ what keeps billing and the cost so far. Reads the bucket and the stack outputs o
 
 The outputs are the Pulumi stack's (Automation API), the stack file's offline equivalent when no
 Pulumi backend is at hand, or a kept rehearsal's record (localbucket.py): the same keys each time.
-Cost so far: each node's own figure from its marker (the agent's effective rate times its hours),
-and for nodes still running the stack's costPerHour times the time since they started, through
-`cost_so_far`, the one seam for a price source that knows more (e.g. a dated price list).
+Cost so far: spend.cost_so_far (each ended node's own figure from its marker, the stack's costPerHour share
+for nodes still running), with the price it rests on.
 """
 from __future__ import annotations
 
@@ -14,10 +13,9 @@ import time
 from datetime import datetime, timezone
 from typing import Mapping, Optional
 
-from .markers import SAVED_STATES, Marker, assess, current, parse_time
-from .watch import CostRate, clock_text
-
-FINAL_STATES = SAVED_STATES | {"SYNC_FAILED"}
+from .markers import assess, current, parse_time
+from .spend import cost_so_far
+from .watch import clock_text
 
 
 def step_of(manifest: Mapping) -> Optional[int]:
@@ -31,30 +29,6 @@ def snapshot_time(snapshot_id: str) -> Optional[datetime]:
     """Snapshot ids start with their UTC time (node_agent/store.py): 20261204T143000.123456789Z-<node>."""
     m = re.match(r"(\d{8}T\d{6})", snapshot_id or "")
     return datetime.strptime(m.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=timezone.utc) if m else None
-
-
-def cost_so_far(outputs: Mapping, markers: list[Marker], now: float) -> dict:
-    """{amount, currency, basis}: amount None when no price is known (the basis says why)."""
-    rate = CostRate.from_output(outputs.get("costPerHour"))
-    nodes = max(1, int(outputs.get("nodeCount") or 1))
-    amount, currency, parts = 0.0, rate.currency, []
-    for m in markers:
-        spent = m.body.get("estimatedCost")
-        if m.state in FINAL_STATES and isinstance(spent, (int, float)):
-            amount += float(spent)
-            currency = currency or m.body.get("currency")
-            parts.append(f"{m.node}: {spent:g} (its marker)")
-            continue
-        began = parse_time(m.body.get("startedAt"))
-        if rate.effective is None or began is None:
-            basis = (outputs.get("costPerHour") or {}).get("basis") if isinstance(outputs.get("costPerHour"),
-                                                                                 Mapping) else None
-            return {"amount": None, "currency": currency, "basis": basis or "no price known for this stack"}
-        amount += rate.effective / nodes * max(0.0, now - began.timestamp()) / 3600
-        parts.append(f"{m.node}: running since {began.isoformat()}")
-    if not markers:
-        return {"amount": None, "currency": currency, "basis": "no node has reported yet"}
-    return {"amount": round(amount, 4), "currency": currency, "basis": "; ".join(parts)}
 
 
 def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = None,
@@ -132,6 +106,8 @@ def render(console, doc: Mapping) -> None:
     cost = doc["costSoFar"]
     say(f"cost so far: {cost['amount']:g} {cost['currency'] or ''}".rstrip() if cost["amount"] is not None
         else f"cost so far: unknown ({cost['basis']})")
+    if cost["amount"] is not None and cost.get("price"):
+        say(f"  price: {cost['price']}")
     if doc["earlierRunsLeftOut"]:
         say(f"left out: {doc['earlierRunsLeftOut']} marker(s) of earlier runs (--all shows them)")
     if doc["keepsBilling"]:

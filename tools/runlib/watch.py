@@ -17,23 +17,7 @@ from rich.text import Text
 
 from .bucket import BucketError
 from .markers import Marker, Verdict, assess, current
-
-
-@dataclass(frozen=True)
-class CostRate:
-    """The stack's cost per hour (all nodes) from its ``costPerHour`` output; None = unknown."""
-    currency: Optional[str]
-    effective: Optional[float]
-
-    @classmethod
-    def from_output(cls, value) -> "CostRate":
-        value = value if isinstance(value, Mapping) else {}
-        # "effective" is how stacks deployed before 2026-12-03 spelled it.
-        rate = value.get("effectivePerHour", value.get("effective"))
-        return cls(value.get("currency"), float(rate) if isinstance(rate, (int, float)) else None)
-
-    def so_far(self, seconds: float) -> Optional[float]:
-        return None if self.effective is None else self.effective * seconds / 3600
+from .spend import cost_so_far, money_text
 
 
 @dataclass
@@ -52,11 +36,10 @@ def clock_text(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def status_line(result: WatchResult, running_s: float, cost: CostRate) -> str:
-    """One line: elapsed, effective cost so far, node states, last utilisation, preemptions."""
+def status_line(result: WatchResult, running_s: float, cost: Mapping) -> str:
+    """One line: elapsed, cost so far (spend.cost_so_far), node states, last utilisation, preemptions."""
     verdict = result.verdict
-    spent = cost.so_far(running_s)
-    money = f"{spent:.2f} {cost.currency or ''}".rstrip() if spent is not None else "unknown"
+    money = money_text(cost)
     states = ", ".join(f"{n} {s}" for s, n in sorted(verdict.counts.items())) if verdict and verdict.counts \
         else "no node reported yet"
     # The most recently written marker that carries a utilisation summary.
@@ -71,13 +54,14 @@ def status_line(result: WatchResult, running_s: float, cost: CostRate) -> str:
 
 
 class Watcher:
-    def __init__(self, bucket, node_count: int, cost: CostRate, *, baseline: Optional[Mapping[str, str]],
+    def __init__(self, bucket, node_count: int, outputs: Mapping, *, baseline: Optional[Mapping[str, str]],
                  since: Optional[datetime] = None, stack_started: Optional[float] = None,
                  timeout_s: float, poll_s: float = 10.0, settle_s: float = 600.0,
                  console: Optional[Console] = None,
                  now: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
                  start_check: Optional[Callable[[float], Optional[str]]] = None):
-        self.bucket, self.node_count, self.cost = bucket, node_count, cost
+        # The stack's outputs: costPerHour and nodeCount price the run so far (spend.py).
+        self.bucket, self.node_count, self.outputs = bucket, node_count, outputs
         # Called with the seconds since the watch began (right after `up`) while no node has reported; a reason
         # ends the watch.
         self.start_check = start_check
@@ -135,7 +119,7 @@ class Watcher:
                 now = self.now()
                 if result.verdict is not None and result.verdict.state == "FAILED":
                     failed_since = failed_since or now
-                line = status_line(result, now - started, self.cost)
+                line = status_line(result, now - started, cost_so_far(self.outputs, result.markers, now, started))
                 if live:
                     live.update(Text(line))
                 else:
