@@ -401,6 +401,24 @@ def test_what_keeps_billing_is_shown_after_up_when_left_running_and_after_destro
     assert "Still billing after destroy" in after and "checkpoints, markers" in after and "CPFS" not in after
 
 
+def test_an_item_that_may_bill_past_the_destroy_is_still_listed_after_it(tmp_path, s3, bucket, moto_url):
+    """A key in a pending-deletion window whose billing is not documented (Baidu KMS) is named after the destroy
+    even though the destroy is what ends it (Lingering.bills_after_destroy)."""
+    from components.providers.baiducloud.profile import keeps_billing
+    from components.spec import build_spec
+    from tools.stackfiles import load_stack_config
+
+    kms = [i.as_dict() for i in keeps_billing(build_spec(load_stack_config("bd-large-a100"), stack="bd-large-a100"))
+           if "KMS" in i.what]
+    assert kms and kms[0]["billsAfterDestroy"] and kms[0]["until"].startswith("pulumi destroy")
+    stack = FakeStack({**outputs_for(moto_url, bucket), "keepsBilling": [*KEEPS_BILLING, *kms]})
+    put_marker(s3, bucket, "i-1", "DONE")
+    code, out = run_main(tmp_path, stack, "--destroy-only", "--yes")
+    assert stack.calls[-2:] == ["refresh", "destroy"], out
+    after = out.split("Still billing after destroy")[1]
+    assert "KMS key of the data disk" in after and "CPFS" not in after
+
+
 def test_no_terminal_and_no_yes_declines_and_keeps_the_stack(tmp_path, s3, bucket, moto_url):
     stack = FakeStack(outputs_for(moto_url, bucket))
     stack.on_up = lambda: put_marker(s3, bucket, "i-1", "DONE", exitCode=0)

@@ -380,7 +380,7 @@ class Driver:
         self.say(f"stack {self.opts.stack} destroyed; checkpoints and report stay in the bucket", "bold green")
         # What ends with the destroy says so first ("pulumi destroy", maybe followed by how run.py gets there).
         self.keeps_billing = [i for i in self.keeps_billing if isinstance(i, Mapping)
-                              and not str(i.get("until") or "").startswith("pulumi destroy")]
+                              and (i.get("billsAfterDestroy") or not str(i.get("until") or "").startswith("pulumi destroy"))]
         self.billing_lines("Still billing after destroy (yours to delete):")
         return decision.exit_code
 

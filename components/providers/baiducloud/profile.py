@@ -158,7 +158,9 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
     items = [Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BucketObject",
                        "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"),
              Lingering("KMS key of the data disk (pending deletion for 7 days after destroy)", TYPE_PREFIX + "KmsKey",
-                       "1 key", "KMS price list", None, "pulumi destroy, then the pending window")]
+                       "1 key", "KMS price list", None,
+                       "pulumi destroy, then the pending window (unverified: whether Baidu KMS bills a key pending"
+                       " deletion is not in the pages read)", bills_after_destroy=True)]
     # A node ended by the auto release (maxHours): whether BCC frees its data disk (and, for a Postpaid
     # node, its EIP) is undocumented; the state then holds an instance that is gone, so pulumi destroy's
     # release finds nothing and frees nothing. Listed so that nobody assumes it is free.

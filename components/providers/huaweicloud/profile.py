@@ -213,7 +213,10 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
 # ---------------------------------------------------------------- billing
 def keeps_billing(spec) -> tuple[Lingering, ...]:
     items = [Lingering("KMS key that encrypts the stack's disks", "huaweicloud:Dew/key:Key", "1 custom key",
-                       "per key-month (DEW price list)", None, "pulumi destroy (then 7 days pending deletion)")]
+                       "per key-month (DEW price list)", None,
+                       "pulumi destroy (the key then waits 7 days pending deletion, which is not charged: DEW user"
+                       " guide 'Deleting a Key', https://support.huaweicloud.com/intl/es-us/ally-visitor-1-usermanual-kms/"
+                       "dew_01_0031.html)")]
     if spec.shared_storage == TURBO:
         items.append(Lingering(f"SFS Turbo file system ({TURBO_SHARE_TYPE}, {TURBO_HPC_BANDWIDTH})",
                                "huaweicloud:Sfs/turbo:Turbo", f"{spec.shared_storage_gb:,} GiB",
