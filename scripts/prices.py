@@ -174,8 +174,12 @@ def refresh(args: argparse.Namespace) -> int:
     if missing:
         return fail(f"no {module.DISPLAY} credentials in the environment: {missing}")
 
-    answers = module.fetch(types, region=args.region, zone=args.zone, image=args.image, endpoint=args.endpoint,
-                           spot=args.spot, env=os.environ, project_id=args.project_id)
+    try:
+        answers = module.fetch(types, region=args.region, zone=args.zone, image=args.image, endpoint=args.endpoint,
+                               spot=args.spot, env=os.environ, project_id=args.project_id)
+    except ModuleNotFoundError as error:  # the cloud SDKs that sign price requests are an extra, not the runtime
+        return fail(f"{module.DISPLAY}'s price API is called through {error.name}, which is not installed:"
+                    " pip install -e '.[prices]' (pyproject.toml)")
     source = module.source(args.endpoint, args.region)
     quotes = {name: catalog_prices.Quote(name, answer["onDemandPerHour"], answer["currency"], args.region, source,
                                          answer.get("spotPerHour"), answer.get("caveat"))

@@ -393,3 +393,21 @@ def test_baidu_prices_a_postpaid_spec_in_the_zone_and_asks_the_bid_market_price(
         assert "clientToken" in urlsplit(r["path"]).query
     price = rows(path)[spec]["price"]
     assert "hourly unit assumed" in price["caveat"]
+
+
+@pytest.mark.parametrize("provider,sdk", [("alicloud", "alibabacloud_ecs20140526"), ("tencentcloud", "tencentcloud"),
+                                          ("huaweicloud", "huaweicloudsdkcore")])
+def test_a_refresh_without_the_price_sdks_says_which_extra_to_install(tmp_path, provider, sdk):
+    """The SDKs that sign price requests are the `prices` extra, not the runtime: without one, exit 2 and the
+    pip line, no traceback. The SDK is hidden by a package of its name first on the path that is not there."""
+    shadow = tmp_path / "shadow" / sdk
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(f"raise ModuleNotFoundError('No module named ' + {sdk!r}, name={sdk!r})\n")
+    args, _ = CASES[provider]
+    env = environment(**CREDENTIALS[provider])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tmp_path / "shadow"), env.get("PYTHONPATH")]))
+    run = prices("refresh", "--provider", provider, *args, "--endpoint", "http://127.0.0.1:9",
+                 "--catalog", str(catalog_copy(tmp_path, provider)), env=env)
+    assert run.returncode == 2, run.stderr
+    assert f"{sdk}, which is not installed: pip install -e '.[prices]'" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -90,6 +90,8 @@ def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Opti
     names = list(types)
     try:
         status, answer = _post(endpoint or ENDPOINT, request_body(names, region, project_id or ""), env)
+    except ModuleNotFoundError:  # the signer is the `prices` extra: prices.py names the pip line
+        raise
     except Exception as error:  # transport errors: every type is unpriced, with the reason
         return {name: f"ListOnDemandResourceRatings failed: {error}" for name in names}
     if status != 200:
