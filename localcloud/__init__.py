@@ -318,3 +318,4 @@ class LocalS3:
     def stop(self):
         self.server.shutdown()
         self.thread.join(timeout=10)
+        self.server.server_close()  # the listening socket, or each test leaves one open
