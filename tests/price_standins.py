@@ -15,10 +15,9 @@ Wire formats (what the official SDKs send and parse):
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from http_standin import RecordingStandIn
 from tools import price_rules
 
 NOT_SOLD = {"ecs.gn8is.2xlarge", "GT4.4XLARGE96", "p2s.2xlarge.8"}  # the stand-ins price none of these
@@ -36,48 +35,16 @@ def disk_price_of(category: str, level: str | None) -> float:
     return round(0.0005 * (len(category) + len(level or "")), 6)
 
 
-class PriceStandIn:
+class PriceStandIn(RecordingStandIn):
     def __init__(self, cloud: str, deny: bool = False):
+        super().__init__()
         self.cloud, self.deny = cloud, deny
         self.rules = price_rules.load(cloud)
-        self.requests: list[dict] = []
         self.refusals: list[tuple[str, str]] = []
-        stand_in = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                self.do_POST()
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode() if length else ""
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                stand_in.requests.append({"method": self.command, "path": self.path, "headers": headers, "body": body})
-                status, payload = stand_in.answer(self.command, self.path, headers, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, method, path, headers, body):
+        status, payload = self.answer(method, path, headers, body)
+        return status, "application/json", json.dumps(payload).encode()
 
     # ------------------------------------------------------------ parsing: the call and its parameters
 

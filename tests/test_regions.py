@@ -8,8 +8,6 @@ the file as it was. Stub below is the stand-in server the region stand-ins answe
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 import yaml
 
 from components.providers import regions as region_tables
+from http_standin import RecordingStandIn
 from test_prices import CREDENTIALS, KEY_ID, SECRET, environment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,47 +28,16 @@ CLOUD = {
 }
 
 
-class Stub:
-    """A local HTTP server answering through answer_<kind>(path, headers, body) and recording each request."""
+class Stub(RecordingStandIn):
+    """A region API stand-in answering through answer_<kind>(path, headers, body)."""
 
     def __init__(self, kind: str, deny: bool = False):
-        self.kind, self.deny, self.requests = kind, deny, []
-        stub = self
+        super().__init__()
+        self.kind, self.deny = kind, deny
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                self.do_POST()
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode() if length else ""
-                stub.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
-                                      "body": body})
-                status, content_type, payload = getattr(stub, f"answer_{stub.kind}")(self.path, self.headers, body)
-                data = payload.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, method, path, headers, body):
+        status, content_type, payload = getattr(self, f"answer_{self.kind}")(path, headers, body)
+        return status, content_type, payload.encode()
 
     @staticmethod
     def params(path: str, body: str) -> dict:
@@ -95,7 +63,7 @@ class RegionStub(Stub):
         return 400, "application/json", json.dumps({"Code": "InvalidAction", "Message": "?", "RequestId": "r"})
 
     def answer_tencentcloud(self, path, headers, body):
-        action, region = headers.get("X-TC-Action"), headers.get("X-TC-Region")
+        action, region = headers.get("x-tc-action"), headers.get("x-tc-region")
         if self.deny:
             return 200, "application/json", json.dumps({"Response": {"Error": {
                 "Code": "AuthFailure.SecretIdNotFound", "Message": "no"}, "RequestId": "r"}})

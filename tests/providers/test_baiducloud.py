@@ -18,7 +18,7 @@ import pytest
 from components import tags
 from components.providers.baiducloud import bceapi, dynamic
 from components.providers.baiducloud.bceapi import BceApiError
-from components.providers.baiducloud.localcloud import ACCESS_KEY, SECRET_KEY, CloudApi
+from components.providers.baiducloud.localcloud import SECRET_KEY
 from tools.mockrun import run_program
 from tools.stackfiles import apply_overrides, load_stack_config
 
@@ -27,14 +27,8 @@ FAST = dict(first_wait_s=0.01, poll_s=0.01)
 
 
 @pytest.fixture
-def api(monkeypatch):
-    stand_in = CloudApi()
-    monkeypatch.setenv(bceapi.ENDPOINT_ENV, stand_in.url)
-    monkeypatch.setenv(bceapi.ACCESS_KEY_ENV, ACCESS_KEY)
-    monkeypatch.setenv(bceapi.SECRET_KEY_ENV, SECRET_KEY)
-    monkeypatch.delenv(bceapi.TOKEN_ENV, raising=False)
-    yield stand_in
-    stand_in.stop()
+def api(bce_api):  # tests/providers/conftest.py
+    return bce_api
 
 
 def provider(kind: str, **settings):
