@@ -13,11 +13,12 @@ RSA, not Ed25519: the key format Huawei's own key pair example imports (docs/res
 """
 from __future__ import annotations
 
-import pickle
 from typing import Optional
 
 import pulumi
 from pulumi import dynamic
+
+from components.dynamic_pickle import pickler_kept
 
 TYPE = "pulumi-python:dynamic/gpu-training:GeneratedPublicKey"
 RSA_BITS = 3072
@@ -51,10 +52,5 @@ class GeneratedPublicKey(dynamic.Resource, module="gpu-training", name="Generate
     public_key: pulumi.Output[str]
 
     def __init__(self, name: str, comment: str, opts: Optional[pulumi.ResourceOptions] = None):
-        # pulumi 3.272's serialize_provider leaves the pickler wrapped once more per dynamic resource
-        # (see components/providers/baiducloud/dynamic.py _Resource): put it back as it was.
-        saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
-        try:
+        with pickler_kept():  # components/dynamic_pickle.py
             super().__init__(_Provider(), name, {"comment": comment, "public_key": None}, opts)
-        finally:
-            pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved

@@ -13,11 +13,6 @@ from components.spec import Spec
 VPC_CIDR = cidrs.STACK_VPC
 
 
-def subnet_cidr(index: int, nodes: int = 1) -> str:
-    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
-    return cidrs.subnet(VPC_CIDR, index, nodes)
-
-
 def primary_zone(spec: Spec) -> pulumi.Output:
     """A zone that sells the instance type now (and CPFS, with sharedStorage cpfs); RunError if none does."""
     fs_zones = None
@@ -54,11 +49,11 @@ class Network(pulumi.ComponentResource):
         self.switches = {}
         self.cidrs = {}
         for index, zone in enumerate(zones):
+            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
             switch = alicloud.vpc.Switch(f"{ctx.name}-vswitch-{index}", vpc_id=self.vpc.id,
-                                         cidr_block=subnet_cidr(index, spec.nodes), zone_id=zone,
+                                         cidr_block=self.cidrs[index], zone_id=zone,
                                          vswitch_name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
             self.switches[index] = switch
-            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = alicloud.ecs.SecurityGroup(
             f"{ctx.name}-sg", vpc_id=self.vpc.id, security_group_name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -28,6 +27,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi.dynamic as dyn
 
+from components.dynamic_pickle import pickler_kept
 from components.providers.baiducloud import bceapi
 from components.providers.baiducloud.bceapi import BceApiError, Settings
 from components.providers.baiducloud.profile import TYPE_PREFIX
@@ -770,22 +770,14 @@ PROVIDERS = {"Vpc": VpcProvider, "Subnet": SubnetProvider, "SecurityGroup": Secu
 
 class _Resource(dyn.Resource):
     """A Baidu dynamic resource: `name`, its inputs and the region; its provider is PROVIDERS[kind] (the
-    class's `name=`), with the output inputs of its schema declared empty so they show as outputs.
-
-    It also leaves the pickler as it found it. pulumi 3.272's serialize_provider
-    (pulumi/dynamic/dynamic.py) sets pickle._Pickler._batch_setitems and save_dict to sorting wrappers on
-    every call and restores only pickle.Pickler, so each dynamic resource wraps the wrapper of the one
-    before: one process that serializes ~900 providers (a test session, a large program) fails with
-    RecursionError (the symptom of pulumi/pulumi#17803)."""
+    class's `name=`), with the output inputs of its schema declared empty so they show as outputs, and the
+    pickler left as it was found (components/dynamic_pickle.py)."""
 
     def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
         kind = self._resource_type_name.rsplit(":", 1)[1]
         outputs = {k: None for k, f in SCHEMAS[kind].items() if f.output}
-        saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
-        try:
+        with pickler_kept():
             super().__init__(PROVIDERS[kind](region), name, {**props, "region": region, **outputs}, opts)
-        finally:
-            pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
 
 
 # One class per kind: the class statement's module/name give the type token (pulumi-python:dynamic/baiducloud:<Kind>).

@@ -16,11 +16,6 @@ from components.spec import Spec
 VPC_CIDR = cidrs.STACK_VPC
 
 
-def subnet_cidr(index: int, nodes: int = 1) -> str:
-    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
-    return cidrs.subnet(VPC_CIDR, index, nodes)
-
-
 def security_rules(spec: Spec) -> list[dict]:
     """Members talk freely inside the VPC; SSH from each sshAllowCidrs entry only; all egress."""
     rules = [{"direction": "ingress", "protocol": "", "portRange": "", "sourceIp": VPC_CIDR, "ethertype": "IPv4",
@@ -46,11 +41,11 @@ class Network(pulumi.ComponentResource):
         zones = [spec.zone] + list(spec.spot_zones if spec.spot else ())
         self.subnets, self.cidrs = {}, {}
         for index, zone in enumerate(zones):
+            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
             self.subnets[index] = dynamic.Subnet(
                 f"{ctx.name}-subnet-{index}", {"name": f"gpu-training-{spec.stack}-{index}", "zoneName": zone,
-                                               "cidr": subnet_cidr(index, spec.nodes), "vpcId": self.vpc.id, "tags": tags},
+                                               "cidr": self.cidrs[index], "vpcId": self.vpc.id, "tags": tags},
                 spec.region, child)
-            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = dynamic.SecurityGroup(
             f"{ctx.name}-sg", {"name": f"gpu-training-{spec.stack}", "vpcId": self.vpc.id,
                                "description": "gpu-training nodes: VPC traffic, SSH only from sshAllowCidrs",

@@ -21,14 +21,9 @@ VPC_CIDR = cidrs.STACK_VPC
 ANYWHERE = "0.0.0.0/0"
 
 
-def subnet_cidr(index: int, nodes: int = 1) -> str:
-    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
-    return cidrs.subnet(VPC_CIDR, index, nodes)
-
-
 def gateway_ip(index: int, nodes: int = 1) -> str:
     """The subnet's first address (Huawei's gateway_ip must lie in its CIDR)."""
-    return str(next(ipaddress.ip_network(subnet_cidr(index, nodes)).hosts()))
+    return str(next(ipaddress.ip_network(cidrs.subnet(VPC_CIDR, index, nodes)).hosts()))
 
 
 def sells_flavor(spec: Spec, zone: str) -> bool:
@@ -63,10 +58,10 @@ class Network(pulumi.ComponentResource):
         zones = [self.zone] + [pulumi.Output.from_input(z) for z in (spec.spot_zones if spec.spot else ())]
         self.subnets, self.cidrs = {}, {}
         for index, zone in enumerate(zones):
+            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
             self.subnets[index] = vpc.Subnet(
-                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=subnet_cidr(index, spec.nodes),
+                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=self.cidrs[index],
                 gateway_ip=gateway_ip(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-            self.cidrs[index] = subnet_cidr(index, spec.nodes)
         self.security_group = vpc.Secgroup(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", tags=tags,

@@ -24,11 +24,6 @@ TURBO_CIDR = "10.43.0.0/24"
 ANYWHERE = "0.0.0.0/0"
 
 
-def subnet_cidr(index: int, nodes: int = 1) -> str:
-    """The index-th subnet, sized for the stack's nodes (components/cidrs.py; a /24 up to 208 nodes)."""
-    return cidrs.subnet(VPC_CIDR, index, nodes)
-
-
 def primary_zone(spec: Spec) -> pulumi.Output:
     """A zone that sells the instance type now (and CFS Turbo TP, with sharedStorage cfsturbo); RunError if none."""
     fs_zones = None
@@ -105,10 +100,10 @@ class Network(pulumi.ComponentResource):
         self.subnets = {}
         self.cidrs = {}
         for index, zone in enumerate(zones):
+            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
             self.subnets[index] = subnet.Instance(
                 f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone,
-                cidr_block=subnet_cidr(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-            self.cidrs[index] = subnet_cidr(index, spec.nodes)
+                cidr_block=self.cidrs[index], name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
         self.security_group = security.Group(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",
