@@ -23,8 +23,10 @@ _IMAGE_RE = re.compile(r"[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127
 DEFAULT_IMAGE = "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime"
 # A reference's registry host: its first '/'-separated part when that holds '.' or ':' or is localhost,
 # else Docker Hub; index.docker.io is Docker Hub's legacy name (distribution/reference normalize.go,
-# splitDockerDomain: https://github.com/distribution/reference/blob/main/normalize.go).
+# splitDockerDomain: https://github.com/distribution/reference/blob/main/normalize.go), and
+# registry-1.docker.io the host its pulls go to: all three are read as DOCKER_HUB.
 DOCKER_HUB = "docker.io"
+DOCKER_HUB_ALIASES = frozenset({DOCKER_HUB, "index.docker.io", "registry-1.docker.io"})
 DEFAULT_NAMESPACE = "gpu-training"
 MAX_SYSTEM_NODES = 10
 # How long after `up` the Job's pods may take to start before run.py fails the Job (no pod Running: an image
@@ -51,7 +53,7 @@ def image_registry(image: str) -> str:
     """The registry host an image reference is pulled from (DOCKER_HUB when it names none)."""
     first, _, rest = image.partition("/")
     if rest and ("." in first or ":" in first or first == "localhost"):
-        return DOCKER_HUB if first == "index.docker.io" else first
+        return DOCKER_HUB if first in DOCKER_HUB_ALIASES else first
     return DOCKER_HUB
 
 

@@ -345,13 +345,26 @@ def test_a_mainland_stack_never_pulls_the_training_image_from_docker_hub(image):
     from components.kubernetes.settings import image_registry
     from components.spec import SpecError, build_spec
 
-    assert registry.mainland("cn-beijing") and image_registry(image or "pytorch/pytorch:x") in registry.DOCKER_HUB_HOSTS
+    assert registry.mainland("cn-beijing") and image_registry(image or "pytorch/pytorch:x") == "docker.io"
     with pytest.raises(SpecError) as refused:
         build_spec(_section(image), stack=STACK)
     found = [f for f in refused.value.errors if f.key == "kubernetes.image"]
     assert found, refused.value.render()
     assert "Docker Hub" in found[0].message and "Container Registry (ACR)" in found[0].message
     assert "cn-beijing" in found[0].message
+
+
+@pytest.mark.parametrize("image", ["nvcr.io/nvidia/pytorch:24.08-py3", "ghcr.io/team/trainer:1.0",
+                                   "registry-1.docker.io/pytorch/pytorch:2.4.1"])
+def test_a_mainland_stack_refuses_other_overseas_registries_too(image):
+    """Review of issue 22: Docker Hub is not the only registry behind the border (NGC, GHCR, ...)."""
+    from components.spec import SpecError, build_spec
+
+    with pytest.raises(SpecError) as refused:
+        build_spec(_section(image), stack=STACK)
+    found = [f for f in refused.value.errors if f.key == "kubernetes.image"]
+    assert found and "Container Registry (ACR)" in found[0].message, refused.value.render()
+    assert build_spec(_section(image, "ap-southeast-1"), stack=STACK).kubernetes.image == image
 
 
 def test_a_stack_made_before_the_image_rule_can_still_be_torn_down(monkeypatch, caplog):

@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-# Registry hosts that are Docker Hub (how a reference without a host is read: docker.io).
-DOCKER_HUB_HOSTS = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})
+from components.kubernetes.settings import DOCKER_HUB
+
+# Public registries served from outside mainland China, as image_registry() names them (Docker Hub's aliases
+# are read as docker.io there): the same cross-border pull as Docker Hub's. Not a closed list: a host not
+# here is taken as the mirror the user says the nodes reach.
+OVERSEAS_REGISTRIES = frozenset({DOCKER_HUB, "ghcr.io", "gcr.io", "quay.io", "nvcr.io", "registry.k8s.io",
+                                 "public.ecr.aws", "mcr.microsoft.com"})
 DOCKER_HUB_SOURCE = ("ACK doc 'Using GA to accelerate cross-region container image pulling in ACK'"
                      " (https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/user-guide/"
                      "cross-domain-accelerated-pulling-container-images)")
@@ -35,9 +40,10 @@ def mainland(region: str) -> bool:
 
 def image_pull_problem(region: str, registry_host: str) -> Optional[str]:
     """Why nodes in `region` should not pull from `registry_host`, with the fix; None when they can."""
-    if not mainland(region) or registry_host not in DOCKER_HUB_HOSTS:
+    if not mainland(region) or registry_host not in OVERSEAS_REGISTRIES:
         return None
-    return (f"the image is on Docker Hub ({registry_host}), which the nodes of {region} (mainland China, egress"
+    where = f"Docker Hub ({registry_host})" if registry_host == DOCKER_HUB else f"{registry_host}, outside mainland China"
+    return (f"the image is on {where}, which the nodes of {region} (mainland China, egress"
             f" through the NAT gateway) reach only through a cross-border accelerator ({DOCKER_HUB_SOURCE}); a"
             f" stalled pull keeps the GPU nodes billing. Push the image to a Container Registry (ACR) instance in"
             f" {region} and set kubernetes.image to the address ACR shows for it (e.g."
