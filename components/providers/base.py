@@ -93,6 +93,11 @@ def nothing_lingers(spec: Any) -> tuple[Lingering, ...]:
     return ()
 
 
+def transfer_seconds(gigabytes: float, mbit_per_s: float) -> float:
+    """At least this long to move `gigabytes` (decimal GB) through a link of `mbit_per_s` (a node's EIP cap)."""
+    return gigabytes * 8e3 / mbit_per_s
+
+
 def has_public_address(spec: Any) -> bool:
     """Nodes get a public address for outbound traffic (publicEgress) or for SSH from sshAllowCidrs."""
     return bool(spec.public_egress or spec.ssh_allow_cidrs)

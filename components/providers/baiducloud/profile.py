@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
                                        ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note, spot_cap)
+                                       has_public_address, inbound_note, spot_cap, transfer_seconds)
 
 # The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
 TYPE_PREFIX = "pulumi-python:dynamic/baiducloud:"
@@ -112,9 +112,9 @@ _BOS_IN_VPC_NOTE = ("BOS documents no in-VPC endpoint for its S3 API in the page
 _IAM_PAGE = "https://intl.cloud.baidu.com/en/doc/BCC/s/mjxkcdfp8-intl-en"
 
 
-def transfer_minutes(gigabytes: float, mbit_per_s: float = PUBLIC_BANDWIDTH_MBPS) -> float:
-    """At least this long to move `gigabytes` (decimal GB) through `mbit_per_s`."""
-    return gigabytes * 8e3 / mbit_per_s / 60
+def transfer_minutes(gigabytes: float) -> float:
+    """At least this long to move `gigabytes` through a node's public address."""
+    return transfer_seconds(gigabytes, PUBLIC_BANDWIDTH_MBPS) / 60
 
 
 def warnings(spec) -> Iterable[tuple[str, str]]:

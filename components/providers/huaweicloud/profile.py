@@ -26,7 +26,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
                                        ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note)
+                                       has_public_address, inbound_note, transfer_seconds)
 
 _TF = "huaweicloud/terraform-provider-huaweicloud@v1.73.3 (7cb68681)"
 
@@ -197,7 +197,7 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
                         " compute_servergroup.md): no low-latency or cluster placement exists for these flavors, so"
                         " inter-node traffic runs over the VPC at the flavor's network bandwidth")
     if has_public_address(spec):
-        seconds_per_gb = 8 * 1000 / PUBLIC_BANDWIDTH_MBPS
+        seconds_per_gb = transfer_seconds(1, PUBLIC_BANDWIDTH_MBPS)
         yield ("egress", f"package downloads (the CUDA repository, PyPI: the framework's wheels) reach each node through"
                          f" its own EIP, capped at {PUBLIC_BANDWIDTH_MBPS} Mbit/s: at least {seconds_per_gb:.0f} s per GB,"
                          " on every node at every boot (a reclaimed spot node's replacement too); OBS traffic"
