@@ -429,3 +429,21 @@ def test_run_cost_uses_the_hourly_cost_the_preview_shows():
     assert math.isclose(run.on_demand, hourly.on_demand_per_hour * 5.5)
     assert math.isclose(run.spot, hourly.spot_per_hour * (5.0 / (1 - 2 * 0.05 * 0.4) + 0.5))
     assert run.gpu_hours("on-demand") == 2 * 5.5
+
+
+def test_a_cost_ranking_on_a_caveated_price_says_so_once_per_cloud():
+    """Baidu's price API does not state its unit (components/providers/baiducloud/pricing.py UNIT_CAVEAT): a
+    ranking that uses such a price says so, once, and a ranking on verified prices says nothing."""
+    from components.providers.baiducloud.pricing import UNIT_CAVEAT
+
+    request = build_request(model="resnet50", images=1281167, epochs=90, deadline_hours=24)
+    base, _ = offers(request)
+    rng = random.Random(7)
+    verified = priced_offers(rng, base, unknown_share=0.0)
+    clean = search(request, verified)
+    assert clean.mode == "cost" and not [n for n in clean.notes if "caveat" in n]
+    caveated = [replace(o, instance=replace(o.instance, price=replace(o.instance.price, caveat=UNIT_CAVEAT)))
+                if o.provider == "baiducloud" else o for o in verified]
+    result = search(request, caveated)
+    said = [n for n in result.notes if "caveat" in n]
+    assert result.mode == "cost" and len(said) == 1 and "baiducloud" in said[0] and UNIT_CAVEAT in said[0]

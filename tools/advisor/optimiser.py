@@ -345,7 +345,21 @@ def search(request: Request, offer_list: Optional[list[Offer]] = None) -> Result
             (rejections if isinstance(outcome, Rejection) else feasible).append(outcome)
     mode = rank_mode(feasible)
     feasible.sort(key=lambda ev: rank_key(ev, mode))
+    if mode == "cost":
+        notes.extend(_caveated_prices(feasible))
     return Result(request, feasible, rejections, mode, notes, list(offer_list))
+
+
+def _caveated_prices(ranked: list[Evaluation]) -> list[str]:
+    """A cost ranking that leans on a price the API left unverified (Baidu's unit, say) says so, once per
+    provider: the order is only as good as that price."""
+    said: dict[str, str] = {}
+    for ev in ranked:
+        caveat = ev.offer.instance.price.caveat
+        if caveat and ev.offer.provider not in said:
+            said[ev.offer.provider] = (f"ranked by cost with {ev.offer.provider} prices that carry a caveat ({caveat}):"
+                                       " check them before trusting the order across clouds")
+    return list(said.values())
 
 
 # ---------------------------------------------------------------- infeasible requests
