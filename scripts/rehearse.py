@@ -564,6 +564,12 @@ LOG_TAIL_LINES = 8
 
 def print_log_tails(rehearsal: Rehearsal, console) -> None:
     """Under a failed table: each node's last agent-log lines and where the whole log is."""
+    if hasattr(rehearsal, "log_tail"):  # a platform job: its log, as the platform would show it
+        lines = rehearsal.log_tail().splitlines()[-LOG_TAIL_LINES:]
+        if lines:
+            console.print(f"job log, last {LOG_TAIL_LINES} lines:", style="bold", highlight=False)
+        for line in lines:
+            console.print("  " + line[:300], markup=False, highlight=False, soft_wrap=True)
     for node in rehearsal.nodes + rehearsal.retired:
         text = node.agent_log()
         if not text:
@@ -603,14 +609,18 @@ def main(argv=None) -> int:
     except (StackFileError, SpecError) as error:
         print(error.render(), file=sys.stderr)
         return EXIT_INVALID
-    base = build_node_config(spec, shared_fs_address=None)
     workdir = Path(tempfile.mkdtemp(prefix=f"rehearse-{args.stack}-"))
-    if spec.kubernetes:  # the Kubernetes path: the agent in pod mode (tools/podrehearsal.py)
+    if spec.platform:  # a platform job: its job API stand-in runs it (tools/platformrehearsal.py)
+        from tools.platformrehearsal import PlatformRehearsal
+
+        rehearsal = PlatformRehearsal(args, args.stack, spec, workdir, Check, rehearsal_command)
+    elif spec.kubernetes:  # the Kubernetes path: the agent in pod mode (tools/podrehearsal.py)
         from tools.podrehearsal import pod_rehearsal
 
-        rehearsal = pod_rehearsal(Rehearsal, args, args.stack, spec, base, workdir)
+        rehearsal = pod_rehearsal(Rehearsal, args, args.stack, spec, build_node_config(spec, shared_fs_address=None),
+                                  workdir)
     else:
-        rehearsal = Rehearsal(args, args.stack, spec, base, workdir)
+        rehearsal = Rehearsal(args, args.stack, spec, build_node_config(spec, shared_fs_address=None), workdir)
     started, kept = time.time(), None
     try:
         rehearsal.run()

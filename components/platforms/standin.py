@@ -48,6 +48,14 @@ class StandIn:
     jobs: dict = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
+    @classmethod
+    def for_api(cls, api: ApiReference, unpack: Callable[[dict], tuple[str, dict]], id_field: str, phase_field: str,
+                mounts: dict, workdir: Path) -> "StandIn":
+        """A stand-in that reports, for each neutral state, the platform's own phase name from its api.yaml."""
+        phases = {neutral: "Running" if "Running" in names else names[0]
+                  for neutral, names in api.data["phases"].items()}
+        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir)
+
     def _localize(self, text: str) -> str:
         for container, local in sorted(self.mounts.items(), key=lambda item: -len(item[0])):
             text = text.replace(container, str(local))
@@ -79,7 +87,7 @@ class StandIn:
         """Kill the job's processes (no signal to save: a lost worker) and start it again."""
         job = self.jobs[job_id]
         old = job.process
-        os.killpg(old.pid, signal.SIGKILL)
+        kill_tree(old.pid)
         old.wait()
         job.restarts += 1
         self._start(job)
@@ -88,7 +96,7 @@ class StandIn:
         job = self.jobs[job_id]
         job.stopped = True
         if job.process and job.process.poll() is None:
-            os.killpg(job.process.pid, signal.SIGTERM)
+            kill_tree(job.process.pid, signal.SIGTERM)  # a platform stop reaches every worker
 
     def serve(self) -> ThreadingHTTPServer:
         """Start the HTTP server on a free port of 127.0.0.1 (its `server_address` gives the port)."""
@@ -151,6 +159,40 @@ class StandIn:
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc): torchrun starts its workers in sessions of their own, so the
+    job's process group does not hold them."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
+    """`sig` to the job's process group and to every process below it, wherever its session."""
+    below = _descendants(pid)
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    for child in below:
+        try:
+            os.kill(child, sig)
+        except ProcessLookupError:
+            pass
 
 
 def _nest(dotted: str, value) -> dict:

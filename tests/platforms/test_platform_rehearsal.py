@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.platforms.jobapi import JobApiError
-from components.platforms.standin import StandIn
+from components.platforms.standin import StandIn, kill_tree
 from components.spec import build_spec
 from tools.stackfiles import load_stack_config
 
@@ -81,5 +81,26 @@ def test_job_resumes_after_restart_and_stops(stack, tmp_path, monkeypatch):
     finally:
         for item in standin.jobs.values():
             if item.process and item.process.poll() is None:
-                os.killpg(item.process.pid, 9)
+                kill_tree(item.process.pid)
         server.shutdown()
+
+
+@pytest.mark.slow
+def test_rehearse_on_a_platform_stack_runs_the_job_drill_and_the_fault_kills_every_worker():
+    """`gpu-training rehearse` on a platform stack rehearses the job (tools/platformrehearsal.py), not VM nodes;
+    the lost worker is really lost: torchrun's workers run in sessions of their own, and a fault that killed
+    only the job's process group left the first run training to the end beside its restart."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "large-a100-dlc", "--steps", "80",
+                           "--json", "--keep-dir"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["passed"], done.stdout + done.stderr[-3000:]
+    names = [c["name"] for c in report["checks"]]
+    assert names == ["submitted", "checkpoint saved", "worker lost and restarted", "finished",
+                     "resumed, not from zero", "trained to the end", "stop through the API"]
+    log = (Path(report["workdir"]) / "job-1.log").read_text()
+    shutil.rmtree(report["workdir"], ignore_errors=True)
+    summaries = [json.loads(line) for line in log.splitlines() if '"train_cnn.summary"' in line]
+    assert len(summaries) == 1, "only the restarted run may finish: the killed one must not write a summary"
+    assert summaries[0]["resumed_from_step"] and summaries[0]["step"] == 80

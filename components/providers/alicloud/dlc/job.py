@@ -100,4 +100,13 @@ def logs(job_id: str, region: str, **client_args) -> str:
     return api.logs(job_id, PodId=pods[0]["PodId"])
 
 
+def stand_in(bucket_dir: Path, workdir: Path):
+    """The job API's local stand-in (components/platforms/standin.py) with DLC's field names: UserCommand and
+    Envs, the id at JobId, the phase at Status (api.yaml)."""
+    from components.platforms.standin import StandIn
+
+    return StandIn.for_api(API, lambda body: (body["UserCommand"], body["Envs"]), "JobId", "Status",
+                           {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir)
+
+
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)

@@ -120,4 +120,13 @@ def logs(job_id: str, region: str, **client_args) -> str:
     return client(region, **client_args).logs(job_id, task_id=FIRST_TASK)
 
 
+def stand_in(bucket_dir: Path, workdir: Path):
+    """The job API's local stand-in (components/platforms/standin.py) with ModelArts' field names: the command
+    and environment under `algorithm`, the id at metadata.id, the phase at status.phase (api.yaml)."""
+    from components.platforms.standin import StandIn
+
+    return StandIn.for_api(API, lambda body: (body["algorithm"]["command"], body["algorithm"]["environments"]),
+                           "metadata.id", "status.phase", {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir)
+
+
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)

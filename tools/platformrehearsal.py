@@ -1,0 +1,154 @@
+"""`gpu-training rehearse STACK` for a platform stack (ModelArts, PAI-DLC: docs/platforms.md): the job the stack
+declares, submitted through the same job API client `pulumi up`'s dynamic resource uses, to the platform's job
+API stand-in (components/platforms/standin.py, a real HTTP server on 127.0.0.1 that refuses what the
+platform's api.yaml refuses). The stand-in runs the job's command here, under the training contract, with the
+stack's bucket prefix as a local folder; the drill kills the worker mid-run (a lost worker, no chance to save),
+the stand-in starts it again, and the job must resume from its newest checkpoint and finish; a second job is
+stopped through the API and must read stopped.
+
+What it is not: the platform. Flavors, quotas, the CANN/CUDA image and the platform's own restart policy are
+not rehearsed (docs/platforms.md, "Unverified").
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from components.platforms.standin import kill_tree
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_CODE = REPO / "examples" / "cnn"
+SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
+
+
+class PlatformRehearsal:
+    """The same face as scripts/rehearse.py's Rehearsal: run(), checks, count, stop()."""
+
+    def __init__(self, args, stack: str, spec, workdir: Path, check_type, command_for: Callable[[str, int], str]):
+        self.args, self.stack, self.spec, self.workdir = args, stack, spec, workdir
+        self.Check = check_type
+        self.checks: list = []
+        self.count, self.lost = 1, None
+        self.nodes, self.retired = [], []  # no nodes: print_log_tails shows the job's log instead
+        self.job = importlib.import_module(f"{spec.platform.offer.package}.job")
+        self.bucket = workdir / "bucket"
+        self.standin = self.job.stand_in(self.bucket, workdir)
+        self.server = None
+        self.command = command_for(args.command or spec.train.command, args.steps)
+
+    def say(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def check(self, name: str, ok: bool, detail: str) -> None:
+        self.checks.append(self.Check(name, bool(ok), detail))
+        if not ok:
+            self.say(f"  FAIL {name}: {detail}")
+
+    def _wait(self, predicate, what: str) -> bool:
+        end = time.monotonic() + self.args.timeout
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            time.sleep(0.2)
+        self.say(f"  timed out after {self.args.timeout:g} s waiting for {what}")
+        return False
+
+    def _summary(self, client, job_id: str) -> dict:
+        log = self.job.logs(job_id, self.spec.region, base_url=client.base_url)
+        found = [json.loads(line) for line in log.splitlines() if SUMMARY in line]
+        return found[-1] if found else {}
+
+    def run(self) -> list:
+        from components.platforms import contract
+        from components.platforms.jobapi import JobApiError
+
+        spec = self.spec
+        self.say(f"rehearsing {spec.platform.offer.display_name} job of {self.stack} against its job API stand-in")
+        # The code the program uploads to <prefix>/<stack>/code/ (components/platforms/training.py).
+        shutil.copytree(EXAMPLE_CODE, self.bucket / "code", ignore=shutil.ignore_patterns("__pycache__"))
+        # The job runs `python ...` here: this interpreter, which has the example trainer's packages.
+        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        self.server = self.standin.serve()
+        client = self.job.client(spec.region, base_url=f"http://127.0.0.1:{self.server.server_address[1]}")
+        body = self.job.request(self._sized(spec))
+        try:
+            job_id = client.submit(body)
+        except JobApiError as error:
+            self.check("submitted", False, f"the stand-in refused the stack's request: {error}")
+            return self.checks
+        self.check("submitted", True, f"{job_id}: the stack's request met the platform's API data (api.yaml)")
+        checkpoints = self.bucket / contract.CHECKPOINTS
+
+        def newest() -> int:
+            """The step of the newest checkpoint the trainer wrote (its names carry it: ckpt-000120.pt)."""
+            steps = [int(m.group(1)) for p in checkpoints.glob("*") if (m := re.search(r"(\d+)", p.name))
+                     and p.is_file() and not p.name.startswith(".")]
+            return max(steps, default=0)
+        quarter = max(1, self.args.steps // 4)
+        ok = self._wait(lambda: newest() >= quarter, f"a checkpoint past step {quarter}")
+        at_fault = newest()
+        running = client.state(job_id)["state"] == "running"
+        self.check("checkpoint saved", ok and running, f"step {at_fault} in {contract.CHECKPOINTS} while the job runs"
+                   if running else f"the job ended before the fault (step {at_fault}): raise --steps")
+        if not (ok and running):
+            return self.checks
+        self.standin.restart(job_id)  # a lost worker: SIGKILL, then the platform starts it again
+        self.check("worker lost and restarted", True, f"SIGKILL at step >= {at_fault}, started again with the same"
+                   " environment and mounts")
+        ended = self._wait(lambda: client.state(job_id)["state"] != "running", "the job to end")
+        state = client.state(job_id)
+        self.check("finished", ended and state["state"] == "succeeded", f"{job_id}: {state['state']}"
+                   f" ({state.get('phase')})")
+        summary = self._summary(client, job_id)
+        resumed, final = summary.get("resumed_from_step"), summary.get("step")
+        self.check("resumed, not from zero", bool(resumed) and resumed >= at_fault,
+                   f"the restarted worker resumed at step {resumed} (saved before the fault: {at_fault})")
+        self.check("trained to the end", summary.get("status") == "finished" and final == self.args.steps,
+                   f"final step {final} of {self.args.steps} ({summary.get('status') or 'no summary line in the log'})")
+        self.lost = self._steps_redone(resumed)
+        second = client.submit(body)
+        self._wait(lambda: self.standin.jobs[second].process is not None, "the second job to start")
+        client.stop(second)
+        stopped = self._wait(lambda: client.state(second)["state"] == "stopped", "the stop")
+        self.check("stop through the API", stopped, f"{second}: {client.state(second)['state']}")
+        return self.checks
+
+    def _steps_redone(self, resumed) -> "int | None":
+        """Steps trained before the fault and trained again after it: the last step the log shows before the
+        resume, less the step resumed from (a lower bound: the log prints every --log-every steps)."""
+        if not resumed:
+            return None
+        before = self.log_tail().split("resumed from", 1)[0]
+        logged = [int(m) for m in re.findall(r"step (\d+)/\d+", before)]
+        return max(0, max(logged, default=resumed) - resumed)
+
+    def _sized(self, spec):
+        """The spec with the rehearsal-size command (the job's request carries it)."""
+        from dataclasses import replace
+
+        return replace(spec, train=replace(spec.train, command=self.command))
+
+    def keep_bucket(self, out_root: Path, started: float) -> None:
+        self.say("rehearse --keep: not kept for a platform stack (status, logs and report read the nodes'"
+                 " markers, which a platform job has none of: docs/platforms.md)")
+        return None
+
+    def log_tail(self) -> str:
+        jobs = list(self.standin.jobs.values())
+        return jobs[0].log.read_text(errors="replace") if jobs and jobs[0].log.exists() else ""
+
+    def stop(self) -> None:
+        for job in self.standin.jobs.values():
+            if job.process and job.process.poll() is None:
+                kill_tree(job.process.pid)
+                job.process.wait()
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
