@@ -5,13 +5,13 @@ Nothing here knows a cloud: the offer (components/platforms/offer.py) gives the 
 """
 from __future__ import annotations
 
-import pickle
 from typing import Optional
 
 import pulumi
 import pulumi.dynamic as dyn
 
 from components import billing, cost
+from components.dynamic_pickle import pickler_kept
 from components.spec import Spec
 
 
@@ -51,12 +51,8 @@ class TrainingJob(dyn.Resource):
 
     def __init__(self, name: str, package: str, region: str, request: dict,
                  opts: Optional[pulumi.ResourceOptions] = None):
-        # pulumi's serialize_provider leaves pickle's wrappers set (see baiducloud/dynamic.py _Resource): restore them.
-        saved = pickle._Pickler._batch_setitems, pickle._Pickler.save_dict
-        try:
+        with pickler_kept():  # components/dynamic_pickle.py
             super().__init__(JobProvider(package, region), name, {"request": request, "jobId": None}, opts)
-        finally:
-            pickle._Pickler._batch_setitems, pickle._Pickler.save_dict = saved
 
 
 class PlatformTraining(pulumi.ComponentResource):
