@@ -3,6 +3,23 @@ wire format, check each request against the cloud's rules (components/providers/
 via tools/price_rules.py) and refuse a wrong one the way the cloud does, and otherwise answer with a
 price derived from the instance type asked about. Every request and every refusal is recorded.
 
+Before the rules, each stand-in checks the request's signature the way the cloud's gateway does,
+recomputed from the test credentials (KEY_ID, SECRET): a wrong secret, a required header left out of
+the signed set, a changed signed header or (where the scheme hashes it) body is refused with the cloud's
+error and recorded in `refusals` (ACS3, TC3 and SDK-HMAC-SHA256: localcloud/signatures.py; Baidu's
+bce-auth-v1: the Baidu API stand-in's `verify`, components/providers/baiducloud/localcloud.py):
+- Alibaba: HTTP 400 SignatureDoesNotMatch "Specified signature is not matched with our calculation."
+  (IncompleteSignature, InvalidAccessKeyId.NotFound: Alibaba Cloud OpenAPI error center,
+  https://api.aliyun.com/troubleshoot; the 404 of an unknown key is unconfirmed);
+- Tencent: HTTP 200 {Response: {Error: {Code: AuthFailure.SignatureFailure}}} (AuthFailure.SecretIdNotFound,
+  AuthFailure.InvalidAuthorization; "Signature v3", its signature failure codes,
+  https://www.tencentcloud.com/document/api/213/33224);
+- Huawei: HTTP 401 {error_code: APIGW.0301, error_msg: "Incorrect IAM authentication information: verify
+  aksk signature fail"} (https://support.huaweicloud.com/intl/en-us/devg-apisign/api-sign-0001.html);
+- Baidu: SignatureDoesNotMatch, InvalidAccessKeyId 403 and InvalidHTTPAuthHeader 400 (BCE authentication
+  error codes, https://cloud.baidu.com/doc/Reference/s/Bjz3uz3qj-en). The status of SignatureDoesNotMatch
+  is taken as 403 as for InvalidAccessKeyId (unconfirmed; the Baidu API stand-in answers 401).
+
 Wire formats (what the official SDKs send and parse):
 - Alibaba ECS (RPC, ACS3 signature): the action in the x-acs-action header, parameters in the query or
   a form body; errors HTTP 400 {Code, Message, RequestId}.
@@ -15,10 +32,14 @@ Wire formats (what the official SDKs send and parse):
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlsplit
 
+from components.providers.baiducloud import localcloud as baidu_localcloud
 from http_standin import RecordingStandIn
+from localcloud import signatures
 from tools import price_rules
+
+KEY_ID, SECRET = "test-key-id-4711", "test-secret-do-not-send"  # the credentials the tests refresh with
 
 NOT_SOLD = {"ecs.gn8is.2xlarge", "GT4.4XLARGE96", "p2s.2xlarge.8"}  # the stand-ins price none of these
 SPOT_FACTOR = {"alicloud": 0.25, "tencentcloud": 0.15, "baiducloud": 0.2}  # huaweicloud: no spot price API
@@ -35,10 +56,53 @@ def disk_price_of(category: str, level: str | None) -> float:
     return round(0.0005 * (len(category) + len(level or "")), 6)
 
 
+# Each cloud's answer to a bad signature, by the kind of refusal: (HTTP status, error code, message).
+SIGNATURE_ERRORS = {
+    "alicloud": {signatures.MALFORMED: (400, "IncompleteSignature", "The request signature does not conform to"
+                                                                    " Aliyun standards."),
+                 signatures.UNKNOWN_KEY: (404, "InvalidAccessKeyId.NotFound", "Specified access key is not found."),
+                 signatures.MISMATCH: (400, "SignatureDoesNotMatch",
+                                       "Specified signature is not matched with our calculation.")},
+    "tencentcloud": {signatures.MALFORMED: (200, "AuthFailure.InvalidAuthorization",
+                                            "The Authorization header does not conform to the standard."),
+                     signatures.UNKNOWN_KEY: (200, "AuthFailure.SecretIdNotFound", "The SecretId is not found."),
+                     signatures.MISMATCH: (200, "AuthFailure.SignatureFailure", "The provided credentials could not"
+                                           " be validated. Please check your signature is correct.")},
+    "huaweicloud": {kind: (401, "APIGW.0301", "Incorrect IAM authentication information")
+                    for kind in (signatures.MALFORMED, signatures.UNKNOWN_KEY, signatures.MISMATCH)},
+    "baiducloud": {signatures.MALFORMED: (400, "InvalidHTTPAuthHeader", "The HTTP authorization header is invalid."),
+                   signatures.UNKNOWN_KEY: (403, "InvalidAccessKeyId",
+                                            "The Access Key ID you provided does not exist in our records."),
+                   signatures.MISMATCH: (403, "SignatureDoesNotMatch", "The request signature we calculated does not"
+                                         " match the signature you provided.")},
+}
+
+
+def check_signature(cloud: str, method: str, path: str, headers: dict, body: bytes,
+                    keys: dict[str, str]) -> signatures.Refusal:
+    """The cloud's signature check of one request, with `keys` (key id -> secret) the ones it knows."""
+    if cloud == "alicloud":
+        return signatures.acs3(method, path, headers, body, keys.get)
+    if cloud == "tencentcloud":  # the price API is CVM's (InquiryPriceRunInstances): the scope must say cvm
+        return signatures.tc3(method, path, headers, body, keys.get, service="cvm")
+    if cloud == "huaweicloud":
+        return signatures.sdk_hmac_sha256(method, path, headers, body, keys.get)
+    # Baidu: bce-auth-v1 through the Baidu API stand-in's own check.
+    parts = urlsplit(path)
+    why = baidu_localcloud.verify(method, parts.path, parse_qsl(parts.query, keep_blank_values=True), headers,
+                                  keys=keys)
+    if why is None:
+        return None
+    if why == baidu_localcloud.NO_AUTHORIZATION:
+        return signatures.MALFORMED, why
+    return (signatures.UNKNOWN_KEY if why.startswith(baidu_localcloud.UNKNOWN_KEY) else signatures.MISMATCH), why
+
+
 class PriceStandIn(RecordingStandIn):
-    def __init__(self, cloud: str, deny: bool = False):
+    def __init__(self, cloud: str, deny: bool = False, signed: bool = True):
+        """signed=False: no signature check (a hand-written request testing only the cloud's rules)."""
         super().__init__()
-        self.cloud, self.deny = cloud, deny
+        self.cloud, self.deny, self.signed = cloud, deny, signed
         self.rules = price_rules.load(cloud)
         self.refusals: list[tuple[str, str]] = []
 
@@ -62,20 +126,34 @@ class PriceStandIn(RecordingStandIn):
 
     # ------------------------------------------------------------ answers in each cloud's format
 
-    def error(self, code: str, message: str) -> tuple[int, dict]:
+    def error(self, code: str, message: str, status: int | None = None) -> tuple[int, dict]:
         if self.cloud == "alicloud":
-            return 400, {"Code": code, "Message": message, "RequestId": "r"}
+            return status or 400, {"Code": code, "Message": message, "RequestId": "r"}
         if self.cloud == "tencentcloud":
             return 200, {"Response": {"Error": {"Code": code, "Message": message}, "RequestId": "r"}}
         if self.cloud == "huaweicloud":
+            if status:  # an API Gateway refusal (authentication), not a BSS one
+                return status, {"error_code": code, "error_msg": message, "request_id": "r"}
             return 400, {"error_code": "CBC.0100", "error_msg": f"{code}: {message}"}
-        return 400, {"code": code, "message": message, "requestId": "r"}
+        return status or 400, {"code": code, "message": message, "requestId": "r"}
+
+    def signature_refusal(self, method, path, headers, body) -> tuple[int, dict] | None:
+        refused = check_signature(self.cloud, method, path, headers, body.encode(), {KEY_ID: SECRET})
+        if refused is None:
+            return None
+        kind, why = refused
+        status, code, message = SIGNATURE_ERRORS[self.cloud][kind]
+        self.refusals.append((code, why))
+        return self.error(code, f"{message} ({why})" if self.cloud != "huaweicloud" else f"{message}: {why}", status)
 
     def answer(self, method, path, headers, body):
         if self.deny:
             code = {"alicloud": "InvalidAccessKeyId.NotFound", "tencentcloud": "AuthFailure.SecretIdNotFound",
                     "huaweicloud": "APIGW.0301", "baiducloud": "AccessDenied"}[self.cloud]
             return self.error(code, "the access key is not valid")
+        refused = self.signed and self.signature_refusal(method, path, headers, body)
+        if refused:
+            return refused
         call, params = self.parse(method, path, headers, body)
         problems = self.rules.problems(call, params)
         if problems:

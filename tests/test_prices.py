@@ -4,10 +4,13 @@ HTTP on 127.0.0.1, each cloud's wire format, refusing a request that breaks the 
 The stand-ins answer with a price derived from the instance type asked about and record every
 request, so the tests check what the official SDKs (or, for Huawei BSS, huaweicloudsdkcore's signer)
 sent - action, region, parameters, the key id but never the secret - that the stand-in refused
-nothing, and that each answer landed in the right row.
+nothing, and that each answer landed in the right row. The stand-ins recompute each request's
+signature from the test secret, so a refresh signed with another secret, or a signed request changed
+afterwards, is refused with the cloud's own error.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
@@ -22,12 +25,11 @@ import pytest
 import yaml
 
 from components import providers
-from tests.price_standins import NOT_SOLD, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
+from tests.price_standins import KEY_ID, NOT_SOLD, SECRET, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
 from tools import catalog_prices, price_rules
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "prices.py"
-KEY_ID, SECRET = "test-key-id-4711", "test-secret-do-not-send"
 
 
 def environment(**extra) -> dict:
@@ -150,7 +152,7 @@ WRONG = {
 
 @pytest.mark.parametrize("provider", sorted(WRONG))
 def test_each_stand_in_refuses_a_request_that_breaks_its_cloud_rules(provider):
-    with PriceStandIn(provider) as stand_in:
+    with PriceStandIn(provider, signed=False) as stand_in:  # hand-written, unsigned: the rules alone
         for path, headers, body, named in WRONG[provider]:
             status, answer = _send(stand_in.url, path, headers, body)
             text = json.dumps(answer)
@@ -161,6 +163,98 @@ def test_each_stand_in_refuses_a_request_that_breaks_its_cloud_rules(provider):
                 assert status == 400
     codes = [code for code, _ in stand_in.refusals]
     assert codes == [price_rules.MISSING] * (len(WRONG[provider]) - 1) + [price_rules.UNKNOWN_CALL]
+
+
+# What each cloud answers a request signed with another secret: its error code and the HTTP status.
+BAD_SIGNATURE = {"alicloud": ("SignatureDoesNotMatch", 400), "tencentcloud": ("AuthFailure.SignatureFailure", 200),
+                 "huaweicloud": ("APIGW.0301", 401), "baiducloud": ("SignatureDoesNotMatch", 403)}
+
+
+def secret_variable(provider: str) -> str:
+    (name,) = [name for name, value in CREDENTIALS[provider].items() if value == SECRET]
+    return name
+
+
+def first_sold(path: Path) -> str:
+    return next(name for name in rows(path) if name not in NOT_SOLD)
+
+
+@pytest.mark.parametrize("provider", sorted(CASES))
+def test_a_refresh_signed_with_a_wrong_secret_is_refused_with_the_cloud_error(tmp_path, provider):
+    """The stand-in recomputes the signature from the test secret: a refresh whose SDK signs with another
+    one is refused as the cloud refuses it, and prices.py says so per type, exits 1, writes nothing."""
+    args, _ = CASES[provider]
+    code, _ = BAD_SIGNATURE[provider]
+    path = catalog_copy(tmp_path, provider)
+    before, name = path.read_text(), first_sold(path)
+    env = environment(**{**CREDENTIALS[provider], secret_variable(provider): "another-secret"})
+    with PriceStandIn(provider) as stand_in:
+        run = prices("refresh", "--provider", provider, *args, "--types", name, "--endpoint", stand_in.url,
+                     "--catalog", str(path), env=env)
+    assert run.returncode == 1, run.stderr
+    assert stand_in.requests and [c for c, _ in stand_in.refusals] == [code] * len(stand_in.requests)
+    (line,) = [line for line in run.stderr.splitlines() if line.startswith(f"no price for {name}: ")]
+    assert code in line, run.stderr
+    assert "priced none" in run.stderr and "Traceback" not in run.stderr
+    assert path.read_text() == before
+
+
+def _replay(url: str, request: dict, headers: dict | None = None, body: str | None = None) -> tuple[int, dict]:
+    """Send a recorded request again, its headers (Host included) and body as recorded unless replaced:
+    http.client, which adds no header of its own (urllib would add a Content-Type)."""
+    sent = {k: v for k, v in request["headers"].items() if k != "content-length"}
+    sent.update(headers or {})
+    data = (request["body"] if body is None else body).encode()
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=10)
+    try:
+        connection.putrequest(request["method"], request["path"], skip_host=True, skip_accept_encoding=True)
+        for name, value in {**sent, "content-length": str(len(data))}.items():
+            connection.putheader(name, value)
+        connection.endheaders(data)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read())
+    finally:
+        connection.close()
+
+
+def _unsign(request: dict, header: str) -> dict:
+    """The request with `header` taken out of the SignedHeaders of its authorization (signature kept)."""
+    auth = request["headers"]["authorization"]
+    if auth.startswith("bce-auth-v1/"):
+        parts = auth.split("/")
+        parts[4] = ";".join(n for n in (parts[4].split(";") if parts[4] else ["host", "x-bce-date"]) if n != header)
+        return {"authorization": "/".join(parts)}
+    return {"authorization": auth.replace(f";{header}", "").replace(f"{header};", "")}
+
+
+@pytest.mark.parametrize("provider", sorted(CASES))
+def test_a_signed_request_changed_in_transit_or_signed_without_a_required_header_is_refused(tmp_path, provider):
+    """A request the SDK signed right passes again as it was, and is refused once its Host (what a wrong
+    host in the canonical request amounts to) or its body (where the scheme hashes it) changed, or with a
+    header the scheme must sign left out of the signed set."""
+    args, _ = CASES[provider]
+    code, status = BAD_SIGNATURE[provider]
+    path = catalog_copy(tmp_path, provider)
+    with PriceStandIn(provider) as recorder:
+        run = prices("refresh", "--provider", provider, *args, "--types", first_sold(path), "--endpoint", recorder.url,
+                     "--catalog", str(path), env=environment(**CREDENTIALS[provider]))
+    assert run.returncode == 0 and recorder.refusals == [], (run.stderr, recorder.refusals)
+    signed = recorder.requests[0]
+    must_sign = {"alicloud": "x-acs-action", "tencentcloud": "host", "huaweicloud": "x-sdk-date",
+                 "baiducloud": "host"}[provider]
+    with PriceStandIn(provider) as stand_in:
+        again = _replay(stand_in.url, signed)
+        assert stand_in.refusals == [] and again[0] == 200, again
+        host = signed["headers"]["host"]
+        tampered = [_replay(stand_in.url, signed, {"host": host.replace("127.0.0.1", "localhost")}),
+                    _replay(stand_in.url, signed, _unsign(signed, must_sign))]
+        if signed["body"] and provider != "baiducloud":  # bce-auth-v1 signs no body (without x-bce-content-sha256)
+            tampered.append(_replay(stand_in.url, signed, body=signed["body"] + " "))
+    for answer_status, answer in tampered:
+        assert answer_status == status and code in json.dumps(answer), (provider, answer)
+    assert [c for c, _ in stand_in.refusals] == [code] * len(tampered)
+    if provider != "baiducloud":  # refused for the rule, before any hash (bce-auth-v1 names no header to sign)
+        assert stand_in.refusals[1][1] == f"header(s) {must_sign} not in SignedHeaders", stand_in.refusals
 
 
 def test_alicloud_requests_carry_the_describe_price_parameters(tmp_path):

@@ -119,22 +119,30 @@ def expected_signature(secret: str, method: str, path: str, query: list[tuple[st
     return hmac.new(signing_key.encode(), canonical.encode(), hashlib.sha256).hexdigest()
 
 
-def verify(method, path, query, headers) -> str | None:
+UNKNOWN_KEY, NO_AUTHORIZATION = "unknown access key", "no bce-auth-v1 authorization"  # verify's reasons
+
+
+def verify(method, path, query, headers, keys: dict[str, str] | None = None) -> str | None:
     """Why the request's bce-auth-v1 signature is wrong, or None when it is right. Keys: the deployer's
-    (ACCESS_KEY) and any role credential of the metadata stand-in (STS.<instance id>)."""
+    (ACCESS_KEY) and any role credential of the metadata stand-in (STS.<instance id>); or, given `keys`
+    (access key -> secret), those only (another stand-in's test credentials: tests/price_standins.py)."""
     auth = headers.get("authorization", "")
     parts = auth.split("/")
     if len(parts) != 6 or parts[0] != "bce-auth-v1":
-        return "no bce-auth-v1 authorization"
+        return NO_AUTHORIZATION
     _, key, stamp, expires, signed, signature = parts
-    if key == ACCESS_KEY:
+    if keys is not None:
+        if key not in keys:
+            return f"{UNKNOWN_KEY} {key}"
+        secret = keys[key]
+    elif key == ACCESS_KEY:
         secret = SECRET_KEY
     elif key.startswith("STS."):
         secret = sts_secret(key)
         if not headers.get("x-bce-security-token"):
             return "a role credential without its x-bce-security-token"
     else:
-        return f"unknown access key {key}"
+        return f"{UNKNOWN_KEY} {key}"
     signed_names = [n for n in signed.split(";") if n]
     want = expected_signature(secret, method, path, query, headers, f"bce-auth-v1/{key}/{stamp}/{expires}", signed_names)
     return None if hmac.compare_digest(want, signature) else "signature mismatch"
