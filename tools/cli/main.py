@@ -245,6 +245,15 @@ def logs(stack, rehearsal, endpoint, node, which, lines, follow, poll):
     from tools.runlib import logs as logs_lib
 
     source = open_source(stack, rehearsal, endpoint)
+    if source.outputs.get("platform"):  # a platform job: its log from the platform's job API
+        from tools.runlib import platformjob
+
+        try:
+            text = platformjob.job_log(source.outputs)
+        except platformjob.JobUnreachable as error:
+            fail(str(error))
+        click.echo(logs_lib.tail_lines(text, lines) if lines else text, nl=not text.endswith("\n"))
+        return
     names = (which,) if which else logs_lib.LOG_NAMES
     try:
         known = logs_lib.nodes_with_logs(source.bucket)

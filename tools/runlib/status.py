@@ -67,7 +67,20 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
         "ttlSeconds": None if expires is None else round(expires.timestamp() - now),
         "keepsBilling": [k for k in outputs.get("keepsBilling") or [] if isinstance(k, Mapping)],
         "costSoFar": cost_so_far(outputs, chosen, now),
+        "job": _platform_job(outputs),
     }
+
+
+def _platform_job(outputs: Mapping) -> Optional[dict]:
+    """A platform stack's job state (tools/runlib/platformjob.py); None for VM and Kubernetes stacks."""
+    from . import platformjob
+
+    if not platformjob.is_platform(outputs):
+        return None
+    try:
+        return platformjob.job_state(outputs)
+    except platformjob.JobUnreachable as error:
+        return {"error": str(error)}
 
 
 def ttl_text(seconds: Optional[float]) -> str:
@@ -99,6 +112,10 @@ def render(console, doc: Mapping) -> None:
     else:
         console.print(f"stack {doc['stack']}: no node has reported yet ({doc['source']}markers/)", highlight=False)
     say = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
+    from .platformjob import status_line
+
+    if doc.get("job"):
+        say(status_line(doc["job"]))
     ck = doc["checkpoint"]
     say(f"newest checkpoint: step {ck['step'] if ck['step'] is not None else '?'} ({ck['id']}, node {ck['node']})"
         if ck else "newest checkpoint: none in the bucket yet")

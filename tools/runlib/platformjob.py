@@ -1,0 +1,66 @@
+"""A platform stack's job (ModelArts, PAI-DLC: docs/platforms.md) for `status` and `logs`: its state and its
+first worker's log, through the job API client of the platform's package (`job.state`, `job.logs`), from the
+stack's outputs (`platform`, `provider`, `region`, `jobId`). GPU_TRAINING_PLATFORM_ENDPOINT points the client
+at a stand-in; otherwise it is the cloud's endpoint, with the caveats docs/platforms.md lists.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Mapping, Optional
+
+
+class JobUnreachable(Exception):
+    """The job API could not be asked (no job id yet, a refused or failed call): the message says which."""
+
+
+def is_platform(outputs: Mapping) -> bool:
+    return bool(outputs.get("platform"))
+
+
+def _job_module(outputs: Mapping):
+    from components import providers
+
+    offers = providers.profile(str(outputs.get("provider"))).platforms()
+    offer = offers.get(outputs["platform"])
+    if offer is None:
+        raise JobUnreachable(f"platform {outputs['platform']!r} is not offered by {outputs.get('provider')}"
+                             f" (known: {', '.join(offers) or 'none'})")
+    return importlib.import_module(f"{offer.package}.job")
+
+
+def _job_id(outputs: Mapping) -> str:
+    job_id = outputs.get("jobId")
+    if not isinstance(job_id, str) or not job_id:
+        raise JobUnreachable("the stack has no jobId output yet (`gpu-training up` submits the job)")
+    return job_id
+
+
+def job_state(outputs: Mapping) -> dict:
+    """{jobId, platform, state (running|succeeded|failed|stopped), phase (the platform's word)}."""
+    job_id = _job_id(outputs)
+    try:
+        answer = _job_module(outputs).state(job_id, str(outputs.get("region")))
+    except JobUnreachable:
+        raise
+    except Exception as error:  # JobApiError, transport errors, the client's own refusal (an unwired signer)
+        raise JobUnreachable(f"{outputs['platform']} job {job_id}: {error}") from None
+    return {"jobId": job_id, "platform": outputs["platform"], "state": answer.get("state"),
+            "phase": answer.get("phase")}
+
+
+def job_log(outputs: Mapping) -> str:
+    job_id = _job_id(outputs)
+    try:
+        return _job_module(outputs).logs(job_id, str(outputs.get("region")))
+    except JobUnreachable:
+        raise
+    except Exception as error:
+        raise JobUnreachable(f"{outputs['platform']} job {job_id} log: {error}") from None
+
+
+def status_line(job: Optional[Mapping]) -> Optional[str]:
+    if not job:
+        return None
+    if job.get("error"):
+        return f"platform job: unknown ({job['error']})"
+    return f"platform job {job['jobId']} on {job['platform']}: {job['state']} ({job['phase']})"
