@@ -10,7 +10,7 @@ from typing import Optional
 import pulumi
 import pulumi.dynamic as dyn
 
-from components import billing, cost
+from components import artifacts, billing, cost
 from components.dynamic_pickle import pickler_kept
 from components.spec import Spec
 
@@ -60,8 +60,11 @@ class PlatformTraining(pulumi.ComponentResource):
         super().__init__("gpu-training:index:PlatformTraining", name, None, opts)
         offer = spec.platform.offer
         request = offer.request(spec)
+        # The training code at <prefix>/<stack>/code/ (the contract's <mount>/code/), before the job starts.
+        code = artifacts.code_artifacts(spec.checkpoint.prefix, spec.stack, spec.train.code_dir)
+        uploaded = offer.upload(spec, name, code, pulumi.ResourceOptions(parent=self))
         job = TrainingJob(f"{name}-job", offer.package, spec.region, request,
-                          opts=pulumi.ResourceOptions(parent=self))
+                          opts=pulumi.ResourceOptions(parent=self, depends_on=uploaded))
         self.outputs = {
             "stack": spec.stack,
             "provider": spec.provider,

@@ -8,12 +8,21 @@ import os
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.artifacts import all_artifacts
+from components.artifacts import Artifact, all_artifacts
 from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
 from components.providers.alicloud.cpfs_export import (NAS_ENDPOINT_ENV, PLACEHOLDER, ExportLookupError, credentials_from,
                                                        export_domain)
 from components.providers.base import NetworkParts, PartContext, StorageParts
 from components.spec import Spec
+
+
+def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.ResourceOptions) -> list:
+    """One OSS object per file, SSE on; content_md5 makes a changed file a changed input, so `pulumi up`
+    re-uploads it. The VM path's storage part and a platform stack's code (PAI-DLC) both upload through here."""
+    return [alicloud.oss.BucketObject(f"{name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
+                                      source=artifact.source, content_md5=artifact.md5_base64,
+                                      server_side_encryption="AES256", opts=opts)
+            for index, artifact in enumerate(artifacts)]
 
 
 class Storage(pulumi.ComponentResource):
@@ -30,12 +39,7 @@ class Storage(pulumi.ComponentResource):
                 versioning=alicloud.oss.BucketVersioningArgs(status="Enabled"), force_destroy=False, tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
             bucket_dependency = [bucket]
-        for index, artifact in enumerate(all_artifacts(spec)):
-            # content_md5 makes a changed file a changed input, so `pulumi up` re-uploads it.
-            alicloud.oss.BucketObject(
-                f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                source=artifact.source, content_md5=artifact.md5_base64, server_side_encryption="AES256",
-                opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+        upload(spec, ctx.name, all_artifacts(spec), pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
 
         self.address = None
         self.file_system_id = None

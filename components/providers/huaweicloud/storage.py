@@ -32,6 +32,15 @@ def content_type(artifact: Artifact) -> str:
     return f"application/octet-stream; sha256={artifact.sha256}"
 
 
+def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.ResourceOptions) -> list:
+    """One private, KMS-encrypted OBS object per file (its SHA-256 in the content type): the VM path's storage
+    part and a platform stack's code (ModelArts) both upload through here."""
+    return [obs.BucketObject(f"{name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
+                             source=artifact.source, content_type=content_type(artifact), encryption=True,
+                             acl="private", opts=opts)
+            for index, artifact in enumerate(artifacts)]
+
+
 class Storage(pulumi.ComponentResource):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts):
         super().__init__("gpu-training:huaweicloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
@@ -44,10 +53,7 @@ class Storage(pulumi.ComponentResource):
                                 encryption=True, sse_algorithm="kms", versioning=True, force_destroy=False, tags=tags,
                                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
             bucket_dependency = [bucket]
-        for index, artifact in enumerate(all_artifacts(spec)):
-            obs.BucketObject(f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                             source=artifact.source, content_type=content_type(artifact), encryption=True, acl="private",
-                             opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+        upload(spec, ctx.name, all_artifacts(spec), pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
         self.address = None
         if spec.shared_storage == TURBO:
             turbo = sfs.Turbo(
