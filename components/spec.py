@@ -1044,11 +1044,41 @@ def _check_scale(spec: Spec, problems: _Problems) -> None:
                        f" /{cidr_lists.subnet_prefix(spec.nodes)} each, more than the stack's VPC"
                        f" ({cidr_lists.STACK_VPC}) holds; allowed: at most {most} nodes with {subnets} zone(s)")
         return
+    _check_placement_groups(spec, problems)
     problems.info("nodes", _quota_note(spec))
 
 
+def _placement_groups(spec: Spec) -> int:
+    """How many placement groups the compute part makes (the profile's `placement`, base.Placement): a
+    pool (spot pool, Kubernetes node pool) takes one in its template or none."""
+    if spec.profile.placement is None:
+        return 0
+    pooled = spec.kubernetes is not None or spec.profile.has_pool(spec)
+    return spec.profile.placement.groups(spec.nodes, pooled)
+
+
+def _check_placement_groups(spec: Spec, problems: _Problems) -> None:
+    """More nodes than the cloud's placement group holds plan all the same (several groups, or none for a
+    pool), never a `pulumi up` that fails at the first node past the limit: the warning says what is lost."""
+    placement = spec.profile.placement
+    if placement is None or placement.members is None or spec.nodes <= placement.members:
+        return
+    count = _placement_groups(spec)
+    limit = f"one {placement.construct} holds at most {placement.members} nodes ({placement.source})"
+    if count:
+        problems.warning("nodes", f"{spec.nodes} nodes: {limit}, so the nodes go in {count} of them, filled in"
+                         f" node order (nodes 0-{placement.members - 1} in the first): each keeps {placement.keeps},"
+                         f" nothing holds between them; for all nodes in one: nodes: {placement.members} or fewer")
+        return
+    pool = "the Kubernetes GPU node pool" if spec.kubernetes is not None else "the spot pool"
+    problems.warning("nodes", f"{spec.nodes} nodes: {limit}; {pool} takes one in its template, so it gets none and"
+                     f" loses what one gives ({placement.keeps}); for it: nodes: {placement.members} or fewer"
+                     + ("" if spec.kubernetes is not None else ", or billing: on-demand (several groups)"))
+
+
 def _quota_note(spec: Spec) -> str:
-    """The quota the plan draws on in the region: instances, GPUs, vCPUs, public addresses."""
+    """The quota the plan draws on in the region: instances, GPUs, vCPUs, public addresses, and the
+    placement groups with their member limit (or where the account's own is read when it is unknown)."""
     from components.providers.base import has_public_address
 
     vcpus = spec.nodes * max(row.vcpus for row in spec.pool_types)
@@ -1058,9 +1088,15 @@ def _quota_note(spec: Spec) -> str:
         addresses = f"{spec.nodes} public IP(s) (EIPs), one per node (publicEgress or sshAllowCidrs)"
     else:
         addresses = "no public IP"
-    placement = (f"; all {spec.nodes} nodes go in one placement group (server group, deployment set or"
-                 " placement group), whose member limit the cloud sets per region and account"
-                 if spec.nodes > 1 else "")
+    offered, groups = spec.profile.placement, _placement_groups(spec)
+    if not groups:
+        placement = ""
+    elif offered.members is None:
+        placement = (f"; all {spec.nodes} nodes go in one {offered.construct}, whose member limit is not known"
+                     f" here ({offered.source}): check that it holds {spec.nodes}")
+    else:
+        placement = (f"; placement: {groups} x {offered.construct}, at most {offered.members} nodes each"
+                     f" ({offered.source})")
     return (f"the plan needs this {spec.profile.display_name} quota in {spec.region}: {spec.nodes} GPU instance(s)"
             f" of {spec.instance.name} ({spec.nodes * spec.gpus_per_node:,} {spec.gpu.name} GPUs),"
             f" {vcpus:,} vCPUs{' (the largest type of the spot pool)' if len(spec.pool_types) > 1 else ''},"

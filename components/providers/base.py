@@ -175,6 +175,43 @@ class NameLimit:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """The placement group a multi-node stack's nodes go in (the compute part makes it when nodes > 1),
+    and how many members one holds: components/spec.py checks `nodes` against it before anything is made.
+
+    Past `members`, on-demand nodes go in several groups, node i in group i // members: each group keeps
+    its guarantee (`keeps`) for its nodes, none holds between groups, and adding nodes never moves a node
+    to another group. A pool (spot pool, Kubernetes node pool) takes one group in its template: past
+    `members` it gets none, and the preview says what is lost. Refusing instead would make the cloud's
+    small groups (20 on Alibaba) a ceiling on training scale that nothing else imposes."""
+    construct: str  # what the cloud calls it, with the strategy the compute part asks for
+    keeps: str  # what membership guarantees the nodes of one group
+    members: Optional[int]  # the most nodes one group holds; None: no primary source states one
+    source: str  # where `members` is written; when None, where the account's own limit is read
+
+    def groups(self, nodes: int, pooled: bool) -> int:
+        """How many groups `nodes` take: none for one node, one up to `members` (or when it is unknown),
+        beyond it ceil(nodes / members) for on-demand nodes and none for a pool."""
+        if nodes <= 1:
+            return 0
+        if self.members is None or nodes <= self.members:
+            return 1
+        return 0 if pooled else -(-nodes // self.members)
+
+
+def placement_groups(spec: Any, pooled: bool, make: Callable[[int], Any]) -> tuple:
+    """The ids of the placement groups `spec`'s nodes go in, each made by `make(g)` (group 0 keeps the
+    resource name a one-group stack has, so a stack that grows past `members` keeps its first group)."""
+    placement = spec.profile.placement
+    return tuple(make(g) for g in range(placement.groups(spec.nodes, pooled) if placement else 0))
+
+
+def group_suffix(group: int) -> str:
+    """What placement group `group`'s names end with: nothing for group 0, "-<group>" after it."""
+    return f"-{group}" if group else ""
+
+
+@dataclass(frozen=True)
 class KubernetesOffer:
     """What a provider's managed Kubernetes offers the Kubernetes path (docs/kubernetes.md); data with sources.
 
@@ -270,6 +307,10 @@ class ProviderProfile:
     # tried in order on each resource (the preview's --user-data and its size line read it there).
     user_data_inputs: tuple[str, ...] = ("userData", "user_data")
 
+    # The placement group multi-node stacks' nodes go in and its member limit (Placement); None: the
+    # compute part makes none (the nodes go where the cloud puts them).
+    placement: Optional[Placement] = None
+
     # The managed Kubernetes the `kubernetes` key deploys to (components/kubernetes/); None: not offered yet.
     kubernetes: Optional[KubernetesOffer] = None
     # The managed training platforms the `platform` key submits jobs to (components/platforms/offer.py),
@@ -347,9 +388,20 @@ class NodeLaunch:
     tags: Mapping[str, Any]
     image: pulumi.Output
     key: Any  # the cloud's reference to the SSH key pair, or None
-    placement: Any  # the placement (deployment set / placement group) id for multi-node stacks, or None
+    placement: tuple  # the placement groups' ids (placement_groups); () when there is none
     public_bandwidth: Optional[int]  # outbound-only public bandwidth (Mbit/s), or None
     internet_charge: Optional[str]
+
+    def group_of(self, index: int) -> Any:
+        """The placement group of on-demand node `index` (node i is in group i // members), or None."""
+        if not self.placement:
+            return None
+        return self.placement[index // self.spec.profile.placement.members] if len(self.placement) > 1 \
+            else self.placement[0]
+
+    def pool_group(self) -> Any:
+        """The one placement group a pool's template takes, or None (Placement.groups gives a pool at most one)."""
+        return self.placement[0] if self.placement else None
 
     def pool_size(self) -> pulumi.Output[int]:
         """A spot pool's wanted size: spec.nodes, or 0 once its TTL has (nearly) passed. A pool's TTL is a

@@ -25,6 +25,10 @@ PROFILE = ProviderProfile(
     name="__cloud__",
     display_name="__Cloud__",
     region_key="__cloud__:region",  # the Pulumi provider's own config key
+    # TODO(__cloud__): the placement group compute.py puts multi-node stacks' nodes in, as
+    # base.Placement(construct, keeps, members, source) with members from the cloud's limits doc (None
+    # when no primary source states it); None: compute.py makes none.
+    placement=None,
     currency="TODO",  # TODO(__cloud__): the currency the price API answers in
     shared_storage={},  # TODO(__cloud__): accepted `sharedStorage` values -> what they are
     parallel_fs=None,

@@ -22,9 +22,9 @@ import pulumi_alicloud as alicloud
 from components.kubernetes import manifests
 from components.providers.alicloud import api_acl
 from components.providers.alicloud.cpfs_export import credentials_from
-from components.providers.alicloud.compute import SYSTEM_DISK_GB, on_demand_price
+from components.providers.alicloud.compute import SYSTEM_DISK_GB, deployment_set, on_demand_price
 from components.providers.alicloud.identity import ROTATE_STRATEGY, bucket_statements
-from components.providers.base import ClusterParts, NetworkParts, PartContext
+from components.providers.base import ClusterParts, NetworkParts, PartContext, placement_groups
 from components.spec import Spec
 
 # Pod and Service CIDRs: outside the VPC's 10.42.0.0/16 (network.py), as ACK requires (Flannel).
@@ -104,11 +104,9 @@ class AckCluster(pulumi.ComponentResource):
             instance_types=[k8s.system_instance_type], desired_size=str(k8s.system_nodes),
             system_disk_size=SYSTEM_POOL_DISK_GB,
             labels=[alicloud.cs.NodePoolLabelArgs(key=manifests.POOL_LABEL, value="system")], opts=child, **common)
-        placement = None
-        if spec.nodes > 1:
-            placement = alicloud.ecs.EcsDeploymentSet(
-                f"{ctx.name}-placement", strategy="LowLatency", deployment_set_name=f"gpu-training-{spec.stack}",
-                description="keep the GPU nodes close for NCCL", opts=child).id
+        # The node pool takes one deployment set: none past the 20 nodes one holds (profile.PLACEMENT).
+        placement = next(iter(placement_groups(spec, True, lambda g: deployment_set(
+            spec, ctx, g, child, "keep the GPU nodes close for NCCL"))), None)
         disk = spec.data_disk
         self.gpu_pool = alicloud.cs.NodePool(
             f"{ctx.name}-gpu-pool", node_pool_name=f"{spec.stack}-gpu", vswitch_ids=switches,

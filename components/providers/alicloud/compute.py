@@ -13,7 +13,7 @@ from components.nodeconfig import pool_name
 from components.providers.alicloud.identity import grant_pool_retire
 from components.providers.alicloud.profile import INTERNET_CHARGE_TYPE, public_bandwidth_mbps
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts)
+                                       PartContext, StorageParts, group_suffix, placement_groups)
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100
@@ -80,6 +80,15 @@ def pool_options(parent: pulumi.Resource, spec: Spec) -> pulumi.ResourceOptions:
                                   replacement_trigger=f"launch template configs {digest}")
 
 
+def deployment_set(spec: Spec, ctx: PartContext, group: int, opts: pulumi.ResourceOptions,
+                   description: str = "keep the training nodes close for NCCL") -> pulumi.Output:
+    """Placement group `group` (0, 1, ...): group 0 keeps the name a stack of at most 20 nodes has."""
+    suffix = group_suffix(group)
+    return alicloud.ecs.EcsDeploymentSet(
+        f"{ctx.name}-placement{suffix}", strategy="LowLatency",
+        deployment_set_name=f"gpu-training-{spec.stack}{suffix}", description=description, opts=opts).id
+
+
 def _data_disk(spec: Spec):
     disk = spec.data_disk
     return dict(size=disk.size_gb, category=disk.category, performance_level=disk.performance_level,
@@ -97,16 +106,14 @@ class Nodes(NodesComponent):
         if spec.ssh_public_key:
             key_name = alicloud.ecs.EcsKeyPair(f"{ctx.name}-key", key_pair_name=f"gpu-training-{spec.stack}",
                                                public_key=spec.ssh_public_key, tags=tags, opts=child).key_pair_name
-        deployment_set_id = None
-        if spec.nodes > 1:
-            deployment_set_id = alicloud.ecs.EcsDeploymentSet(
-                f"{ctx.name}-placement", strategy="LowLatency", deployment_set_name=f"gpu-training-{spec.stack}",
-                description="keep the training nodes close for NCCL", opts=child).id
+        # One LowLatency set holds at most 20 nodes (profile.PLACEMENT): more on-demand nodes take several.
+        deployment_set_ids = placement_groups(spec, spec.profile.has_pool(spec),
+                                              lambda g: deployment_set(spec, ctx, g, child))
         # Outbound-only public address (profile.py, "egress"): the CUDA repository and other downloads.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
         self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
-                               deployment_set_id, public_bandwidth, internet_charge))
+                               deployment_set_ids, public_bandwidth, internet_charge))
 
     def on_demand(self, launch: NodeLaunch) -> None:
         spec = launch.spec
@@ -119,7 +126,7 @@ class Nodes(NodesComponent):
                 system_disk_category="cloud_essd", system_disk_size=SYSTEM_DISK_GB, system_disk_encrypted=True,
                 data_disks=[alicloud.ecs.InstanceDataDiskArgs(**_data_disk(spec))],
                 user_data=launch.user_data, http_tokens="required", http_endpoint="enabled",
-                auto_release_time=launch.expires_at, deployment_set_id=launch.placement, key_name=launch.key,
+                auto_release_time=launch.expires_at, deployment_set_id=launch.group_of(index), key_name=launch.key,
                 internet_max_bandwidth_out=launch.public_bandwidth, internet_charge_type=launch.internet_charge,
                 tags=launch.tags, volume_tags=launch.tags,
                 role_name=launch.identity.role_name, opts=node_options(self))
@@ -138,7 +145,7 @@ class Nodes(NodesComponent):
             spot_price_limit=spec.spot_max_price, spot_duration="1", zone_id=launch.network.zone,
             vpc_id=launch.network.vpc_id, vswitch_id=launch.network.subnet_ids[0],
             security_group_ids=[launch.network.security_group_id], ram_role_name=launch.identity.role_name,
-            key_pair_name=launch.key, deployment_set_id=launch.placement,
+            key_pair_name=launch.key, deployment_set_id=launch.pool_group(),
             system_disk=alicloud.ecs.EcsLaunchTemplateSystemDiskArgs(
                 category="cloud_essd", size=SYSTEM_DISK_GB, encrypted=True, delete_with_instance=True),
             data_disks=[alicloud.ecs.EcsLaunchTemplateDataDiskArgs(**_data_disk(spec))],

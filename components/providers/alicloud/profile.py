@@ -12,7 +12,7 @@ from typing import Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, KubernetesOffer, Lingering,
                                        NameLimit,
-                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       ObjectStore, Placement, ProviderProfile, Route, StoreVerification, UserDataLimit,
                                        has_public_address, inbound_note)
 from components.providers.alicloud import registry
 
@@ -220,6 +220,10 @@ NAME_LIMITS = (
               f"{_TF} alicloud/resource_alicloud_ecs_key_pair.go:40 (validators.go:537, 2-128)"),
     NameLimit("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet", "deploymentSetName", "gpu-training-{stack}", 128, 2,
               f"{_TF} alicloud/resource_alicloud_ecs_deployment_set.go:31 (validators.go:558, {{2,128}})"),
+    # Past PLACEMENT.members, every further set is gpu-training-{stack}-{group}; the check renders {index}
+    # as the last node's index, never less than a group's number, so it errs long.
+    NameLimit("alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet", "deploymentSetName", "gpu-training-{stack}-{index}",
+              128, 2, f"{_TF} alicloud/resource_alicloud_ecs_deployment_set.go:31 (validators.go:558, {{2,128}})"),
     NameLimit("alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate", "instanceName", "gpu-training-{stack}", 128, 2,
               f"{_TF} alicloud/resource_alicloud_ecs_launch_template.go:127 (validators.go:558, 1+{{1,127}})"),
     NameLimit("alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup", "autoProvisioningGroupName",
@@ -232,6 +236,17 @@ NAME_LIMITS = (
               f"{_TF} website/docs/r/ram_policy.html.markdown:73 (1 to 128 characters)"),
     NameLimit("alicloud:ram/policy:Policy", "policyName", "gpu-training-{stack}-node-pool", 128, 1,
               f"{_TF} website/docs/r/ram_policy.html.markdown:73 (1 to 128 characters)"),
+)
+
+# The deployment set multi-node stacks' nodes go in (compute.py, cluster.py; strategy LowLatency, one of
+# Availability, AvailabilityGroup, LowLatency: https://help.aliyun.com/zh/terraform/alicloud-ecs-deployment-set).
+# Past 20 nodes, on-demand nodes take several sets and a pool none (base.Placement).
+PLACEMENT = Placement(
+    construct="LowLatency deployment set (ecs.EcsDeploymentSet)",
+    keeps="its nodes in one network topology of the zone, for NCCL's latency",
+    members=20,
+    source="ECS doc 部署集 (Deployment set), 使用限制 (Limits): with the low latency strategy all instances are"
+           " in one zone, at most 20 ECS instances in it (https://www.alibabacloud.com/help/zh/doc-detail/91258.htm)",
 )
 
 # ACK, the Kubernetes path (components/providers/alicloud/cluster.py, docs/kubernetes.md).
@@ -284,6 +299,7 @@ PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
     name_limits=NAME_LIMITS,
+    placement=PLACEMENT,
     example_bucket="my-gpu-training-checkpoints",
     credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
     region_key="alicloud:region",

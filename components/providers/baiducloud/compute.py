@@ -55,7 +55,7 @@ class Nodes(NodesComponent):
             "pendingWindowInDays": 7}, spec.region, child)
         bandwidth = PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
         self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, dict(ctx.tags), image_id(spec),
-                               None, None, bandwidth, None))
+                               None, (), bandwidth, None))
 
     def _instances(self, launch: NodeLaunch, billing: dict) -> None:
         spec = launch.spec

@@ -232,6 +232,7 @@ PROFILE = ProviderProfile(
     keeps_billing=keeps_billing,
     bills_nothing_alone=BILLS_NOTHING_ALONE,
     name_limits=NAME_LIMITS,
+    placement=None,  # compute.py makes no deployment set: BCC nodes go where the cloud puts them
     credential_env=("BAIDUCLOUD_", "BCE_"),
     example_bucket="my-gpu-training-checkpoints",
     type_prefixes=(TYPE_PREFIX,),

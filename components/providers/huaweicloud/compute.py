@@ -35,7 +35,7 @@ from components import clock
 from components.generated_key import GeneratedPublicKey
 from components.nodeconfig import pool_name
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts)
+                                       PartContext, StorageParts, group_suffix, placement_groups)
 from components.providers.huaweicloud.profile import (AS_MAX_FLAVORS, capped_spot, disk_iops, disk_throughput,
                                                       public_bandwidth_mbps)
 from components.providers.huaweicloud.sdk import as_, dew, ecs, ims
@@ -101,13 +101,13 @@ class Nodes(NodesComponent):
             # A new public key replaces the key pair (ForceNew); its name stays, so the old one goes first.
             key_name = ecs.Keypair(f"{ctx.name}-key", name=key_pair_name(spec), public_key=public_key,
                                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True)).name
-        group_id = None
-        if spec.nodes > 1:
-            group_id = ecs.Servergroup(f"{ctx.name}-servergroup", name=f"gpu-training-{spec.stack}",
-                                       policies=["anti-affinity"], opts=child).id
+        # One group (profile.PLACEMENT: its member limit differs by region and is not a published number).
+        group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: ecs.Servergroup(
+            f"{ctx.name}-servergroup{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}",
+            policies=["anti-affinity"], opts=child).id)
         bandwidth = public_bandwidth_mbps(spec)
         self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
-                               group_id, bandwidth or None, "traffic" if bandwidth else None))
+                               group_ids, bandwidth or None, "traffic" if bandwidth else None))
 
     def on_demand(self, launch: NodeLaunch) -> None:
         # The last resort if the agent never releases the node: Huawei deletes it.
@@ -133,7 +133,8 @@ class Nodes(NodesComponent):
                                                     charge_mode=launch.internet_charge) if launch.public_bandwidth else None,
                 delete_eip_on_termination=True,
                 user_data=launch.user_data, agency_name=launch.identity.role_name, key_pair=launch.key,
-                scheduler_hints=[ecs.InstanceSchedulerHintArgs(group=launch.placement)] if launch.placement else None,
+                scheduler_hints=([ecs.InstanceSchedulerHintArgs(group=launch.group_of(index))]
+                                 if launch.placement else None),
                 tags=launch.tags, opts=node_options(self), **billing)
             self.instance_ids.append(node.id)
             self.private_ips.append(node.access_ip_v4)
@@ -158,7 +159,7 @@ class Nodes(NodesComponent):
             instance_config=as_.ConfigurationInstanceConfigArgs(
                 flavor=",".join(row.name for row in spec.pool_types[:AS_MAX_FLAVORS]), flavor_priority_policy="PICK_FIRST",
                 image=launch.image, charging_mode="spot", security_group_ids=[launch.network.security_group_id],
-                key_name=launch.key, user_data=launch.user_data, ecs_group_id=launch.placement, public_ip=public_ip,
+                key_name=launch.key, user_data=launch.user_data, ecs_group_id=launch.pool_group(), public_ip=public_ip,
                 disks=[as_.ConfigurationInstanceConfigDiskArgs(size=SYSTEM_DISK_GB, volume_type=SYSTEM_DISK_TYPE,
                                                                disk_type="SYS", kms_id=self.disk_key.id),
                        as_.ConfigurationInstanceConfigDiskArgs(

@@ -25,7 +25,7 @@ import re
 from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       ObjectStore, Placement, ProviderProfile, Route, StoreVerification, UserDataLimit,
                                        has_public_address, inbound_note, transfer_seconds)
 
 _TF = "huaweicloud/terraform-provider-huaweicloud@v1.73.3 (7cb68681)"
@@ -277,10 +277,24 @@ def _platforms():
 
     return {OFFER.kind: OFFER}
 
+# The ECS group (server group) multi-node stacks' nodes go in (compute.py: ecs.Servergroup, policy
+# anti-affinity, the only one ECS groups support). No published number: it differs by region.
+PLACEMENT = Placement(
+    construct="anti-affinity ECS group (ecs.Servergroup)",
+    keeps="each node on a physical host of its own",
+    members=None,
+    source="not published: ECS doc Managing ECS Groups, Constraints: the maximum number of ECSs in an ECS group"
+           " varies by region, shown on the ECS Group page"
+           " (https://support.huaweicloud.com/intl/en-us/usermanual-ecs/ecs_03_0150.html); the account's own is"
+           " maxServerGroupMembers of GET /v1/{project_id}/cloudservers/limits"
+           " (https://support.huaweicloud.com/intl/en-us/api-ecs/ecs_02_0801.html)",
+)
+
 PROFILE = ProviderProfile(
     name="huaweicloud",
     display_name="Huawei Cloud",
     name_limits=NAME_LIMITS,
+    placement=PLACEMENT,
     example_bucket="my-gpu-training",
     credential_env=("HW_", "HUAWEICLOUD_"),  # the Pulumi provider (HW_ACCESS_KEY, ...) and huaweicloudsdk
     region_key="huaweicloud:region",

@@ -29,7 +29,7 @@ from tencentcloud_iac_pulumi import instance as cvm_instance
 
 from components.nodeconfig import pool_name
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts)
+                                       PartContext, StorageParts, group_suffix, placement_groups)
 from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, SEED_DISK_GB, extra_throughput,
                                                          public_bandwidth_mbps, spot_cap)
 from components.spec import Spec
@@ -94,15 +94,15 @@ class Nodes(NodesComponent):
             pair = key.Pair(f"{ctx.name}-key", key_name=key_pair_name(spec), public_key=spec.ssh_public_key,
                             tags=tags, opts=child)
             key_ids = [pair.id]
-        group_id = None
-        if spec.nodes > 1:
-            group_id = placement.Group(f"{ctx.name}-placement", name=f"gpu-training-{spec.stack}", type="HOST",
-                                       tags=tags, opts=child).id
+        # One group (profile.PLACEMENT: its member limit is the account's quota, not a published number).
+        group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: placement.Group(
+            f"{ctx.name}-placement{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}", type="HOST",
+            tags=tags, opts=child).id)
         # Outbound-only public address (profile.py, "egress"): the CVM/AS APIs and the CUDA repository.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
         self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_ids,
-                               group_id, public_bandwidth, internet_charge))
+                               group_ids, public_bandwidth, internet_charge))
 
     def on_demand(self, launch: NodeLaunch) -> None:
         spec, disk = launch.spec, launch.spec.data_disk
@@ -120,7 +120,7 @@ class Nodes(NodesComponent):
                     delete_with_instance=True, throughput_performance=extra_throughput(disk),
                     data_disk_name=f"gpu-training-{spec.stack}-data-{index}")],
                 user_data=launch.user_data, cam_role_name=launch.identity.role_name,
-                placement_group_id=launch.placement, key_ids=launch.key,
+                placement_group_id=launch.group_of(index), key_ids=launch.key,
                 allocate_public_ip=bool(launch.public_bandwidth), internet_charge_type=launch.internet_charge,
                 internet_max_bandwidth_out=launch.public_bandwidth, disable_api_termination=False,
                 tags=launch.tags, opts=node_options(self))
@@ -152,7 +152,7 @@ class Nodes(NodesComponent):
             security_group_ids=[launch.network.security_group_id], cam_role_name=launch.identity.role_name,
             user_data=launch.user_data, key_ids=launch.key, public_ip_assigned=bool(launch.public_bandwidth),
             internet_charge_type=launch.internet_charge, internet_max_bandwidth_out=launch.public_bandwidth,
-            disaster_recover_group_ids=[launch.placement] if launch.placement else None,
+            disaster_recover_group_ids=[launch.pool_group()] if launch.pool_group() else None,
             instance_name_settings=as_.ScalingConfigInstanceNameSettingsArgs(
                 instance_name=f"gpu-training-{spec.stack}", instance_name_style="UNIQUE"),
             host_name_settings=as_.ScalingConfigHostNameSettingsArgs(

@@ -21,7 +21,7 @@ import re
 from typing import Iterable, Optional
 
 from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
+                                       ObjectStore, Placement, ProviderProfile, Route, StoreVerification, UserDataLimit,
                                        has_public_address, inbound_note, spot_cap)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
@@ -250,10 +250,23 @@ NAME_LIMITS = (
               f"{_TF} tencentcloud/services/vpc/resource_tc_security_group.go:30"),
 )
 
+# The placement group multi-node stacks' nodes go in (compute.py: placement.Group type HOST). No
+# published number: the CVM doc says the most instances a group holds differ by layer (HOST, SW, RACK)
+# and shows them in the console; the API gives the account's own as a quota.
+PLACEMENT = Placement(
+    construct="spread placement group of type HOST (placement.Group)",
+    keeps="each node on a physical host of its own",
+    members=None,
+    source="not published: CVM doc Placement Group (https://intl.cloud.tencent.com/document/product/213/15486,"
+           " rules 5-6: the limit differs by layer, see the console); the account's own is CvmInHostGroupQuota of"
+           " DescribeDisasterRecoverGroupQuota (https://cloud.tencent.com/document/api/213/17811)",
+)
+
 PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
     name_limits=NAME_LIMITS,
+    placement=PLACEMENT,
     example_bucket="my-gpu-training-1250000000",  # <name>-<APPID>, with the APPID of COS's docs
     credential_env=("TENCENTCLOUD_",),  # the Pulumi provider's and the SDKs' variables
     region_key="tencentcloud:region",
