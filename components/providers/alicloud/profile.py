@@ -149,6 +149,12 @@ def warnings(spec):
     if spec.shared_storage == "cpfs":
         yield ("sharedStorage", "CPFS is sold on the China site (aliyun.com) only (NAS API DescribeZones); an"
                " international-site account cannot create it")
+    if spec.spot and spec.nodes > 1 and not spec.kubernetes:
+        yield ("billing", "unverified without an account: the spot pool's launch template names a LowLatency"
+               " deployment set, and the Chinese ECS doc 部署集 (https://www.alibabacloud.com/help/zh/doc-detail/"
+               "91258.htm, 使用限制) has said that spot instances cannot be created in a deployment set, and that"
+               " LowLatency keeps all instances in one zone (spotZones would then not be used). If the pool's"
+               " launches fail, use billing: on-demand for placement, or nodes: 1")
 
 
 def keeps_billing(spec) -> tuple[Lingering, ...]:
