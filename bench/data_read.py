@@ -18,7 +18,8 @@ guide's rule; --workers overrides). Prints the median images/s of several rounds
    the packed set streamed shard by shard (each shard one sequential read, shuffled within the shard,
    the WebDataset way; the trainer does not do this), and the packed set staged (copied to the local,
    unthrottled disk first, the copy's time included; then read by the trainer's reader, cold). Each
-   row also gives the device reads per image (blkio.throttle.io_serviced). Before the runs it measures
+   row also gives the device reads per image (blkio.throttle.io_serviced), and each layout is read once
+   more without decoding (the bytes alone, one reader: the ceiling the disk sets). Before the runs it measures
    the device: 4 KiB random and 1 MiB sequential reads with O_DIRECT, next to the limits set.
    Needs root; where the disk cannot be made (not root, no loop device, no blkio), it prints why and
    skips part 2.
@@ -50,7 +51,7 @@ from tools.stackfiles import stack_spec  # noqa: E402
 
 STACKS = ("entry-t4", "medium-a100")  # the entry and medium tiers' Alibaba stacks (stacks/*.yaml)
 BATCH, IMAGE_SIDE = 64, 64
-FOLDER = "folder of JPEG files"
+FOLDER, RANDOM, STREAMED = "folder of JPEG files", "packed, random reads", "packed, shard streaming"
 
 
 class ShardStream(torch.utils.data.IterableDataset):
@@ -75,6 +76,37 @@ class ShardStream(torch.utils.data.IterableDataset):
             rng.shuffle(samples)
             for offset, size, label in samples:
                 yield decode(data[offset:offset + size], self.packed.image_size), label
+
+
+def read_only_rate(layout: str, folder: FolderImages, packed: PackedImages) -> float:
+    """Images/s of reading the bytes alone, no decode, one reader, in a shuffled order: what the disk
+    allows, the ceiling the decoding workers run under."""
+    rng = random.Random(0)
+    began = time.perf_counter()
+    if layout == FOLDER:
+        paths = [path for path, _ in folder.items]
+        rng.shuffle(paths)
+        for path in paths:
+            path.read_bytes()
+        count = len(paths)
+    elif layout == STREAMED:
+        names = list(packed.shards)
+        rng.shuffle(names)
+        for name in names:
+            (packed.folder / name).read_bytes()
+        count = len(packed.items)
+    else:
+        items = list(packed.items)
+        rng.shuffle(items)
+        fds = {n: os.open(packed.folder / name, os.O_RDONLY) for n, name in enumerate(packed.shards)}
+        try:
+            for shard, offset, size, _ in items:
+                os.pread(fds[shard], size, offset)
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        count = len(items)
+    return count / (time.perf_counter() - began)
 
 
 def half_the_vcpus() -> int:
@@ -174,8 +206,7 @@ def throttled(tmp: Path, count: int, args, workers: int) -> None:
             free = disk.check()
             print(f"  unthrottled: {free.iops:8.0f} IOPS (4 KiB random, 4 threads)  {free.mb_s:7.1f} MB/s (1 MiB seq)")
             folder_reader, random_reader = FolderImages(images, IMAGE_SIDE), PackedImages(packed, IMAGE_SIDE)
-            layouts = {FOLDER: folder_reader, "packed, random reads": random_reader,
-                       "packed, shard streaming": ShardStream(random_reader)}
+            layouts = {FOLDER: folder_reader, RANDOM: random_reader, STREAMED: ShardStream(random_reader)}
             staged_name = "packed, staged to local disk"
             for label, iops, mb_s in rows:
                 disk.limit(iops, int(mb_s * 1e6))
@@ -207,6 +238,7 @@ def throttled(tmp: Path, count: int, args, workers: int) -> None:
                     results[staged_name].append(count / (copied + count / read_rate))
                     copy_s.append(copied)
                     shutil.rmtree(staged)
+                print("    decode, resize and normalise in the DataLoader (what training sees):")
                 per_image = {name: statistics.median(r) for name, r in reads.items()}
                 notes = {}
                 for name, r in results.items():
@@ -218,11 +250,21 @@ def throttled(tmp: Path, count: int, args, workers: int) -> None:
                 medians = show(results, FOLDER, notes)
                 fewer = per_image[FOLDER] / max(per_image["packed, random reads"], 1e-9)
                 streamed = per_image[FOLDER] / max(per_image["packed, shard streaming"], 1e-9)
+                raw: dict[str, list[float]] = {name: [] for name in layouts}
+                for _ in range(args.rounds):
+                    for name in layouts:
+                        disk.cold()
+                        disk.drain()  # a pass this short would otherwise ride on the throttle's burst
+                        raw[name].append(read_only_rate(name, folder_reader, random_reader))
+                print("    the bytes alone, no decode, one reader (what this disk allows):")
+                raw_medians = show(raw, FOLDER)
                 print(f"    device reads per image: packed random {fewer:.1f}x fewer than the folder, streamed"
                       f" {streamed:.0f}x fewer; images/s packed (trainer's reader) / folder"
                       f" {medians['packed, random reads'] / medians[FOLDER]:.2f}x, streamed / folder"
                       f" {medians['packed, shard streaming'] / medians[FOLDER]:.2f}x, staged / folder"
-                      f" {medians[staged_name] / medians[FOLDER]:.2f}x (goal: packed >= 3x folder)")
+                      f" {medians[staged_name] / medians[FOLDER]:.2f}x; bytes alone: packed random / folder"
+                      f" {raw_medians[RANDOM] / raw_medians[FOLDER]:.2f}x, streamed / folder"
+                      f" {raw_medians[STREAMED] / raw_medians[FOLDER]:.2f}x (goal: packed >= 3x folder)")
     except Unavailable as e:
         print(f"  skipped: {e}")
 
