@@ -19,7 +19,10 @@ guide's rule; --workers overrides). Prints the median images/s of several rounds
    the WebDataset way; the trainer does not do this), and the packed set staged (copied to the local,
    unthrottled disk first, the copy's time included; then read by the trainer's reader, cold). Each
    row also gives the device reads per image (blkio.throttle.io_serviced), and each layout is read once
-   more without decoding (the bytes alone, one reader: the ceiling the disk sets). Before the runs it measures
+   more without decoding (the bytes alone, one reader: the ceiling the disk sets; with the MB/s that asks
+   of the disk and how long the pass took: blk-throttle grants its allowance in whole slices of 100 ms,
+   so a pass of T seconds can read up to (T + 0.1) / T of the cap; the bench flags passes under 1 s).
+   Before the runs it measures
    the device: 4 KiB random and 1 MiB sequential reads with O_DIRECT, next to the limits set.
    Needs root; where the disk cannot be made (not root, no loop device, no blkio), it prints why and
    skips part 2.
@@ -107,6 +110,15 @@ def read_only_rate(layout: str, folder: FolderImages, packed: PackedImages) -> f
                 os.close(fd)
         count = len(items)
     return count / (time.perf_counter() - began)
+
+
+def layout_bytes(layout: str, folder: FolderImages, packed: PackedImages) -> int:
+    """What one pass of read_only_rate reads: the files, the images' bytes in the shards, or whole shards."""
+    if layout == FOLDER:
+        return sum(path.stat().st_size for path, _ in folder.items)
+    if layout == STREAMED:
+        return sum((packed.folder / name).stat().st_size for name in packed.shards)
+    return sum(size for _, _, size, _ in packed.items)
 
 
 def half_the_vcpus() -> int:
@@ -257,7 +269,14 @@ def throttled(tmp: Path, count: int, args, workers: int) -> None:
                         disk.drain()  # a pass this short would otherwise ride on the throttle's burst
                         raw[name].append(read_only_rate(name, folder_reader, random_reader))
                 print("    the bytes alone, no decode, one reader (what this disk allows):")
-                raw_medians = show(raw, FOLDER)
+                raw_notes = {}
+                for name in raw:  # bytes a pass reads, spread over its images: the MB/s it asks of the disk
+                    mb = statistics.median(raw[name]) * layout_bytes(name, folder_reader, random_reader) / count / 1e6
+                    seconds = count / statistics.median(raw[name])
+                    raw_notes[name] = f"= {mb:6.1f} MB/s, {mb / mb_s:4.0%} of the limit, pass {seconds:.2f} s"
+                    if seconds < 1:  # blk-throttle grants its allowance in whole 100 ms slices
+                        raw_notes[name] += f" (short: up to {(seconds + 0.1) / seconds:.2f}x the cap)"
+                raw_medians = show(raw, FOLDER, raw_notes)
                 print(f"    device reads per image: packed random {fewer:.1f}x fewer than the folder, streamed"
                       f" {streamed:.0f}x fewer; images/s packed (trainer's reader) / folder"
                       f" {medians['packed, random reads'] / medians[FOLDER]:.2f}x, streamed / folder"
