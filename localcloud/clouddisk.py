@@ -162,6 +162,25 @@ def _sequential_reads(path: Path, size: int, seconds: float) -> float:
         buf.close()
 
 
+def _leave(cgroup: Path, own: Path) -> None:
+    """Move this process and anything it forked that still runs (a DataLoader worker that an interrupt left
+    behind) back to our own cgroup, so the child cgroup can be removed."""
+    pids = {os.getpid(), *(int(p) for p in (cgroup / "cgroup.procs").read_text().split())}
+    for pid in pids:
+        try:
+            (own / "cgroup.procs").write_text(f"{pid}\n")
+        except ProcessLookupError:
+            pass  # it ended meanwhile
+
+
+def _umount(mount: Path) -> None:
+    """Unmount; if a straggler still holds a file open, detach lazily so the loop device can go."""
+    try:
+        _run("umount", str(mount))
+    except Unavailable:
+        _run("umount", "-l", str(mount))
+
+
 @contextmanager
 def throttled_disk(workdir: Path, size_mb: int = 1024) -> Iterator[ThrottledDisk]:
     """Make the disk under workdir and move this process into its cgroup; undo it all on exit.
@@ -183,7 +202,7 @@ def throttled_disk(workdir: Path, size_mb: int = 1024) -> Iterator[ThrottledDisk
         _run("mkfs.ext4", "-q", "-F", device)
         mount.mkdir(exist_ok=True)
         _run("mount", "-o", "noatime", device, str(mount))
-        undo.append((f"umount {mount}", lambda: _run("umount", str(mount))))
+        undo.append((f"umount {mount}", lambda: _umount(mount)))
         try:
             cgroup.mkdir()
         except OSError as e:
@@ -193,7 +212,7 @@ def throttled_disk(workdir: Path, size_mb: int = 1024) -> Iterator[ThrottledDisk
             (cgroup / "cgroup.procs").write_text(f"{os.getpid()}\n")
         except OSError as e:
             raise Unavailable(f"cannot move this process into {cgroup}: {e}") from e
-        undo.append(("leave the cgroup", lambda: (own / "cgroup.procs").write_text(f"{os.getpid()}\n")))
+        undo.append(("leave the cgroup", lambda: _leave(cgroup, own)))
         disk = ThrottledDisk(image, mount, device, cgroup)
         undo.append(("lift the limits", lambda: disk.limit(None, None)))
         yield disk
