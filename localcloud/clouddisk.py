@@ -100,17 +100,21 @@ class ThrottledDisk:
         _run("umount", str(self.mount))
         _run("mount", "-o", "noatime", self.device, str(self.mount))
 
-    def drain(self, seconds: float = 0.25) -> None:
-        """Spend the throttle's IOPS allowance before a short timed read: blk-throttle lets a group that was
-        idle through about one slice (100 ms) of its limit at once, which would flatter a pass of a fraction
-        of a second. O_DIRECT 4 KiB reads of a file of its own (nothing lands in the page cache), 4 threads
-        so the limit, not one thread's latency, sets their pace. The bytes allowance is not drained: 4 KiB
-        reads at the IOPS cap use a fraction of it (the bench flags the short passes instead)."""
+    def drain(self, kind: str = "iops", seconds: float = 0.25) -> None:
+        """Spend the throttle's allowance before a short timed read: blk-throttle grants a group its limit in
+        slices of about 100 ms, so a pass starts with up to a slice's worth in hand, which would flatter a
+        pass of a fraction of a second. kind "iops": 4 KiB random reads, 4 threads (so the limit, not one
+        thread's latency, sets their pace), for a pass that the IOPS cap holds; "bytes": 1 MiB sequential
+        reads, for a pass that the MB/s cap holds (each kind leaves the other allowance unspent). O_DIRECT
+        on a file of its own, so nothing lands in the page cache."""
         probe = self.mount / ".drain"
         if not probe.exists():
             probe.write_bytes(os.urandom(16 * 2**20))
             os.sync()
-        _random_reads(probe, 16 * 2**20, seconds, 4)
+        if kind == "bytes":
+            _sequential_reads(probe, 16 * 2**20, seconds)
+        else:
+            _random_reads(probe, 16 * 2**20, seconds, 4)
 
     def check(self, seconds: float = 1.5, threads: int = 4) -> Measured:
         """Measured 4 KiB random-read IOPS (with `threads` readers: one Python thread alone may issue fewer
