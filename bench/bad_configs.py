@@ -12,6 +12,7 @@ driver measures an older checkout too:
     bench/bad_configs.py                     # this checkout
     bench/bad_configs.py --repo /tmp/old     # another checkout (e.g. a worktree at an older commit)
     bench/bad_configs.py --failures          # also list every case that was not handled
+    bench/bad_configs.py --quick             # every 5th case (make bench)
 """
 from __future__ import annotations
 
@@ -281,9 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--failures", action="store_true", help="list every case that was not handled")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per case")
     parser.add_argument("--json", type=Path, help="also write every outcome to this file")
+    parser.add_argument("--quick", action="store_true", help="every 5th case only (make bench)")
     args = parser.parse_args(argv)
     repo = args.repo.resolve()
     chosen = [(i, c) for i, c in enumerate(cases()) if args.only in c.name]
+    if args.quick:  # a fixed sample across every kind of case: the cases() list groups them by kind
+        chosen = chosen[::5]
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         outcomes = list(pool.map(lambda ic: run_case(ic[0], ic[1], repo, args.python, args.timeout), chosen))

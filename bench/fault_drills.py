@@ -11,6 +11,7 @@ cloud API stand-ins):
 
     .venv/bin/python bench/fault_drills.py                 # both (about 4 minutes on 2 cores)
     .venv/bin/python bench/fault_drills.py --no-rehearse   # the scenarios only
+    .venv/bin/python bench/fault_drills.py --quick         # faults and integrity only (make bench)
 """
 from __future__ import annotations
 
@@ -36,12 +37,17 @@ class Outcomes:
             self.by_test[report.nodeid] = report.outcome
 
 
-def scenarios() -> int:
+# --quick (make bench): the scenarios whose data rules the counts are about (no release before a verified
+# upload, the newest good snapshot restored, damaged bytes caught), not the whole agent suite.
+QUICK = ("test_faults.py", "test_integrity.py")
+
+
+def scenarios(quick: bool = False) -> int:
     import pytest
 
     outcomes = Outcomes()
-    pytest.main(["-q", "-p", "no:cacheprovider", "--no-header", "-o", "addopts=", str(REPO / "tests" / "agent")],
-                plugins=[outcomes])
+    where = [str(REPO / "tests" / "agent" / name) for name in QUICK] if quick else [str(REPO / "tests" / "agent")]
+    pytest.main(["-q", "-p", "no:cacheprovider", "--no-header", "-o", "addopts=", *where], plugins=[outcomes])
     per_file: dict[str, Counter] = defaultdict(Counter)
     for nodeid, outcome in outcomes.by_test.items():
         per_file[nodeid.split("::")[0].rsplit("/", 1)[-1]][outcome] += 1
@@ -80,9 +86,11 @@ def rehearsals() -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-rehearse", action="store_true", help="skip the rehearsals (about 2 minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"only {', '.join(QUICK)}, no rehearsals (make bench)")
     args = parser.parse_args(argv)
-    failed = scenarios()
-    if not args.no_rehearse:
+    failed = scenarios(args.quick)
+    if not (args.no_rehearse or args.quick):
         failed += rehearsals()
     return 1 if failed else 0
 

@@ -60,7 +60,10 @@ def main() -> int:
             print(f"{stack:<20} preview exit {run.returncode}: {run.stderr.strip().splitlines()[-1][:120]}")
             continue
         doc = json.loads(run.stdout)
-        c, out = doc["cost"], doc["outputs"]
+        c, out = doc.get("cost"), doc.get("outputs") or {}
+        if not c or "instanceType" not in out:  # a platform job (docs/platforms.md): no node to price here
+            print(f"{stack:<20} a managed platform job: no instance type, not priced by this bench")
+            continue
 
         def money(value):
             return "unknown" if value is None else f"{value:,.2f}"

@@ -9,6 +9,8 @@
   for content with a CRC-64 header (OSS, COS), answers that header for the object it holds.
 - LocalS3: the moto S3 server.
 - BIN: fake accelerator tools (nvidia-smi, npu-smi) to put first on PATH.
+- clouddisk (its own module, not imported here): a loop device whose reads are throttled to a cloud
+  data disk's IOPS and MB/s, for bench/data_read.py.
 """
 from __future__ import annotations
 

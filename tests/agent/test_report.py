@@ -50,7 +50,8 @@ def summary_of(folder: Path, vcpus=32, gpus=2, staged=False):
     (dict(util=40, cpu=50, iowait=25, data_wait=30, workers=8), 'storage',
      ['pack the small files', "stage the data set onto the node's local SSD"], ['raise DataLoader']),
     (dict(util=40, cpu=50, iowait=25, data_wait=30, workers=8, fmt='packed'), 'storage',
-     ["stage the data set onto the node's local SSD"], ['pack the small files']),
+     ["stage the data set onto the node's local SSD", 'read each shard in one sequential pass'],
+     ['pack the small files']),
     # CPU saturated with too few workers: more workers, a bigger CPU:GPU ratio.
     (dict(util=45, cpu=92, iowait=2, data_wait=40, workers=2), 'cpu',
      ['raise DataLoader workers from 2 to about 8 (half the 32 vCPUs per process)', 'this type has 16 vCPUs per GPU'],

@@ -50,6 +50,25 @@ def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDis
     return DataDisk("cloud_essd", level, size_gb, note)
 
 
+# ESSD performance per disk by level: (IOPS base, IOPS per GiB, IOPS cap, MB/s base, MB/s per GiB, MB/s cap),
+# each figure min{base + per GiB x capacity, cap}. Source: ECS doc "ESSDs", "Specifications" table
+# (https://www.alibabacloud.com/help/en/elastic-compute-service/latest/essds): PL0 min{1,800 + 12 x C,
+# 10,000} IOPS, min{100 + 0.25 x C, 180} MB/s; PL1 min{1,800 + 50 x C, 50,000}, min{120 + 0.5 x C, 350};
+# PL2 min{1,800 + 50 x C, 100,000}, min{120 + 0.5 x C, 750}; PL3 min{1,800 + 50 x C, 1,000,000},
+# min{120 + 0.5 x C, 4,000}. Used by bench/data_read.py to throttle a stand-in disk the same way.
+_ESSD_PERFORMANCE = {"PL0": (1800, 12, 10_000, 100, 0.25, 180), "PL1": (1800, 50, 50_000, 120, 0.5, 350),
+                     "PL2": (1800, 50, 100_000, 120, 0.5, 750), "PL3": (1800, 50, 1_000_000, 120, 0.5, 4000)}
+ESSD_PERFORMANCE_SOURCE = "https://www.alibabacloud.com/help/en/elastic-compute-service/latest/essds"
+
+
+def data_disk_performance(disk: DataDisk) -> Optional[tuple[int, float]]:
+    """(random IOPS, MB/s) the cloud documents for this data disk, or None where unknown here (not an ESSD)."""
+    if disk.category != "cloud_essd" or disk.performance_level not in _ESSD_PERFORMANCE:
+        return None
+    iops0, iops_gib, iops_cap, mb0, mb_gib, mb_cap = _ESSD_PERFORMANCE[disk.performance_level]
+    return min(iops0 + iops_gib * disk.size_gb, iops_cap), min(mb0 + mb_gib * disk.size_gb, mb_cap)
+
+
 # OSS computes the CRC-64/XZ (ECMA-182) of every uploaded object, single-part or multipart, stores it
 # and returns it as x-oss-hash-crc64ecma on PutObject, HeadObject and GetObject.
 OSS_VERIFICATION = StoreVerification(
