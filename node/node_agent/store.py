@@ -23,6 +23,7 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
@@ -39,6 +40,7 @@ log = logging.getLogger('agent')
 TEMP = ('.tmp', '.part', '.partial', '.swp', '~', '.lock')
 STAGING = '.restore'  # a dot name: never part of a snapshot
 PART_SIZE = 16 << 20
+RANGE = 8 << 20  # one ranged GET of a download: threads x RANGE bytes in memory per file at most
 TRANSFER = TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE, max_concurrency=8)
 
 
@@ -83,10 +85,35 @@ class Store:
         if digests and 'ContentMD5' not in params:
             params['ContentMD5'] = digests.content_md5(params.get('PartNumber'))
 
-    def read_back(self, key):
-        """sha256 of the object as the store serves it: ranged GETs in parallel, hashed in order as they arrive."""
+    def stream(self, key, size, sink):
+        """Hand the object's bytes to sink.write in their order, in one pass: a small object in one GET,
+        a large one in RANGE-sized ranged GETs on the transfer's threads, hashed as each next range
+        arrives while the later ones download, at most as many ranges ahead as there are threads (the
+        memory bound). Not s3transfer's download_fileobj to a stream: with s3transfer 0.19.3 it hung
+        here on a 128 MiB object in 8 MiB ranges (bench/upload_rate.py --sweep; the thread scheduling
+        the remaining ranges waited in its in-memory window semaphore for good).
+        `size`: the size the store reported; ranges past the end of a shorter object fail the download."""
+        if size < self.transfer.multipart_threshold:
+            for chunk in self.s3.get_object(Bucket=self.bucket, Key=key)['Body'].iter_chunks(1 << 20):
+                sink.write(chunk)
+            return
+
+        def get(start):
+            r = f'bytes={start}-{min(start + RANGE, size) - 1}'
+            return self.s3.get_object(Bucket=self.bucket, Key=key, Range=r)['Body'].read()
+        threads, ahead = self.transfer.max_concurrency, deque()
+        with ThreadPoolExecutor(threads) as pool:
+            for start in range(0, size, RANGE):
+                ahead.append(pool.submit(get, start))
+                if len(ahead) >= threads:
+                    sink.write(ahead.popleft().result())
+            while ahead:
+                sink.write(ahead.popleft().result())
+
+    def read_back(self, key, size):
+        """sha256 of the object as the store serves it (one pass, parallel ranges)."""
         sink = HashingSink()
-        self.s3.download_fileobj(self.bucket, key, sink, Config=self.transfer)
+        self.stream(key, size, sink)
         return sink.hexdigest()
 
     def check(self, key, digests):
@@ -103,7 +130,7 @@ class Store:
         want, said = self.integrity.expected(digests), self.integrity.stored(head)
         if want is not None and said is not None and self.integrity.comparable(want, said):
             return None if said == want else f'the store reports {self.integrity.method} {said}, not {want}'
-        sha = self.read_back(key)
+        sha = self.read_back(key, head['ContentLength'])
         return None if sha == digests.sha256 else f'read back with sha256 {sha}, not {digests.sha256}'
 
     def put(self, key, src, digests):
@@ -282,18 +309,18 @@ class Store:
             raise Damaged(f'{rel}: the store reports {self.integrity.method} {said}, the manifest {recorded}')
         return True
 
-    def download_once(self, key, dst):
+    def download_once(self, key, size, dst):
         """sha256 of the object as written to dst: hashed while it arrives (one pass, no second read)."""
         with open(dst, 'wb') as f:
             sink = HashingSink(f)
-            self.s3.download_fileobj(self.bucket, key, sink, Config=self.transfer)
+            self.stream(key, size, sink)
         return sink.hexdigest()
 
     def download(self, rel, v, dst):
         """Download one object to dst and check its sha256; a mismatch is retried, then judged."""
         key, wrong = self.objects + v['sha256'], []
         for _ in range(self.attempts):
-            got = self.retry(self.download_once)(key, dst)
+            got = self.retry(self.download_once)(key, v['size'], dst)
             if got == v['sha256']:
                 return
             log.warning('%s: downloaded sha256 %s, not %s: trying again', rel, got, v['sha256'])

@@ -2,7 +2,7 @@
 
 The digests of a file (SHA-256, MD5 of the whole or of each part, CRC-64) come from one read with MD5
 on a second thread: they must equal hashlib's and fastcrc's over the file, at every size and part
-boundary. Downloads are hashed while they arrive (HashingSink): a restore and a read-back must still
+boundary. Downloads are hashed while they arrive, in order (Store.stream into a HashingSink): a restore and a read-back must still
 see damaged bytes. The OSS/COS stand-in computes its CRC-64 when an object is written: an object
 written behind its back must still be answered with the CRC-64 of what the store holds.
 """
@@ -16,6 +16,7 @@ from fastcrc import crc64
 from localcloud import ObjectStorage, S3Proxy
 
 from node_agent.integrity import THREADED, HashingSink, Integrity
+from node_agent import store as store_module
 from node_agent.store import Store
 
 MB = 1 << 20
@@ -50,24 +51,29 @@ def test_one_pass_digests_equal_hashlib_over_the_file(size, part_size, tmp_path)
         assert d.crc64 == (crc if verify['method'] == 'crc64ecma' else None)
 
 
-def test_the_sink_hashes_and_writes_exactly_what_a_parallel_download_brings(s3, bucket):
+def test_a_ranged_download_is_hashed_and_written_in_its_order(moto_url, bucket, monkeypatch):
+    """More ranges than threads (and than s3transfer's window of 10): arriving out of order, handed on in order."""
     from boto3.s3.transfer import TransferConfig
-    data = os.urandom(9 * MB + 17)
-    s3.put_object(Bucket=bucket, Key='k', Body=data)
-    out = io.BytesIO()
-    sink = HashingSink(out)
-    # Ranged GETs on 4 threads, 2 MiB each: arriving out of order, handed over in order.
-    s3.download_fileobj(bucket, 'k', sink, Config=TransferConfig(multipart_chunksize=2 * MB, max_concurrency=4))
-    assert out.getvalue() == data
-    assert sink.hexdigest() == hashlib.sha256(data).hexdigest() and sink.size == len(data)
+    monkeypatch.setattr(store_module, 'RANGE', MB)
+    store = store_for(moto_url, bucket, {'method': 'read-back'},
+                      TransferConfig(multipart_threshold=4 * MB, multipart_chunksize=4 * MB, max_concurrency=4))
+    for size in (3 * MB, 12 * MB + 17, 16 * MB):
+        data = os.urandom(size)
+        store.s3.put_object(Bucket=bucket, Key='k', Body=data)
+        out = io.BytesIO()
+        sink = HashingSink(out)
+        store.stream('k', size, sink)
+        assert out.getvalue() == data, size
+        assert sink.hexdigest() == hashlib.sha256(data).hexdigest() and sink.size == size
+        assert store.read_back('k', size) == hashlib.sha256(data).hexdigest()
 
 
-def store_for(url, bucket, verify):
+def store_for(url, bucket, verify, transfer=None):
     cfg = {'stack': 'digests', 'provider': 'alicloud', 'region': 'us-east-1',
            'checkpoint': {'bucket': bucket, 'prefix': 't', 'endpoint': url, 'region': 'us-east-1',
                           'addressingStyle': 'path', 'signatureVersion': 's3v4', 'verify': verify},
            'agent': {'uploadAttempts': 2, 'retryBaseSeconds': 0}}
-    return Store(cfg, 'n', None)
+    return Store(cfg, 'n', None, transfer)
 
 
 @pytest.mark.parametrize('verify', [{'method': 'read-back'}, {'method': 'etag-md5'},
@@ -95,13 +101,13 @@ def test_a_download_damaged_on_the_way_back_is_seen(moto_url, bucket, tmp_path):
         store = store_for(proxy.url, bucket, {'method': 'read-back'})
         data = os.urandom(3 * MB)
         store.s3.put_object(Bucket=bucket, Key='k', Body=data)
-        assert store.download_once('k', tmp_path / 'a') == hashlib.sha256(data).hexdigest()
+        assert store.download_once('k', len(data), tmp_path / 'a') == hashlib.sha256(data).hexdigest()
         assert (tmp_path / 'a').read_bytes() == data
         proxy.match, proxy.corrupt_methods, proxy.corrupt = '/k', ('GET',), 1
-        assert store.download_once('k', tmp_path / 'b') != hashlib.sha256(data).hexdigest()
+        assert store.download_once('k', len(data), tmp_path / 'b') != hashlib.sha256(data).hexdigest()
         assert proxy.corrupted == 1
         proxy.corrupt = 1
-        assert store.read_back('k') != hashlib.sha256(data).hexdigest()
+        assert store.read_back('k', len(data)) != hashlib.sha256(data).hexdigest()
     finally:
         proxy.stop()
 
