@@ -129,9 +129,9 @@ def sweep(cfg_of, src, total, rounds):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--rounds', type=int, default=5)
-    ap.add_argument('--big-mb', type=int, default=256)
-    ap.add_argument('--mid', default='3x24', help='COUNTxMiB of the middle-sized files')
-    ap.add_argument('--small', default='6x2', help='COUNTxMiB of the small files')
+    ap.add_argument('--big-mb', type=int, default=128)
+    ap.add_argument('--mid', default='2x24', help='COUNTxMiB of the middle-sized files')
+    ap.add_argument('--small', default='4x2', help='COUNTxMiB of the small files')
     ap.add_argument('--kinds', default=','.join(KINDS))
     ap.add_argument('--sweep', action='store_true',
                     help='instead: our snapshot and restore (first kind) at part sizes 8-64 MiB and concurrency 4-16')

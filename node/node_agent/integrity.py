@@ -24,7 +24,8 @@ from queue import Queue
 
 METHODS = ('read-back', 'etag-md5', 'crc64ecma')
 BLOCK = 1 << 20
-THREADED = 4 << 20  # from this size on, MD5 runs on its own thread beside SHA-256
+THREADED = 4 << 20  # from this size on, MD5 runs on threads of its own beside SHA-256
+MD5_THREADS = 2  # lanes for the parts of a multipart file: the machines here have two cores or more
 
 
 def crc64_function():
@@ -61,30 +62,33 @@ class HashingSink:
         return self.sha.hexdigest()
 
 
-class PartMd5s:
-    """MD5 of a stream fed block by block: of the whole (part_size None) or of each part of that size."""
+class Md5Lane:
+    """MD5s of numbered parts fed block by block, on a thread of its own (or inline for a small file)."""
 
-    def __init__(self, part_size=None):
-        self.part_size, self.left, self.parts = part_size, part_size, []
-        self.md5 = hashlib.md5()
+    def __init__(self, threaded):
+        self.md5s, self.queue = {}, Queue(maxsize=8) if threaded else None  # at most 8 MiB ahead of the hash
+        if threaded:
+            self.thread = threading.Thread(target=self.run, daemon=True)
+            self.thread.start()
 
-    def update(self, block):
-        if self.part_size is None:
-            return self.md5.update(block)
-        while block:
-            # A block may straddle a part boundary: split it.
-            head, block = block[:self.left], block[self.left:]
-            self.md5.update(head)
-            self.left -= len(head)
-            if not self.left:
-                self.parts.append(self.md5.digest())
-                self.md5, self.left = hashlib.md5(), self.part_size
+    def md5(self, n):
+        return self.md5s.setdefault(n, hashlib.md5())
 
-    def result(self):
-        """(MD5 of the whole, None) or (None, [MD5 of each part])."""
-        if self.part_size is None:
-            return self.md5.digest(), None
-        return None, self.parts + ([self.md5.digest()] if self.left != self.part_size else [])
+    def run(self):
+        for n, block in iter(self.queue.get, None):
+            self.md5(n).update(block)
+
+    def put(self, n, block):
+        if self.queue is None:
+            self.md5(n).update(block)
+        else:
+            self.queue.put((n, block))
+
+    def close(self):
+        """Wait until every block handed over is hashed."""
+        if self.queue is not None:
+            self.queue.put(None)
+            self.thread.join()
 
 
 @dataclass
@@ -119,37 +123,39 @@ class Integrity:
         """Digests of an open binary file from its current position, everything this method needs.
 
         One read of the file: each block goes to SHA-256 (and CRC-64) here and, when MD5s are needed,
-        to a second thread that hashes the same block objects (hashlib releases the GIL), so all
-        digests describe the same bytes and the pass costs the slower hash, not the sum (MD5 is about
-        2.5x slower than SHA-256 on CPUs with SHA extensions; bench/upload_rate.py).
+        the same block objects go to MD5 threads (hashlib releases the GIL), so every digest describes
+        the same bytes. MD5 is the slowest hash here (about 2.5x SHA-256 on CPUs with SHA extensions),
+        and the parts of a multipart upload are independent: they alternate between MD5_THREADS
+        threads, so on two cores the pass costs about half the sum of the hashes, not the sum
+        (bench/upload_rate.py).
         """
         sha = hashlib.sha256()
-        md5s = None
-        if self.method == 'etag-md5' or self.content_md5:
-            md5s = PartMd5s(self.part_size_of(size) if size >= self.threshold else None)
         crc = 0 if self.crc64 else None
-        blocks = iter(lambda: f.read(BLOCK), b'')
-        if md5s and size >= THREADED:
-            queue = Queue(maxsize=8)  # at most 8 MiB read ahead of the MD5 thread
-            worker = threading.Thread(target=lambda: [md5s.update(b) for b in iter(queue.get, None)], daemon=True)
-            worker.start()
-            try:
-                for block in blocks:
-                    queue.put(block)
-                    sha.update(block)
-                    if crc is not None:
-                        crc = self.crc64(block, crc)
-            finally:
-                queue.put(None)
-                worker.join()
-        else:
-            for block in blocks:
+        part_size = self.part_size_of(size) if size >= self.threshold else None
+        need_md5 = self.method == 'etag-md5' or self.content_md5
+        lanes = [Md5Lane(threaded=size >= THREADED) for _ in range(MD5_THREADS if part_size else 1)] if need_md5 \
+            else []
+        offset = 0
+        try:
+            for block in iter(lambda: f.read(BLOCK), b''):
                 sha.update(block)
-                if md5s:
-                    md5s.update(block)
                 if crc is not None:
                     crc = self.crc64(block, crc)
-        whole, parts = md5s.result() if md5s else (None, None)
+                while lanes and block:
+                    # Part n goes to lane n % lanes; a block may straddle a part boundary: split it.
+                    n = offset // part_size if part_size else 0
+                    head, block = (block[:part_size - offset % part_size], block[part_size - offset % part_size:]) \
+                        if part_size else (block, b'')
+                    lanes[n % len(lanes)].put(n, head)
+                    offset += len(head)
+        finally:
+            for lane in lanes:
+                lane.close()
+        whole = parts = None
+        if lanes and part_size:
+            parts = [lanes[n % len(lanes)].md5(n).digest() for n in range(-(-offset // part_size))]
+        elif lanes:
+            whole = lanes[0].md5(0).digest()
         return Digests(size, sha.hexdigest(), whole, parts, crc)
 
     def expected(self, d):

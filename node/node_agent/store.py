@@ -39,7 +39,7 @@ log = logging.getLogger('agent')
 # Trainers write atomically (temp file + rename): these names are work in progress.
 TEMP = ('.tmp', '.part', '.partial', '.swp', '~', '.lock')
 STAGING = '.restore'  # a dot name: never part of a snapshot
-PART_SIZE = 16 << 20
+PART_SIZE = 64 << 20
 RANGE = 8 << 20  # one ranged GET of a download: threads x RANGE bytes in memory per file at most
 TRANSFER = TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE, max_concurrency=8)
 
