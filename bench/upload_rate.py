@@ -11,7 +11,8 @@ Each round then, for each kind, interleaved (the order of the two sides flips ev
   - restore: boto3 `download_file` of the same objects against Store.restore() into a fresh folder
     (HEAD of each object against the manifest, download, the sha256 check, the move into place).
 Both sides use the same client settings (node_agent.s3.client: the store's checksum settings).
-Prints each side's median MiB/s over the rounds and the ratio ours / plain (the goal: >= 0.9).
+Prints each side's median MiB/s over the rounds, the ratio ours / plain of the medians and the median
+of each round's own ratio (the goal: >= 0.9), and the client CPU seconds of each side.
 Loopback is not a cloud's network and moto is a Python server: the ratio is what carries over.
 
 Run: .venv/bin/python bench/upload_rate.py [--rounds 5] [--big-mb 256] [--kinds etag-md5,crc64ecma,read-back]
@@ -66,9 +67,16 @@ def config(kind, url, bucket, stack):
             'agent': {'uploadAttempts': 3, 'retryBaseSeconds': 1}}
 
 
-def timed(f, *args):
-    t = time.perf_counter()
+CPU = {}  # id(list of wall times) -> the client CPU seconds of the same runs
+
+
+def timed(f, *args, cpu=None):
+    """Wall seconds of f(*args); its CPU seconds in this process (all threads: the client side only, the
+    servers run elsewhere) are appended to `cpu` when given."""
+    t, c = time.perf_counter(), time.process_time()
     f(*args)
+    if cpu is not None:
+        cpu.append(time.process_time() - c)
     return time.perf_counter() - t
 
 
@@ -174,10 +182,10 @@ def main():
                 up, down = results[kind]['up'], results[kind]['down']
                 both = [(plain_up, up[0], plain_down, down[0]), (ours_up, up[1], ours_down, down[1])]
                 for put, put_times, get, get_times in (both if r % 2 == 0 else both[::-1]):
-                    put_times.append(timed(put))
+                    put_times.append(timed(put, cpu=CPU.setdefault(id(put_times), [])))
                     shutil.rmtree(out, ignore_errors=True)
                     out.mkdir()
-                    get_times.append(timed(get))
+                    get_times.append(timed(get, cpu=CPU.setdefault(id(get_times), [])))
                     assert len(list(out.iterdir())) == len(files), 'a file was not brought back'
                     shutil.rmtree(out)
                 empty(s3, bucket)
@@ -185,10 +193,15 @@ def main():
         med = statistics.median
         for kind in kinds:
             for way, name in (('up', 'upload'), ('down', 'restore')):
-                plain, ours = (total / med(x) for x in results[kind][way])
-                print(f'{name:7} {kind:9}: plain boto3 median {plain:6.0f} MiB/s, ours {ours:6.0f} MiB/s, '
-                      f'ratio {ours / plain:.2f}  (seconds plain {json.dumps([round(x, 2) for x in results[kind][way][0]])}'
-                      f', ours {json.dumps([round(x, 2) for x in results[kind][way][1]])})')
+                plain_s, ours_s = results[kind][way]
+                plain, ours = total / med(plain_s), total / med(ours_s)
+                # Each round's two sides ran back to back: their ratio shares the machine's load of the moment.
+                paired = med(p / o for p, o in zip(plain_s, ours_s))
+                cpu_p, cpu_o = (med(CPU[id(x)]) for x in (plain_s, ours_s))
+                print(f'{name:7} {kind:9}: plain boto3 median {plain:5.0f} MiB/s, ours {ours:5.0f} MiB/s, ratio of '
+                      f'medians {ours / plain:.2f}, median of per-round ratios {paired:.2f}; client CPU median plain '
+                      f'{cpu_p:.2f} s, ours {cpu_o:.2f} s (wall s plain {json.dumps([round(x, 2) for x in plain_s])}, '
+                      f'ours {json.dumps([round(x, 2) for x in ours_s])})')
         print(f'load average at the end {os.getloadavg()[0]:.1f}')
     finally:
         proc.stdin.close()

@@ -229,7 +229,9 @@ class S3Proxy(Stub):
     get 503; the next `corrupt` requests of a method in `corrupt_methods` (or all while `corrupting`) get
     one byte flipped, in the request body of a PUT (on its way to the store) or the response body of a
     GET (on its way back). `crc64_header` (e.g. "x-oss-hash-crc64ecma"): answer HEAD and GET of an
-    object with the CRC-64/XZ of the bytes the store holds, as OSS and COS do."""
+    object with the CRC-64/XZ of the bytes the store holds, as OSS and COS do: computed when the
+    object is written through the proxy (a multipart one from its parts' CRCs), so a HEAD costs what
+    it costs at the real store; an object written behind its back is read in full to answer."""
 
     def __init__(self, target, crc64_header: str | None = None):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0

@@ -82,9 +82,10 @@ def test_an_upload_damaged_on_the_way_is_refused(verify, moto_url, bucket, tmp_p
     """No Content-MD5 here: only the store's word (ETag, CRC-64) or the read-back can tell."""
     proxy = ObjectStorage('alicloud', moto_url) if verify['method'] == 'crc64ecma' else S3Proxy(moto_url)
     try:
-        store = store_for(proxy.url, bucket, verify)
+        from boto3.s3.transfer import TransferConfig
+        store = store_for(proxy.url, bucket, verify, TransferConfig(multipart_threshold=8 * MB, multipart_chunksize=8 * MB))
         path = tmp_path / 'ckpt.bin'
-        path.write_bytes(os.urandom((16 << 20) + 99))  # multipart: two parts
+        path.write_bytes(os.urandom((8 * MB) + 99))  # multipart: two parts
         proxy.match, proxy.corrupt = '/objects/', 1
         with open(path, 'rb') as f, pytest.raises(OSError, match='does not verify'):
             store.put(store.objects + 'x', f, store.integrity.digest(f, os.fstat(f.fileno()).st_size))

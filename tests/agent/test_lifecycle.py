@@ -104,9 +104,10 @@ def test_a_spot_notice_during_a_stalled_sync_still_reaches_the_trainer(make_node
     try:
         api = api_stub('alicloud')
         node = make_node(api=api, endpoint=s3.url)
-        node.train(FT_STEPS=100000, FT_STEP_S=0.01, FT_EVERY=10)
+        # A checkpoint every ~1.2 s: the trainer keeps two, and the agent leaves files younger than a second.
+        node.train(FT_STEPS=100000, FT_STEP_S=0.02, FT_EVERY=60)
         p = node.start()
-        node.until(lambda: s3.held)
+        node.until(lambda: s3.held, timeout=30)
         node.meta.notice = datetime.now(timezone.utc) + timedelta(seconds=60)
         node.until(lambda: [r for r in node.records() if 'term' in r])
         assert not s3.release.is_set(), 'every object upload is held until now: no snapshot got through'
