@@ -2,8 +2,9 @@
 
 The servers run in their own process on 127.0.0.1 (so their CPU is not the client's GIL): moto's S3
 (localcloud.LocalS3) and, for crc64ecma, the OSS stand-in in front of it (localcloud.ObjectStorage:
-the CRC-64 header OSS and COS answer). One checkpoint of representative sizes (default one 256 MiB
-file, three of 24 MiB, six of 2 MiB: random bytes, in the page cache for both sides) is written once.
+the CRC-64 header OSS and COS answer). One checkpoint of representative sizes (default one 128 MiB
+file, two of 24 MiB, four of 2 MiB: random bytes, in the page cache for both sides; --big-mb 256 for
+a larger one, at about twice the run time) is written once. About 3 minutes on 2 shared cores.
 Each round then, for each kind, interleaved (the order of the two sides flips every round):
   - upload: boto3 `upload_file` of every file, one after another, with boto3's default transfer
     settings, against Store.snapshot() of the folder (digests, the store's confirmation, manifest)
