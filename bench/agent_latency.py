@@ -12,6 +12,9 @@ Prints medians of several runs of the real agent process against local servers o
      directly, crc64ecma through the local OSS stand-in, which reads each object back to answer its
      CRC-64 header (so that figure includes a cost the real store does not have).
 Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K] [--upload-only]
+       python bench/agent_latency.py --spot  (the poll's CPU and requests at 2, 1 and 0.5 s against an
+       agent polling every 3600 s, then notice -> SIGTERM over 10, 10 and 20 notices; docs/agent.md,
+       "Spot poll interval"; run with PYTHONPATH=node:.)
 """
 import argparse
 import json
@@ -65,7 +68,7 @@ def run_agent(cfg, tmp, until=None):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if until:
         until(p)
-    if p.wait(120) != 0:
+    if p.wait(120) not in (0, 3):  # 3: stopped by its own SIGTERM before a final release (poll_cost)
         raise SystemExit(f'agent failed: see {tmp}/logs/agent.log')
 
 
@@ -97,13 +100,52 @@ def notice_to_signal(s3_url, bucket, runs, poll):
             def notice(p, meta=meta, t=t):  # bound now: the thread runs within this iteration
                 while not records(tmp):
                     time.sleep(0.05)
-                time.sleep(1 + (len(out) % 4) * 0.37)  # spread the notice over the poll cycle
+                time.sleep(1 + poll * (len(out) * 0.618 % 1))  # spread the notices over the poll cycle
                 meta.notice = datetime.now(timezone.utc) + timedelta(minutes=2)
                 t['notice'] = time.time()
             run_agent(node_config(tmp, meta, api, s3_url, bucket, steps=10**6, spotPollSeconds=poll), tmp, notice)
             out.append([r['term'] for r in records(tmp) if 'term' in r][0] - t['notice'])
             meta.stop()
             api.stop()
+    return out
+
+
+def agent_cpu(pid):
+    """CPU seconds (user + system) the process itself has used so far (/proc/<pid>/stat)."""
+    fields = pathlib.Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def poll_cost(s3_url, bucket, polls, seconds):
+    """{poll: (agent CPU seconds over `seconds`, spot-notice requests in that time)}: agents with each
+    poll interval side by side, a trainer that runs on, no syncs or GPU samples in the window (300 s,
+    3600 s), so the difference between two intervals is the poll's own cost."""
+    import threading
+    out, threads = {}, []
+
+    def one(poll):
+        with tempfile.TemporaryDirectory() as tmp:
+            meta, api = Metadata('alicloud', f'i-{uuid.uuid4().hex[:8]}'), CloudApi('alicloud')
+
+            def watch(p):
+                while not records(tmp):
+                    time.sleep(0.05)
+                time.sleep(3)  # past the start (restore, first samples)
+                c0, n0 = agent_cpu(p.pid), sum('spot' in x[1] for x in meta.log)
+                time.sleep(seconds)
+                out[poll] = agent_cpu(p.pid) - c0, sum('spot' in x[1] for x in meta.log) - n0
+                p.terminate()  # the agent's own SIGTERM path: it stops the trainer and exits
+            cfg = node_config(tmp, meta, api, s3_url, bucket, steps=10**7, spotPollSeconds=poll,
+                              utilSampleSeconds=3600)
+            cfg['train']['env']['FT_EVERY'] = str(10**9)  # one checkpoint at the start, no files piling up
+            run_agent(cfg, tmp, watch)
+            meta.stop()
+            api.stop()
+    for poll in polls:
+        threads.append(threading.Thread(target=one, args=(poll,)))
+        threads[-1].start()
+    for t in threads:
+        t.join()
     return out
 
 
@@ -150,6 +192,8 @@ def main():
     ap.add_argument('--files', type=int, default=4)
     ap.add_argument('--mb-per-file', type=int, default=48)
     ap.add_argument('--upload-only', action='store_true', help='only the upload throughput figures')
+    ap.add_argument('--spot', action='store_true',
+                    help='only the spot poll: its CPU and request cost per interval, notice -> SIGTERM over 10-20 notices')
     a = ap.parse_args()
     logging.getLogger('werkzeug').setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
@@ -159,6 +203,22 @@ def main():
     boto3.client('s3', endpoint_url=s3_url).create_bucket(Bucket=bucket)
     med = statistics.median
 
+    if a.spot:
+        seconds = 60
+        cost = poll_cost(s3_url, bucket, (3600, 2, 1, 0.5), seconds)
+        base = cost[3600][0]
+        for poll in (2, 1, 0.5):
+            cpu, n = cost[poll]
+            print(f'spot poll every {poll} s: agent CPU {cpu:.2f} s in {seconds} s (the same agent polling every '
+                  f'3600 s: {base:.2f} s), so the poll costs {(cpu - base) / seconds * 3600:.1f} CPU s per hour; '
+                  f'{n} notice requests in {seconds} s (the loop ticks every 0.2 s), {n / seconds * 86400:.0f} '
+                  f'per 24 h')
+        for poll, runs in ((2, 10), (1, 10), (0.5, 20)):
+            x = notice_to_signal(s3_url, bucket, runs, poll)
+            print(f'spot notice -> trainer SIGTERM, spotPollSeconds={poll}: median {med(x):.2f} s, max {max(x):.2f} s '
+                  f'over {len(x)} notices (min {min(x):.2f})', flush=True)
+        server.stop()
+        return
     if not a.upload_only:
         x = exit_to_release(s3_url, bucket, a.runs)
         print(f'job exit -> release request: median {med(x):.2f} s over {len(x)} runs (min {min(x):.2f}, '

@@ -231,13 +231,50 @@ class S3Proxy(Stub):
     get 503; the next `corrupt` requests of a method in `corrupt_methods` (or all while `corrupting`) get
     one byte flipped, in the request body of a PUT (on its way to the store) or the response body of a
     GET (on its way back). `crc64_header` (e.g. "x-oss-hash-crc64ecma"): answer HEAD and GET of an
-    object with the CRC-64/XZ of the bytes the store holds, as OSS and COS do."""
+    object with the CRC-64/XZ of the bytes the store holds, as OSS and COS do: computed when the
+    object is written through the proxy (a multipart one from its parts' CRCs), so a HEAD costs what
+    it costs at the real store; an object written behind its back is read in full to answer."""
 
     def __init__(self, target, crc64_header: str | None = None):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
         self.corrupt, self.corrupting, self.corrupted, self.corrupt_methods = 0, False, 0, ("PUT",)
         self.crc64_header = crc64_header
+        # Like OSS and COS, the CRC-64 is computed once, over the bytes as they are written, not on
+        # every HEAD: {object path: (the store's ETag, crc)}, {(path, upload id, part): (crc, length)}.
+        # An ETag that is not the cached one (an object written behind the proxy's back) is read in full.
+        self.crcs, self.part_crcs = {}, {}
         super().__init__()
+
+    def written(self, method, path, headers, body, response, data):
+        """Remember the CRC-64 of what the store now holds after a PUT, an UploadPart or a
+        CompleteMultipartUpload that succeeded (body: the bytes as forwarded, after any damage)."""
+        from urllib.parse import parse_qs
+
+        from fastcrc import crc64
+
+        lower = {k.lower(): v for k, v in headers.items()}
+        if response.status != 200 or "x-amz-copy-source" in lower or "aws-chunked" in lower.get("content-encoding", ""):
+            return
+        where, query = urlsplit(path).path, parse_qs(urlsplit(path).query)
+        upload, part = (query.get("uploadId") or [None])[0], (query.get("partNumber") or [None])[0]
+        if method == "PUT" and upload and part:
+            self.part_crcs[where, upload, int(part)] = crc64.xz(body), len(body)
+        elif method == "PUT" and not query and response.getheader("ETag"):
+            self.crcs[where] = response.getheader("ETag"), crc64.xz(body)
+        elif method == "POST" and upload:
+            import re
+
+            numbers = [int(n) for n in re.findall(rb"<PartNumber>\s*(\d+)\s*</PartNumber>", body)]
+            etag = re.search(rb"<ETag>(.*?)</ETag>", data)
+            if not etag or not all((where, upload, n) in self.part_crcs for n in numbers):
+                return
+            crc = 0
+            for n in numbers:
+                # CRC-64/XZ of A+B from the parts' own: crc(A+B) = xz(0^len B, crc A) ^ xz(0^len B) ^ crc B.
+                part_crc, length = self.part_crcs.pop((where, upload, n))
+                zeros = bytes(length)
+                crc = crc64.xz(zeros, crc) ^ crc64.xz(zeros) ^ part_crc
+            self.crcs[where] = etag.group(1).decode().replace("&quot;", '"'), crc
 
     def forward(self, method, path, headers, body):
         target = urlsplit(self.target)
@@ -270,13 +307,18 @@ class S3Proxy(Stub):
         keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
                 if k.lower() not in drop}
         is_object = "?" not in path and path.count("/") >= 2 and not path.endswith("/")
+        if self.crc64_header and method in ("PUT", "POST"):
+            self.written(method, path, headers, body, response, data)
         if self.crc64_header and method in ("HEAD", "GET") and response.status == 200 and is_object:
             from fastcrc import crc64
 
-            ranged = any(k.lower() == "range" for k in headers)
-            whole = {k: v for k, v in headers.items() if k.lower() != "range"}
-            held = data if method == "GET" and not ranged else self.forward("GET", path, whole, b"")[1]
-            keep[self.crc64_header] = str(crc64.xz(held))
+            etag, crc = self.crcs.get(urlsplit(path).path, (None, None))
+            if etag is None or etag != response.getheader("ETag"):
+                ranged = any(k.lower() == "range" for k in headers)
+                whole = {k: v for k, v in headers.items() if k.lower() != "range"}
+                held = data if method == "GET" and not ranged else self.forward("GET", path, whole, b"")[1]
+                crc = crc64.xz(held)
+            keep[self.crc64_header] = str(crc)
         if damage and method == "GET":
             data = flip(data)
         return response.status, data, keep

@@ -9,7 +9,7 @@ import sys
 
 REQUIRED = ('stack provider region paths.checkpoints paths.state paths.logs checkpoint.bucket '
             'train.command endpoints.metadata')
-NUMBERS = ('agent.syncIntervalSeconds=300 agent.spotPollSeconds=2 agent.utilSampleSeconds=5 agent.idleMinutes=30 '
+NUMBERS = ('agent.syncIntervalSeconds=300 agent.spotPollSeconds=0.5 agent.utilSampleSeconds=5 agent.idleMinutes=30 '
            'agent.idleUtilPercent=5 agent.maxHours=24 agent.ttlMarginMinutes=15 agent.maxGraceSeconds=120 '
            'agent.uploadAttempts=8 agent.uploadAllowanceSeconds=30 agent.retryBaseSeconds=1 agent.peerWaitMinutes=30 '
            'nodeCount=1 accelerator.count=1 train.gpusPerNode=1 train.rendezvousPort=29400 data.waitMinutes=30')

@@ -18,10 +18,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import threading
 from dataclasses import dataclass
+from queue import Queue
 
 METHODS = ('read-back', 'etag-md5', 'crc64ecma')
 BLOCK = 1 << 20
+THREADED = 4 << 20  # from this size on, MD5 runs on threads of its own beside SHA-256
+MD5_THREADS = 2  # lanes for the parts of a multipart file: the machines here have two cores or more
 
 
 def crc64_function():
@@ -33,12 +37,58 @@ def crc64_function():
     return crc64.xz
 
 
-def sha256_of(f):
-    """sha256 hex of a binary stream read to its end."""
-    h = hashlib.sha256()
-    for block in iter(lambda: f.read(BLOCK), b''):
-        h.update(block)
-    return h.hexdigest()
+class HashingSink:
+    """A write-only stream that hashes (sha256) what it is given, in order, and optionally writes it on.
+
+    Not seekable on purpose: s3transfer's download_fileobj then hands over the ranges it fetched in
+    parallel in their order (its non-seekable output manager), so a download is hashed while it
+    arrives, in one pass, instead of written and read again.
+    """
+
+    def __init__(self, out=None):
+        self.out, self.sha, self.size = out, hashlib.sha256(), 0
+
+    def seekable(self):
+        return False
+
+    def write(self, data):
+        self.sha.update(data)
+        self.size += len(data)
+        if self.out is not None:
+            self.out.write(data)
+        return len(data)
+
+    def hexdigest(self):
+        return self.sha.hexdigest()
+
+
+class Md5Lane:
+    """MD5s of numbered parts fed block by block, on a thread of its own (or inline for a small file)."""
+
+    def __init__(self, threaded):
+        self.md5s, self.queue = {}, Queue(maxsize=8) if threaded else None  # at most 8 MiB ahead of the hash
+        if threaded:
+            self.thread = threading.Thread(target=self.run, daemon=True)
+            self.thread.start()
+
+    def md5(self, n):
+        return self.md5s.setdefault(n, hashlib.md5())
+
+    def run(self):
+        for n, block in iter(self.queue.get, None):
+            self.md5(n).update(block)
+
+    def put(self, n, block):
+        if self.queue is None:
+            self.md5(n).update(block)
+        else:
+            self.queue.put((n, block))
+
+    def close(self):
+        """Wait until every block handed over is hashed."""
+        if self.queue is not None:
+            self.queue.put(None)
+            self.thread.join()
 
 
 @dataclass
@@ -70,35 +120,43 @@ class Integrity:
             self.method = 'read-back'
 
     def digest(self, f, size):
-        """Digests of an open binary file from its current position, everything this method needs."""
+        """Digests of an open binary file from its current position, everything this method needs.
+
+        One read of the file: each block goes to SHA-256 (and CRC-64) here and, when MD5s are needed,
+        the same block objects go to MD5 threads (hashlib releases the GIL), so every digest describes
+        the same bytes. MD5 is the slowest hash here (about 2.5x SHA-256 on CPUs with SHA extensions),
+        and the parts of a multipart upload are independent: they alternate between MD5_THREADS
+        threads, so on two cores the pass costs about half the sum of the hashes, not the sum
+        (bench/upload_rate.py).
+        """
         sha = hashlib.sha256()
-        md5 = part = None
-        parts = []
-        multipart = size >= self.threshold
-        if self.method == 'etag-md5' or self.content_md5:
-            if multipart:
-                part_size = left = self.part_size_of(size)
-                part = hashlib.md5()
-            else:
-                md5 = hashlib.md5()
         crc = 0 if self.crc64 else None
-        for block in iter(lambda: f.read(BLOCK), b''):
-            sha.update(block)
-            if md5:
-                md5.update(block)
-            if crc is not None:
-                crc = self.crc64(block, crc)
-            while part and block:
-                # A block may straddle a part boundary: split it.
-                head, block = block[:left], block[left:]
-                part.update(head)
-                left -= len(head)
-                if not left:
-                    parts.append(part.digest())
-                    part, left = hashlib.md5(), part_size
-        if part and left != part_size:
-            parts.append(part.digest())
-        return Digests(size, sha.hexdigest(), md5 and md5.digest(), parts if multipart and part else None, crc)
+        part_size = self.part_size_of(size) if size >= self.threshold else None
+        need_md5 = self.method == 'etag-md5' or self.content_md5
+        lanes = [Md5Lane(threaded=size >= THREADED) for _ in range(MD5_THREADS if part_size else 1)] if need_md5 \
+            else []
+        offset = 0
+        try:
+            for block in iter(lambda: f.read(BLOCK), b''):
+                sha.update(block)
+                if crc is not None:
+                    crc = self.crc64(block, crc)
+                while lanes and block:
+                    # Part n goes to lane n % lanes; a block may straddle a part boundary: split it.
+                    n = offset // part_size if part_size else 0
+                    head, block = (block[:part_size - offset % part_size], block[part_size - offset % part_size:]) \
+                        if part_size else (block, b'')
+                    lanes[n % len(lanes)].put(n, head)
+                    offset += len(head)
+        finally:
+            for lane in lanes:
+                lane.close()
+        whole = parts = None
+        if lanes and part_size:
+            parts = [lanes[n % len(lanes)].md5(n).digest() for n in range(-(-offset // part_size))]
+        elif lanes:
+            whole = lanes[0].md5(0).digest()
+        return Digests(size, sha.hexdigest(), whole, parts, crc)
 
     def expected(self, d):
         """What the store should say about an object with these digests; None for read-back."""

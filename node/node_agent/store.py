@@ -23,6 +23,7 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 
@@ -31,14 +32,16 @@ from botocore.exceptions import ClientError
 from s3transfer.utils import ChunksizeAdjuster
 
 from . import layout
-from .integrity import Integrity, sha256_of
+from .integrity import HashingSink, Integrity
 from .s3 import client, retrying, root
 
 log = logging.getLogger('agent')
 # Trainers write atomically (temp file + rename): these names are work in progress.
 TEMP = ('.tmp', '.part', '.partial', '.swp', '~', '.lock')
 STAGING = '.restore'  # a dot name: never part of a snapshot
-PART_SIZE = 16 << 20
+PART_SIZE = 64 << 20
+RANGE = 8 << 20  # one ranged GET of a download: threads x RANGE bytes in memory per file at most
+TRANSFER = TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE, max_concurrency=8)
 
 
 class Damaged(Exception):
@@ -56,17 +59,17 @@ def missing(error):
 
 
 class Store:
-    def __init__(self, cfg, node, credentials):
+    def __init__(self, cfg, node, credentials, transfer=None):
         self.bucket, self.node, self.lock = cfg['checkpoint']['bucket'], node, threading.Lock()
         self.root, self.s3, self.retry = root(cfg), client(cfg, credentials), retrying(cfg)
         self.attempts = cfg['agent']['uploadAttempts']
         self.objects = self.root + layout.OBJECTS
-        self.transfer = TransferConfig(multipart_threshold=PART_SIZE, multipart_chunksize=PART_SIZE,
-                                       max_concurrency=8)
+        self.transfer = transfer or TRANSFER  # another one: bench/upload_rate.py --sweep
+        part = self.transfer.multipart_chunksize
         # The part size s3transfer will use for a file of this size: the multipart ETag depends on it.
         adjuster = ChunksizeAdjuster()
-        self.integrity = Integrity(cfg['checkpoint']['verify'], PART_SIZE,
-                                   lambda size: adjuster.adjust_chunksize(PART_SIZE, size), log)
+        self.integrity = Integrity(cfg['checkpoint']['verify'], self.transfer.multipart_threshold,
+                                   lambda size: adjuster.adjust_chunksize(part, size), log)
         self.hashes, self.verified, self.last = {}, set(), (None, None)
         # Contents this node restored rather than produced: a snapshot of only these would be a newer
         # manifest with older content (a multi-node peer whose rank writes no checkpoints).
@@ -82,10 +85,36 @@ class Store:
         if digests and 'ContentMD5' not in params:
             params['ContentMD5'] = digests.content_md5(params.get('PartNumber'))
 
-    def read_back(self, key):
-        """(sha256 of the object as the store serves it, the GET response)."""
-        response = self.s3.get_object(Bucket=self.bucket, Key=key)
-        return sha256_of(response['Body']), response
+    def stream(self, key, size, sink):
+        """Hand the object's bytes to sink.write in their order, in one pass: a small object in one GET,
+        a large one in RANGE-sized ranged GETs on the transfer's threads, hashed as each next range
+        arrives while the later ones download, at most as many ranges ahead as there are threads (the
+        memory bound). Not s3transfer's download_fileobj to a stream: with s3transfer 0.19.3 it hung
+        here on a 128 MiB object in 8 MiB ranges (bench/upload_rate.py --sweep; the thread scheduling
+        the remaining ranges waited in its in-memory window semaphore for good).
+        `size`: the size the store reported; ranges past the end of a shorter object fail the download."""
+        if size < self.transfer.multipart_threshold:
+            for chunk in self.s3.get_object(Bucket=self.bucket, Key=key)['Body'].iter_chunks(1 << 20):
+                sink.write(chunk)
+            return
+
+        def get(start):
+            r = f'bytes={start}-{min(start + RANGE, size) - 1}'
+            return self.s3.get_object(Bucket=self.bucket, Key=key, Range=r)['Body'].read()
+        threads, ahead = self.transfer.max_concurrency, deque()
+        with ThreadPoolExecutor(threads) as pool:
+            for start in range(0, size, RANGE):
+                ahead.append(pool.submit(get, start))
+                if len(ahead) >= threads:
+                    sink.write(ahead.popleft().result())
+            while ahead:
+                sink.write(ahead.popleft().result())
+
+    def read_back(self, key, size):
+        """sha256 of the object as the store serves it (one pass, parallel ranges)."""
+        sink = HashingSink()
+        self.stream(key, size, sink)
+        return sink.hexdigest()
 
     def check(self, key, digests):
         """None when the object at `key` holds exactly these bytes by the store's word (or a read-back);
@@ -101,7 +130,7 @@ class Store:
         want, said = self.integrity.expected(digests), self.integrity.stored(head)
         if want is not None and said is not None and self.integrity.comparable(want, said):
             return None if said == want else f'the store reports {self.integrity.method} {said}, not {want}'
-        sha, _ = self.read_back(key)
+        sha = self.read_back(key, head['ContentLength'])
         return None if sha == digests.sha256 else f'read back with sha256 {sha}, not {digests.sha256}'
 
     def put(self, key, src, digests):
@@ -235,13 +264,14 @@ class Store:
 
     def fetch(self, ckpt_dir, files):
         """Bring every file of one snapshot into ckpt_dir, or none of them (raise Damaged or OSError)."""
-        for rel, v in files.items():
-            said = self.vouch(rel, v)
-            v['vouched'] = said
+        # As many files at once as a snapshot uploads: small files are request-bound, not byte-bound.
+        with ThreadPoolExecutor(4) as pool:
+            for v, said in zip(files.values(), pool.map(lambda item: self.vouch(*item), files.items())):
+                v['vouched'] = said
         staging = os.path.join(ckpt_dir, STAGING)
         shutil.rmtree(staging, ignore_errors=True)
         try:
-            todo = {}
+            todo, jobs = {}, []
             for rel, v in files.items():
                 dst = inside(ckpt_dir, rel)
                 # Never overwrite a local file: it is as new as the store's copy, or newer.
@@ -249,8 +279,10 @@ class Store:
                     continue
                 tmp = os.path.join(staging, os.path.relpath(dst, ckpt_dir))
                 os.makedirs(os.path.dirname(tmp), exist_ok=True)
-                self.download(rel, v, tmp)
+                jobs.append((rel, v, tmp))
                 todo[tmp] = dst
+            with ThreadPoolExecutor(4) as pool:
+                list(pool.map(lambda job: self.download(*job), jobs))  # list(): the first failure raises here
             # Every file verified: only now does any of them take its place.
             for tmp, dst in todo.items():
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -277,13 +309,18 @@ class Store:
             raise Damaged(f'{rel}: the store reports {self.integrity.method} {said}, the manifest {recorded}')
         return True
 
+    def download_once(self, key, size, dst):
+        """sha256 of the object as written to dst: hashed while it arrives (one pass, no second read)."""
+        with open(dst, 'wb') as f:
+            sink = HashingSink(f)
+            self.stream(key, size, sink)
+        return sink.hexdigest()
+
     def download(self, rel, v, dst):
         """Download one object to dst and check its sha256; a mismatch is retried, then judged."""
         key, wrong = self.objects + v['sha256'], []
         for _ in range(self.attempts):
-            self.retry(self.s3.download_file)(self.bucket, key, dst, Config=self.transfer)
-            with open(dst, 'rb') as f:
-                got = sha256_of(f)
+            got = self.retry(self.download_once)(key, v['size'], dst)
             if got == v['sha256']:
                 return
             log.warning('%s: downloaded sha256 %s, not %s: trying again', rel, got, v['sha256'])

@@ -91,11 +91,11 @@ def test_uploads_damaged_for_good_keep_the_node_and_say_sync_failed(name, make_n
 
 
 def test_multipart_uploads_are_confirmed_part_by_part_and_whole(make_node, api_stub, store):
-    """A checkpoint over the 16 MiB multipart threshold: Content-MD5 on each part, S3's composite ETag after."""
+    """A checkpoint over the 64 MiB multipart threshold: Content-MD5 on each part, S3's composite ETag after."""
     s3 = store()
     api = api_stub('alicloud')
     node = make_node(api=api, endpoint=s3.url, syncIntervalSeconds=0)
-    node.train(FT_STEPS=2, FT_EVERY=2, FT_BLOB=(16 << 20) + 4321)
+    node.train(FT_STEPS=2, FT_EVERY=2, FT_BLOB=(64 << 20) + 4321)
     s3.match, s3.corrupt = OBJECTS, 1  # one part arrives damaged: the store refuses it (BadDigest)
     assert node.run(timeout=120) == 0, node.output()
     m = node.marker()

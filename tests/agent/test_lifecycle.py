@@ -5,11 +5,13 @@ Each test runs real agent processes against moto S3 and the metadata/API stubs (
 import json
 import os
 import signal
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import ROOT, checkpoint_ok, verify_snapshot
+from localcloud import S3Proxy
 
 from components import tags
 
@@ -79,6 +81,44 @@ def test_spot_notice_preempts_and_a_fresh_node_resumes_tencent(make_node, api_st
     h = calls[0]['headers']
     assert h['authorization'].startswith(f'TC3-HMAC-SHA256 Credential={b.meta.key_id}/'), h
     assert h['x-tc-token'] == b.meta.token
+
+
+class Stalling(S3Proxy):
+    """Holds every object upload until `release` is set: a sync stuck on a connection that went quiet."""
+
+    def __init__(self, target):
+        self.release, self.held = threading.Event(), 0
+        super().__init__(target)
+
+    def answer(self, method, path, headers, body):
+        if method == 'PUT' and '/checkpoints/objects/' in path and not self.release.is_set():
+            with self.lock:
+                self.held += 1
+            self.release.wait(60)
+        return super().answer(method, path, headers, body)
+
+
+def test_a_spot_notice_during_a_stalled_sync_still_reaches_the_trainer(make_node, api_stub, moto_url):
+    """The poll runs beside the sync: the trainer is told while the snapshot's upload is still held."""
+    s3 = Stalling(moto_url)
+    try:
+        api = api_stub('alicloud')
+        node = make_node(api=api, endpoint=s3.url)
+        # A checkpoint every ~1.2 s: the trainer keeps two, and the agent leaves files younger than a second.
+        node.train(FT_STEPS=100000, FT_STEP_S=0.02, FT_EVERY=60)
+        p = node.start()
+        node.until(lambda: s3.held, timeout=30)
+        node.meta.notice = datetime.now(timezone.utc) + timedelta(seconds=60)
+        node.until(lambda: [r for r in node.records() if 'term' in r])
+        assert not s3.release.is_set(), 'every object upload is held until now: no snapshot got through'
+        s3.release.set()
+        assert node.wait(p, 60) == 0, node.output()
+        m = node.marker()
+        assert m['state'] == 'PREEMPTED' and 'spot notice' in m['reason'], m
+        assert verify_snapshot(node, m['lastCheckpoint'])
+    finally:
+        s3.release.set()
+        s3.stop()
 
 
 def test_trainer_ignoring_sigterm_is_killed_after_grace_and_last_periodic_checkpoint_survives(make_node, api_stub):

@@ -1,0 +1,136 @@
+"""One-pass digests and verified transfers of the Store, without an agent process (issue 27).
+
+The digests of a file (SHA-256, MD5 of the whole or of each part, CRC-64) come from one read with MD5
+on a second thread: they must equal hashlib's and fastcrc's over the file, at every size and part
+boundary. Downloads are hashed while they arrive, in order (Store.stream into a HashingSink): a restore and a read-back must still
+see damaged bytes. The OSS/COS stand-in computes its CRC-64 when an object is written: an object
+written behind its back must still be answered with the CRC-64 of what the store holds.
+"""
+import hashlib
+import io
+import logging
+import os
+
+import pytest
+from fastcrc import crc64
+from localcloud import ObjectStorage, S3Proxy
+
+from node_agent.integrity import THREADED, HashingSink, Integrity
+from node_agent import store as store_module
+from node_agent.store import Store
+
+MB = 1 << 20
+
+
+def reference(data, part_size):
+    parts = [hashlib.md5(data[i:i + part_size]).digest() for i in range(0, len(data), part_size)]
+    return hashlib.sha256(data).hexdigest(), hashlib.md5(data).digest(), parts, crc64.xz(data)
+
+
+@pytest.mark.parametrize('size', [0, 1, MB - 1, MB, THREADED - 1, THREADED, THREADED + 1, 3 * MB + 5,
+                                  11 * MB + 3])
+@pytest.mark.parametrize('part_size', [3 * MB + 5, 2 * MB])  # a boundary inside a read block, and on one
+def test_one_pass_digests_equal_hashlib_over_the_file(size, part_size, tmp_path):
+    data = os.urandom(size)
+    path = tmp_path / 'f'
+    path.write_bytes(data)
+    threshold = 3 * MB
+    sha, md5, parts, crc = reference(data, part_size)
+    for verify in ({'method': 'etag-md5'}, {'method': 'crc64ecma', 'contentMd5': True}, {'method': 'read-back'}):
+        integrity = Integrity(verify, threshold, lambda _: part_size, logging.getLogger('test'))
+        with open(path, 'rb') as f:
+            d = integrity.digest(f, size)
+        assert (d.size, d.sha256) == (size, sha)
+        if verify['method'] == 'read-back':
+            assert d.md5 is None and d.part_md5s is None and d.crc64 is None
+            continue
+        if size >= threshold:
+            assert d.md5 is None and d.part_md5s == parts, (size, part_size)
+        else:
+            assert d.md5 == md5 and d.part_md5s is None
+        assert d.crc64 == (crc if verify['method'] == 'crc64ecma' else None)
+
+
+def test_a_ranged_download_is_hashed_and_written_in_its_order(moto_url, bucket, monkeypatch):
+    """More ranges than threads (and than s3transfer's window of 10): arriving out of order, handed on in order."""
+    from boto3.s3.transfer import TransferConfig
+    monkeypatch.setattr(store_module, 'RANGE', MB)
+    store = store_for(moto_url, bucket, {'method': 'read-back'},
+                      TransferConfig(multipart_threshold=4 * MB, multipart_chunksize=4 * MB, max_concurrency=4))
+    for size in (3 * MB, 12 * MB + 17, 16 * MB):
+        data = os.urandom(size)
+        store.s3.put_object(Bucket=bucket, Key='k', Body=data)
+        out = io.BytesIO()
+        sink = HashingSink(out)
+        store.stream('k', size, sink)
+        assert out.getvalue() == data, size
+        assert sink.hexdigest() == hashlib.sha256(data).hexdigest() and sink.size == size
+        assert store.read_back('k', size) == hashlib.sha256(data).hexdigest()
+
+
+def store_for(url, bucket, verify, transfer=None):
+    cfg = {'stack': 'digests', 'provider': 'alicloud', 'region': 'us-east-1',
+           'checkpoint': {'bucket': bucket, 'prefix': 't', 'endpoint': url, 'region': 'us-east-1',
+                          'addressingStyle': 'path', 'signatureVersion': 's3v4', 'verify': verify},
+           'agent': {'uploadAttempts': 2, 'retryBaseSeconds': 0}}
+    return Store(cfg, 'n', None, transfer)
+
+
+@pytest.mark.parametrize('verify', [{'method': 'read-back'}, {'method': 'etag-md5'},
+                                    {'method': 'crc64ecma', 'header': 'x-oss-hash-crc64ecma'}])
+def test_an_upload_damaged_on_the_way_is_refused(verify, moto_url, bucket, tmp_path):
+    """No Content-MD5 here: only the store's word (ETag, CRC-64) or the read-back can tell."""
+    proxy = ObjectStorage('alicloud', moto_url) if verify['method'] == 'crc64ecma' else S3Proxy(moto_url)
+    try:
+        from boto3.s3.transfer import TransferConfig
+        store = store_for(proxy.url, bucket, verify, TransferConfig(multipart_threshold=8 * MB, multipart_chunksize=8 * MB))
+        path = tmp_path / 'ckpt.bin'
+        path.write_bytes(os.urandom((8 * MB) + 99))  # multipart: two parts
+        proxy.match, proxy.corrupt = '/objects/', 1
+        with open(path, 'rb') as f, pytest.raises(OSError, match='does not verify'):
+            store.put(store.objects + 'x', f, store.integrity.digest(f, os.fstat(f.fileno()).st_size))
+        assert proxy.corrupted == 1
+        with open(path, 'rb') as f:  # undamaged this time: verified
+            store.put(store.objects + 'x', f, store.integrity.digest(f, os.fstat(f.fileno()).st_size))
+    finally:
+        proxy.stop()
+
+
+def test_a_download_damaged_on_the_way_back_is_seen(moto_url, bucket, tmp_path):
+    proxy = S3Proxy(moto_url)
+    try:
+        store = store_for(proxy.url, bucket, {'method': 'read-back'})
+        data = os.urandom(3 * MB)
+        store.s3.put_object(Bucket=bucket, Key='k', Body=data)
+        assert store.download_once('k', len(data), tmp_path / 'a') == hashlib.sha256(data).hexdigest()
+        assert (tmp_path / 'a').read_bytes() == data
+        proxy.match, proxy.corrupt_methods, proxy.corrupt = '/k', ('GET',), 1
+        assert store.download_once('k', len(data), tmp_path / 'b') != hashlib.sha256(data).hexdigest()
+        assert proxy.corrupted == 1
+        proxy.corrupt = 1
+        assert store.read_back('k', len(data)) != hashlib.sha256(data).hexdigest()
+    finally:
+        proxy.stop()
+
+
+def test_the_stand_in_answers_the_crc64_of_what_the_store_holds(moto_url, s3, bucket, tmp_path):
+    from boto3.s3.transfer import TransferConfig
+    oss = ObjectStorage('alicloud', moto_url)
+    try:
+        store = store_for(oss.url, bucket, {'method': 'crc64ecma', 'header': 'x-oss-hash-crc64ecma'})
+        data = os.urandom(10 * MB + 3)
+        (tmp_path / 'f').write_bytes(data)
+
+        def said(key):
+            return store.s3.head_object(Bucket=bucket, Key=key)['ResponseMetadata']['HTTPHeaders'][
+                'x-oss-hash-crc64ecma']
+        # Multipart through the stand-in: its CRC-64 combined from the parts' equals the whole's.
+        store.s3.upload_file(str(tmp_path / 'f'), bucket, 'multi',
+                             Config=TransferConfig(multipart_threshold=4 * MB, multipart_chunksize=4 * MB))
+        store.s3.put_object(Bucket=bucket, Key='single', Body=data[:1000])
+        assert said('multi') == str(crc64.xz(data)) and said('single') == str(crc64.xz(data[:1000]))
+        # Written behind the stand-in's back (damage at rest): the answer follows the bytes held.
+        s3.put_object(Bucket=bucket, Key='single', Body=b'x' + data[1:1000])
+        assert said('single') == str(crc64.xz(b'x' + data[1:1000]))
+    finally:
+        oss.stop()
