@@ -47,8 +47,8 @@ def source_options(f):
     return f
 
 
-def run_script(name: str, argv: list[str]) -> int:
-    """scripts/<name>.py's main(argv), with `gpu-training <name>` as the program name in its usage."""
+def run_script(name: str, argv: list[str], entry: str = "main") -> int:
+    """scripts/<name>.py's main(argv) (or its `entry`), with `gpu-training <name>` as the program name in its usage."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"gpu_training_script_{name}", paths.SCRIPTS / f"{name}.py")
@@ -57,7 +57,7 @@ def run_script(name: str, argv: list[str]) -> int:
     spec.loader.exec_module(module)
     saved, sys.argv[0] = sys.argv[0], f"gpu-training {name}"
     try:
-        return module.main(list(argv))
+        return getattr(module, entry)(list(argv))
     finally:
         sys.argv[0] = saved
 
@@ -114,16 +114,19 @@ def cli():
 
 
 # --- thin wrappers over scripts/ ---------------------------------------------------------------------
-def pass_through(name: str, summary: str):
+def pass_through(name: str, summary: str, entry: str = "main"):
+    """`gpu-training <name> ARGS`: scripts/<name>.py's `entry` with ARGS, then exit with its status."""
     @click.argument("args", nargs=-1, type=click.UNPROCESSED, shell_complete=complete_stack)
     def command(args):
-        sys.exit(run_script(name, list(args)))
+        sys.exit(run_script(name, list(args), entry))
 
     command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
     return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
 
 
-pass_through("preview", "The offline plan of STACK: resources, hourly cost, user-data headroom, findings.")
+# The process ends with the preview: process_main leaves the plan's garbage to the exit (scripts/preview.py).
+pass_through("preview", "The offline plan of STACK: resources, hourly cost, user-data headroom, findings.",
+             entry="process_main")
 pass_through("rehearse", "Rehearse STACK's lifecycle on this CPU (preemption drill); --keep keeps its bucket.")
 pass_through("recommend", "Size a run: which stack, GPU and node count fit a model, data set and deadline.")
 pass_through("pack", "Pack an image folder into shards for staging (and --upload them to a stack's bucket).")
