@@ -32,7 +32,7 @@ def complete_stack(ctx, param, incomplete):
 
 def check_stack(ctx, param, value):
     if value is not None and value not in paths.stack_names():
-        raise click.BadParameter(f"{value!r}: no stacks/Pulumi.{value}.yaml; stacks: {', '.join(paths.stack_names())}")
+        raise click.BadParameter(f"{value!r}: no {paths.STACKS}/Pulumi.{value}.yaml; stacks: {', '.join(paths.stack_names())}")
     return value
 
 
@@ -96,7 +96,10 @@ def bucket_errors():
 
 @click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="gpu-training", prog_name="gpu-training")
-def cli():
+@click.option("--project", "project_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="the project (a folder with Pulumi.yaml and its stacks) to work on; default: the one holding"
+                   " the working directory (Pulumi.yaml found upward), else the installed checkout")
+def cli(project_dir):
     """Provision GPU training on Alibaba, Tencent, Huawei and Baidu clouds (or ACK), run it, watch it, read
     its logs and report, and tear it down. Try it offline first:
 
@@ -109,6 +112,19 @@ def cli():
 
     Then for real: `gpu-training up STACK`, `status`, `logs --follow`, `down`.
     """
+    from tools import project
+
+    if project_dir is not None:  # the scripts run here and their subprocesses read it from the environment
+        if not os.path.isfile(os.path.join(project_dir, project.PROJECT_FILE)):
+            fail(f"--project {project_dir!r}: holds no {project.PROJECT_FILE}; allowed: a gpu-training project"
+                 f" folder (a checkout, or a copy with {project.PROJECT_FILE} and its stack files)", EXIT_USAGE)
+        os.environ[project.ENV] = os.path.abspath(project_dir)
+    try:
+        note = paths.current().note()
+    except project.ProjectError as error:
+        fail(str(error), EXIT_USAGE)
+    if note:
+        click.echo(f"gpu-training: note: {note}", err=True)
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         os.environ["COLUMNS"] = "200"  # rich (in the scripts too) wraps at 80 columns without a terminal
 
