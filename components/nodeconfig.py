@@ -5,10 +5,12 @@ address, the node role's name). It never carries a credential.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from components import artifacts, cost, tags
-from components.spec import Spec
+
+if TYPE_CHECKING:  # annotations only: spec.py imports this module to check the user-data budget
+    from components.spec import Spec
 
 VERSION = 1
 ROLE_SUFFIX = "-node"

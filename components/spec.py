@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from components import cidrs as cidr_lists
-from components import providers, schema
+from components import egress, providers, schema
 from components import tags as tag_scheme
 from components.bootstrap import config as bootstrap_rules
 from components.dataset import DataSpec, read_manifest
 from components.kubernetes import settings as kubernetes_settings
+from components.nodeconfig import build_node_config
 from components.teardown import TEARDOWN_ENV, tearing_down
 from components.platforms import offer as platform_settings
 from components.catalog import Catalog, InstanceType, load_catalog
@@ -1123,7 +1124,6 @@ def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
     rendered here the way `pulumi up` renders it, and when it does not fit, the error names the value
     the user wrote that weighs most, instead of the program failing later."""
     from components.bootstrap import BootstrapConfigError, render_user_data, user_data_limit
-    from components.nodeconfig import build_node_config  # it imports this module
 
     address = _FS_ADDRESS_STANDIN if spec.shared_storage != "none" else None
     try:
@@ -1255,7 +1255,6 @@ def _check_kubernetes(values: dict, profile: ProviderProfile, region: str, max_h
 
 def _check_egress(spec: Spec, problems: _Problems) -> None:
     """Every endpoint a node uses needs a route out of (or inside) the VPC (components/egress.py)."""
-    from components import egress  # it builds the node config, which imports this module
 
     for level, key, message in egress.findings(spec):
         getattr(problems, level)(key, message)

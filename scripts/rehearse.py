@@ -47,7 +47,9 @@ from pathlib import Path
 
 from node_agent import layout
 
-REPO = Path(__file__).resolve().parent.parent
+from tools import project
+
+REPO = project.root()  # the current project (tools/project.py): its out/ holds kept rehearsals
 
 EXAMPLE = "train_cnn.py"
 # Small enough for a CPU and a one-minute CI budget, big enough to checkpoint several times.

@@ -25,7 +25,9 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tools import project
+
+REPO = project.root()  # the current project (tools/project.py): its out/ holds reports
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 

@@ -13,10 +13,12 @@ import re
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-
+from tools import project
 from tools.runlib import exitcodes
 from tools.runlib.driver import DEFAULT_TIMEOUT_H, Driver, RunOptions
+
+# The project `pulumi up` works in: the current one (tools/project.py), not the installed checkout by default.
+REPO = project.root()
 
 STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -71,7 +73,7 @@ examples:
 
 def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
     args = build_parser().parse_args(argv)
-    stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (work_dir / "stacks").glob("Pulumi.*.yaml"))
+    stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project.stacks_dir(work_dir).glob("Pulumi.*.yaml"))
     if not STACK_NAME.match(args.stack) or args.stack not in stacks:
         raise UsageError(f"stack {args.stack!r}: no stacks/Pulumi.{args.stack}.yaml; allowed: {', '.join(stacks)}")
     if not args.timeout > 0:

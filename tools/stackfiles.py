@@ -18,9 +18,11 @@ import yaml
 
 from components import schema
 from components.nodeconfig import build_node_config
+from tools import project
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-STACKS_DIR = REPO_ROOT / "stacks"
+# The current project's stack files (tools/project.py: GPU_TRAINING_PROJECT, else Pulumi.yaml found from
+# the working directory upward, else the installed checkout), not the installed package's by default.
+STACKS_DIR = project.stacks_dir(project.root())
 PLACEHOLDER_FS_ADDRESS = "<shared-fs-mount-address>"  # what the cloud computes at deploy time
 
 

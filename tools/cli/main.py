@@ -32,7 +32,7 @@ def complete_stack(ctx, param, incomplete):
 
 def check_stack(ctx, param, value):
     if value is not None and value not in paths.stack_names():
-        raise click.BadParameter(f"{value!r}: no stacks/Pulumi.{value}.yaml; stacks: {', '.join(paths.stack_names())}")
+        raise click.BadParameter(f"{value!r}: no {paths.STACKS}/Pulumi.{value}.yaml; stacks: {', '.join(paths.stack_names())}")
     return value
 
 
@@ -47,8 +47,8 @@ def source_options(f):
     return f
 
 
-def run_script(name: str, argv: list[str]) -> int:
-    """scripts/<name>.py's main(argv), with `gpu-training <name>` as the program name in its usage."""
+def run_script(name: str, argv: list[str], entry: str = "main") -> int:
+    """scripts/<name>.py's main(argv) (or its `entry`), with `gpu-training <name>` as the program name in its usage."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"gpu_training_script_{name}", paths.SCRIPTS / f"{name}.py")
@@ -57,7 +57,7 @@ def run_script(name: str, argv: list[str]) -> int:
     spec.loader.exec_module(module)
     saved, sys.argv[0] = sys.argv[0], f"gpu-training {name}"
     try:
-        return module.main(list(argv))
+        return getattr(module, entry)(list(argv))
     finally:
         sys.argv[0] = saved
 
@@ -96,7 +96,10 @@ def bucket_errors():
 
 @click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="gpu-training", prog_name="gpu-training")
-def cli():
+@click.option("--project", "project_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="the project (a folder with Pulumi.yaml and its stacks) to work on; default: the one holding"
+                   " the working directory (Pulumi.yaml found upward), else the installed checkout")
+def cli(project_dir):
     """Provision GPU training on Alibaba, Tencent, Huawei and Baidu clouds (or ACK), run it, watch it, read
     its logs and report, and tear it down. Try it offline first:
 
@@ -109,21 +112,37 @@ def cli():
 
     Then for real: `gpu-training up STACK`, `status`, `logs --follow`, `down`.
     """
+    from tools import project
+
+    if project_dir is not None:  # the scripts run here and their subprocesses read it from the environment
+        if not os.path.isfile(os.path.join(project_dir, project.PROJECT_FILE)):
+            fail(f"--project {project_dir!r}: holds no {project.PROJECT_FILE}; allowed: a gpu-training project"
+                 f" folder (a checkout, or a copy with {project.PROJECT_FILE} and its stack files)", EXIT_USAGE)
+        os.environ[project.ENV] = os.path.abspath(project_dir)
+    try:
+        note = paths.current().note()
+    except project.ProjectError as error:
+        fail(str(error), EXIT_USAGE)
+    if note:
+        click.echo(f"gpu-training: note: {note}", err=True)
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         os.environ["COLUMNS"] = "200"  # rich (in the scripts too) wraps at 80 columns without a terminal
 
 
 # --- thin wrappers over scripts/ ---------------------------------------------------------------------
-def pass_through(name: str, summary: str):
+def pass_through(name: str, summary: str, entry: str = "main"):
+    """`gpu-training <name> ARGS`: scripts/<name>.py's `entry` with ARGS, then exit with its status."""
     @click.argument("args", nargs=-1, type=click.UNPROCESSED, shell_complete=complete_stack)
     def command(args):
-        sys.exit(run_script(name, list(args)))
+        sys.exit(run_script(name, list(args), entry))
 
     command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
     return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
 
 
-pass_through("preview", "The offline plan of STACK: resources, hourly cost, user-data headroom, findings.")
+# The process ends with the preview: process_main leaves the plan's garbage to the exit (scripts/preview.py).
+pass_through("preview", "The offline plan of STACK: resources, hourly cost, user-data headroom, findings.",
+             entry="process_main")
 pass_through("rehearse", "Rehearse STACK's lifecycle on this CPU (preemption drill); --keep keeps its bucket.")
 pass_through("recommend", "Size a run: which stack, GPU and node count fit a model, data set and deadline.")
 pass_through("pack", "Pack an image folder into shards for staging (and --upload them to a stack's bucket).")

@@ -1,13 +1,39 @@
-"""The checkout's folders, found without importing the project (the CLI's start-up must stay light)."""
+"""The project's folders and the installed package's, found without importing the project (the CLI's
+start-up must stay light).
+
+The project (its Pulumi.yaml, stack files and out/) is the current one, tools/project.py: `--project
+DIR` / GPU_TRAINING_PROJECT, else Pulumi.yaml found from the working directory upward, else the
+installed checkout. REPO, STACKS and OUT are looked up on each use (after `--project` has been read);
+the scripts are the installed package's code.
+"""
+from __future__ import annotations
+
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-STACKS = REPO / "stacks"
-SCRIPTS = REPO / "scripts"
-# Run records, reports and kept rehearsals; GPU_TRAINING_OUT moves them (tests, a second checkout).
-OUT = Path(os.environ.get("GPU_TRAINING_OUT") or REPO / "out")
+from tools import project
+
+SCRIPTS = project.INSTALL_ROOT / "scripts"
+
+
+def current() -> project.Project:
+    """The current project; project.ProjectError where none is named or found."""
+    return project.locate()
+
+
+def __getattr__(name: str):
+    if name == "REPO":  # the project folder: Pulumi's work directory
+        return current().root
+    if name == "STACKS":
+        return current().stacks
+    if name == "OUT":  # run records, reports and kept rehearsals; GPU_TRAINING_OUT moves them (tests)
+        return Path(os.environ.get("GPU_TRAINING_OUT") or current().root / "out")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def stack_names() -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in STACKS.glob("Pulumi.*.yaml"))
+    try:
+        stacks = current().stacks
+    except project.ProjectError:
+        return []
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks.glob("Pulumi.*.yaml"))

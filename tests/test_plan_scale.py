@@ -1,0 +1,85 @@
+"""A plan's cost per node (issue 25): many nodes plan as the two-node plan with more of the same node, and
+the garbage collector, paused while the program runs (tools/mockrun.py collector_paused, the cause of
+most of a node's cost), is back as it was afterwards, also when the program fails.
+
+The timings themselves are bench/preview_scale.py's (medians and ratios), never asserted here.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import re
+
+import pytest
+
+from tools.mockrun import run_program
+from tools.stackfiles import load_stack_config
+
+NODE = re.compile(r"-node-(\d+)$")
+STACK = "large-a100"
+
+
+def split(plan) -> tuple[dict, dict]:
+    """(the resources that are not nodes by (type, name), the nodes by index)."""
+    others, nodes = {}, {}
+    for resource in plan.resources:
+        found = NODE.search(resource.name)
+        if found:
+            nodes[int(found.group(1))] = resource
+        else:
+            others[(resource.type, resource.name)] = resource.as_dict()
+    return others, nodes
+
+
+def as_node(resource, index: int) -> dict:
+    """Node 0's resource as node `index` would be: its names carry the index, nothing else changes."""
+    text = json.dumps(resource.as_dict(), sort_keys=True)
+    for old, new in (("-node-0", f"-node-{index}"), (f"{STACK}-0\"", f"{STACK}-{index}\"")):
+        text = text.replace(old, new)
+    return json.loads(text)
+
+
+def test_a_64_node_plan_is_the_2_node_plan_with_more_of_the_same_node(plan_for):
+    """The same resources besides the nodes; every node is node 0 renamed (its user data, which holds
+    the node count, is the same on every node: the agent finds its rank among its peers,
+    node/node_agent/agent.py)."""
+    small_others, small_nodes = split(plan_for(STACK, "nodes=2"))
+    large_others, large_nodes = split(plan_for(STACK, "nodes=64"))
+    assert large_others == small_others
+    assert sorted(large_nodes) == list(range(64)) and sorted(small_nodes) == [0, 1]
+    first = large_nodes[0]
+    assert first.inputs["userData"] and first.inputs["instanceName"] == f"gpu-training-{STACK}-0"
+    for index, node in large_nodes.items():
+        assert node.as_dict() == as_node(first, index), index
+    assert small_nodes[1].as_dict() == as_node(small_nodes[0], 1)
+
+
+def test_the_collector_is_paused_while_the_program_runs_and_restored_after():
+    seen = []
+
+    def zones(args):  # a data-source call: answered while the program runs
+        seen.append(gc.isenabled())
+        return {"zones": [{"id": "cn-hangzhou-k"}], "ids": ["cn-hangzhou-k"]}
+
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            run_program(load_stack_config("entry-t4"), "entry-t4",
+                        call_answers={"alicloud:index/getZones:getZones": zones})
+            assert gc.isenabled() is enabled
+        assert seen == [False, False]
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_a_program_that_stops_gives_the_collector_back():
+    """A stack the program refuses (it exits 2 with the problems listed): the collector is on again."""
+    from tools.mockrun import ProgramExit
+    from tools.stackfiles import apply_overrides
+
+    assert gc.isenabled()
+    with pytest.raises(ProgramExit) as stopped:
+        run_program(apply_overrides(load_stack_config("entry-t4"), ("nodes=0",)), "entry-t4")
+    assert stopped.value.code == 2 and "nodes" in stopped.value.stderr
+    assert gc.isenabled()
