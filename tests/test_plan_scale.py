@@ -16,41 +16,57 @@ from tools.mockrun import run_program
 from tools.stackfiles import load_stack_config
 
 NODE = re.compile(r"-node-(\d+)$")
+# The placement groups past the first: a group holds Placement.members nodes (components/providers/base.py),
+# so more nodes take more groups, node i in group i // members.
+EXTRA_GROUP = re.compile(r"-placement-(\d+)$")
 STACK = "large-a100"
 
 
-def split(plan) -> tuple[dict, dict]:
-    """(the resources that are not nodes by (type, name), the nodes by index)."""
-    others, nodes = {}, {}
+def split(plan) -> tuple[dict, dict, dict]:
+    """(the resources that are not nodes by (type, name), the nodes by index, the extra groups by number)."""
+    others, nodes, groups = {}, {}, {}
     for resource in plan.resources:
-        found = NODE.search(resource.name)
+        found, group = NODE.search(resource.name), EXTRA_GROUP.search(resource.name)
         if found:
             nodes[int(found.group(1))] = resource
+        elif group:
+            groups[int(group.group(1))] = resource
         else:
             others[(resource.type, resource.name)] = resource.as_dict()
-    return others, nodes
+    return others, nodes, groups
 
 
-def as_node(resource, index: int) -> dict:
-    """Node 0's resource as node `index` would be: its names carry the index, nothing else changes."""
+def as_node(resource, index: int, group_id=None) -> dict:
+    """Node 0's resource as node `index` would be: its names carry the index, and past the first group's
+    members it names its own group; nothing else changes."""
     text = json.dumps(resource.as_dict(), sort_keys=True)
     for old, new in (("-node-0", f"-node-{index}"), (f"{STACK}-0\"", f"{STACK}-{index}\"")):
         text = text.replace(old, new)
-    return json.loads(text)
+    node = json.loads(text)
+    if group_id is not None:
+        node["inputs"]["deploymentSetId"] = group_id
+    return node
 
 
 def test_a_64_node_plan_is_the_2_node_plan_with_more_of_the_same_node(plan_for):
     """The same resources besides the nodes; every node is node 0 renamed (its user data, which holds
     the node count, is the same on every node: the agent finds its rank among its peers,
     node/node_agent/agent.py)."""
-    small_others, small_nodes = split(plan_for(STACK, "nodes=2"))
-    large_others, large_nodes = split(plan_for(STACK, "nodes=64"))
-    assert large_others == small_others
+    from components import providers
+
+    members = providers.profile("alicloud").placement.members
+    small_others, small_nodes, small_groups = split(plan_for(STACK, "nodes=2"))
+    large_others, large_nodes, large_groups = split(plan_for(STACK, "nodes=64"))
+    assert large_others == small_others and not small_groups
+    assert sorted(large_groups) == list(range(1, -(-64 // members)))
     assert sorted(large_nodes) == list(range(64)) and sorted(small_nodes) == [0, 1]
     first = large_nodes[0]
     assert first.inputs["userData"] and first.inputs["instanceName"] == f"gpu-training-{STACK}-0"
     for index, node in large_nodes.items():
-        assert node.as_dict() == as_node(first, index), index
+        group = index // members
+        expected = as_node(first, index, large_groups[group].outputs.get("id", f"{large_groups[group].name}-id")
+                           if group else None)
+        assert node.as_dict() == expected, index
     assert small_nodes[1].as_dict() == as_node(small_nodes[0], 1)
 
 

@@ -37,9 +37,6 @@ class PlatformOffer:
     checks: Callable = lambda spec: []
     # (spec) -> the job API request body (its api.yaml names the fields and their sources).
     request: Callable = lambda spec: {}
-    # (spec, name, artifacts, opts) -> the resources that put the files into the stack's bucket (the cloud's
-    # object storage part: the same upload as the VM path's).
-    upload: Callable = lambda spec, name, artifacts, opts: []
 
     def catalog(self) -> Catalog:
         return catalog_from(datafiles.load_path(self.directory / "flavors.yaml"), self.provider)

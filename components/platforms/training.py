@@ -10,7 +10,7 @@ from typing import Optional
 import pulumi
 import pulumi.dynamic as dyn
 
-from components import artifacts, billing, cost
+from components import artifacts, billing, cost, providers
 from components.dynamic_pickle import pickler_kept
 from components.spec import Spec
 
@@ -62,7 +62,8 @@ class PlatformTraining(pulumi.ComponentResource):
         request = offer.request(spec)
         # The training code at <prefix>/<stack>/code/ (the contract's <mount>/code/), before the job starts.
         code = artifacts.code_artifacts(spec.checkpoint.prefix, spec.stack, spec.train.code_dir)
-        uploaded = offer.upload(spec, name, code, pulumi.ResourceOptions(parent=self))
+        # The cloud's own object upload, the one its storage part uses for the VM path (registry: providers.module).
+        uploaded = providers.module(spec.provider, "storage").upload(spec, name, code, pulumi.ResourceOptions(parent=self))
         job = TrainingJob(f"{name}-job", offer.package, spec.region, request,
                           opts=pulumi.ResourceOptions(parent=self, depends_on=uploaded))
         self.outputs = {

@@ -109,11 +109,4 @@ def stand_in(bucket_dir: Path, workdir: Path):
                            {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir)
 
 
-def upload(spec, name, artifacts, opts):
-    """The code into the stack's OSS prefix, as the VM path uploads it (imported here: pulumi_alicloud is heavy)."""
-    from components.providers.alicloud import storage
-
-    return storage.upload(spec, name, artifacts, opts)
-
-
-OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request, upload=upload)
+OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)

@@ -129,11 +129,4 @@ def stand_in(bucket_dir: Path, workdir: Path):
                            "metadata.id", "status.phase", {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir)
 
 
-def upload(spec, name, artifacts, opts):
-    """The code into the stack's OBS prefix, as the VM path uploads it (imported here: the SDK is heavy)."""
-    from components.providers.huaweicloud import storage
-
-    return storage.upload(spec, name, artifacts, opts)
-
-
-OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request, upload=upload)
+OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)
