@@ -18,6 +18,7 @@ import yaml
 
 from components.providers import regions as region_tables
 from http_standin import RecordingStandIn
+from price_standins import SIGNATURE_ERRORS, check_signature
 from test_prices import CREDENTIALS, KEY_ID, SECRET, environment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,8 +35,18 @@ class Stub(RecordingStandIn):
     def __init__(self, kind: str, deny: bool = False):
         super().__init__()
         self.kind, self.deny = kind, deny
+        self.refusals: list[tuple[str, str]] = []
 
     def respond(self, method, path, headers, body):
+        # The region APIs are ECS's and CVM's: the same signatures as the price calls (tests/price_standins.py).
+        refused = check_signature(self.kind, method, path, headers, body.encode(), {KEY_ID: SECRET})
+        if refused:
+            kind, why = refused
+            status, code, message = SIGNATURE_ERRORS[self.kind][kind]
+            self.refusals.append((code, why))
+            error = {"Code": code, "Message": f"{message} ({why})", "RequestId": "r"}
+            return status, "application/json", json.dumps(error if self.kind == "alicloud" else
+                                                          {"Response": {"Error": error, "RequestId": "r"}}).encode()
         status, content_type, payload = getattr(self, f"answer_{self.kind}")(path, headers, body)
         return status, content_type, payload.encode()
 
@@ -101,6 +112,20 @@ def test_refresh_writes_what_the_api_lists(provider, tmp_path):
     sent = json.dumps(stub.requests)
     assert KEY_ID in sent and SECRET not in sent
     assert len(stub.requests) == 1 + len(CLOUD[provider])  # one DescribeRegions, one DescribeZones per region
+    assert stub.refusals == [], stub.refusals  # every request was signed as the cloud checks it
+
+
+@pytest.mark.parametrize("provider", sorted(CLOUD))
+def test_a_refresh_signed_with_the_wrong_secret_is_refused_and_writes_nothing(provider, tmp_path):
+    target = tmp_path / "regions.yaml"
+    target.write_text("unchanged\n")
+    secret_var = next(k for k, v in CREDENTIALS[provider].items() if v == SECRET)
+    with RegionStub(provider) as stub:
+        result = regions_cli("refresh", "--provider", provider, "--endpoint", stub.url, "--file", str(target),
+                             env=environment(**{**CREDENTIALS[provider], secret_var: SECRET[::-1]}))
+    assert stub.refusals and result.returncode == 1, result.stderr
+    assert stub.refusals[0][0] in {"SignatureDoesNotMatch", "AuthFailure.SignatureFailure"}, stub.refusals
+    assert "Traceback" not in result.stderr and target.read_text() == "unchanged\n"
 
 
 @pytest.mark.parametrize("provider", sorted(CLOUD))
