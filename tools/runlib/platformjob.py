@@ -35,27 +35,25 @@ def _job_id(outputs: Mapping) -> str:
     return job_id
 
 
+def _ask(outputs: Mapping, what: str, call):
+    """`call(job module, job id, region)`, its failures (JobApiError, transport errors, the client's own
+    refusal such as an unwired signer) as JobUnreachable naming the job and `what` was asked."""
+    job_id, module = _job_id(outputs), _job_module(outputs)
+    try:
+        return call(module, job_id, str(outputs.get("region")))
+    except Exception as error:
+        raise JobUnreachable(f"{outputs['platform']} job {job_id}{what}: {error}") from None
+
+
 def job_state(outputs: Mapping) -> dict:
     """{jobId, platform, state (running|succeeded|failed|stopped), phase (the platform's word)}."""
-    job_id = _job_id(outputs)
-    try:
-        answer = _job_module(outputs).state(job_id, str(outputs.get("region")))
-    except JobUnreachable:
-        raise
-    except Exception as error:  # JobApiError, transport errors, the client's own refusal (an unwired signer)
-        raise JobUnreachable(f"{outputs['platform']} job {job_id}: {error}") from None
-    return {"jobId": job_id, "platform": outputs["platform"], "state": answer.get("state"),
+    answer = _ask(outputs, "", lambda job, job_id, region: job.state(job_id, region))
+    return {"jobId": outputs["jobId"], "platform": outputs["platform"], "state": answer.get("state"),
             "phase": answer.get("phase")}
 
 
 def job_log(outputs: Mapping) -> str:
-    job_id = _job_id(outputs)
-    try:
-        return _job_module(outputs).logs(job_id, str(outputs.get("region")))
-    except JobUnreachable:
-        raise
-    except Exception as error:
-        raise JobUnreachable(f"{outputs['platform']} job {job_id} log: {error}") from None
+    return _ask(outputs, " log", lambda job, job_id, region: job.logs(job_id, region))
 
 
 def status_line(job: Optional[Mapping]) -> Optional[str]:
