@@ -136,8 +136,9 @@ class PlatformRehearsal:
         return replace(spec, train=replace(spec.train, command=self.command))
 
     def keep_bucket(self, out_root: Path, started: float) -> None:
-        self.say("rehearse --keep: not kept for a platform stack (status, logs and report read the nodes'"
-                 " markers, which a platform job has none of: docs/platforms.md)")
+        self.say("rehearse --keep: not kept for a platform stack (status and logs ask the platform's job API,"
+                 " whose stand-in ends with the rehearsal; report reads node markers, which a job has none of:"
+                 " docs/platforms.md)")
         return None
 
     def log_tail(self) -> str:

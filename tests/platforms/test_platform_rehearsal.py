@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.platforms.jobapi import JobApiError
-from components.platforms.standin import StandIn, kill_tree
+from components.platforms.standin import kill_tree
 from components.spec import build_spec
 from tools.stackfiles import load_stack_config
 
@@ -22,13 +22,11 @@ SMALL = ("python train_cnn.py --steps 40 --ckpt-every 5 --dataset-size 256 --bat
          " --width 4 --depth 1 --device cpu --min-step-seconds 0.05 --log-every 5")
 
 
-def _platform(stack):
-    if stack.startswith("hw-"):
-        from components.providers.huaweicloud.modelarts import job
-        unpack = lambda b: (b["algorithm"]["command"], b["algorithm"]["environments"])  # noqa: E731
-        return job, unpack, "metadata.id", "status.phase"
-    from components.providers.alicloud.dlc import job
-    return job, (lambda b: (b["UserCommand"], b["Envs"])), "JobId", "Status"
+def _job(spec):
+    """The platform package's job module (its request, client, logs and stand-in), as the program finds it."""
+    import importlib
+
+    return importlib.import_module(f"{spec.platform.offer.package}.job")
 
 
 def _wait(predicate, timeout=120.0):
@@ -42,16 +40,13 @@ def _wait(predicate, timeout=120.0):
 
 @pytest.mark.parametrize("stack", ["hw-large-910b-modelarts", "large-a100-dlc"])
 def test_job_resumes_after_restart_and_stops(stack, tmp_path, monkeypatch):
-    job, unpack, id_field, phase_field = _platform(stack)
     config = {**load_stack_config(stack), "gpu-training:train": {"command": SMALL}}
     spec = build_spec(config, stack=stack)
+    job = _job(spec)
     body = job.request(spec)
     shutil.copytree(REPO / "examples" / "cnn", tmp_path / "bucket" / "code")
-    api = job.API
-    # The phase the stand-in reports for each neutral state: the platform's own name, from api.yaml.
-    phases = {neutral: "Running" if "Running" in names else names[0] for neutral, names in api.data["phases"].items()}
-    standin = StandIn(api, unpack, phases, id_field, phase_field, {job.OFFER.data["mounts"]["stack"]:
-                      tmp_path / "bucket"}, tmp_path)
+    # The platform's field names and phase names come from its package (job.stand_in, api.yaml).
+    standin = job.stand_in(tmp_path / "bucket", tmp_path)
     server = standin.serve()
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     client = job.client(spec.region, base_url=f"http://127.0.0.1:{server.server_address[1]}")
