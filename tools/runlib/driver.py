@@ -298,8 +298,9 @@ class Driver:
                           f"{m.gpu_util:.0f}%" if m.gpu_util is not None else "n/a")
         if result.markers:
             self.console.print(table)
-        elapsed = self.now() - stack_started if stack_started else None
-        spent = cost_so_far(outputs, result.markers, self.now(), stack_started)
+        now = self.now()
+        elapsed = now - stack_started if stack_started else None
+        spent = cost_so_far(outputs, result.markers, now, stack_started)
         self.say(f"outcome: {verdict.state if verdict else 'NO_MARKERS'}"
                  + (" (timed out)" if result.timed_out and self.opts.mode != "destroy" else "")
                  + f", preemptions seen: {result.preemptions}"
