@@ -5,10 +5,7 @@ the clouds' length limits on them are checked at validation (the provider profil
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # annotations only while spec.py imports nodeconfig (which imports this) for its checks
-    from components.spec import Spec
+from components.spec import Spec
 
 ROLE_SUFFIX = "-node"
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from components.spec import SpecError, build_spec
+from components.validation import SpecError, build_spec
 
 BASE = {
     "alicloud:region": "cn-hangzhou",
