@@ -302,6 +302,7 @@ def test_the_safety_rules_catch_an_unencrypted_pool_and_optional_tokens(plan_for
 @pytest.mark.parametrize("value,key", [
     (5, "kubernetes"), ("[1, 2]", "kubernetes"), ({"apiAllowCidrs": "nonsense"}, "kubernetes.apiAllowCidrs[0]"),
     ({"apiAllowCidrs": [None]}, "kubernetes.apiAllowCidrs[0]"),
+    ({"apiAllowCidrs": ["198.51.100.7/32", "10.0.0.300/32"]}, "kubernetes.apiAllowCidrs[1]"),
     ({"apiAllowCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}, "kubernetes.apiAllowCidrs"), ({"apiAllowCidrs": {"a": 1}}, "kubernetes.apiAllowCidrs"),
     ({"apiAllowCidrs": ["198.51.100.7/32"], "systemNodes": "many"}, "kubernetes.systemNodes"),
     ({"apiAllowCidrs": ["198.51.100.7/32"], "systemNodes": 1e400}, "kubernetes.systemNodes"),
