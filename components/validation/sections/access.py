@@ -1,5 +1,4 @@
-"""The access sections: who may reach the nodes over SSH, with which key, and the image they boot.
-"""
+"""The access sections: who may reach the nodes over SSH, with which key, and the image they boot."""
 from __future__ import annotations
 
 import re

@@ -1,5 +1,4 @@
-"""The cloud sections: what the provider supports, its regions and zones, its tag rules, the platform offer.
-"""
+"""The cloud sections: what the provider supports, its regions and zones, its tag rules, the platform offer."""
 from __future__ import annotations
 
 import re

@@ -1,5 +1,4 @@
-"""The compute sections: the GPU and instance type, the spot pool's alternatives, nodes, spot price and zones.
-"""
+"""The compute sections: the GPU and instance type, the spot pool's alternatives, nodes, spot price and zones."""
 from __future__ import annotations
 
 from typing import Optional

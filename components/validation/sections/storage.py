@@ -1,5 +1,4 @@
-"""The storage sections: the checkpoint bucket, the data disk, the staged data set and the shared file system.
-"""
+"""The storage sections: the checkpoint bucket, the data disk, the staged data set and the shared file system."""
 from __future__ import annotations
 
 import hashlib

@@ -1,5 +1,4 @@
-"""The workload sections: the training command, its code and environment, the node software, the lifetime.
-"""
+"""The workload sections: the training command, its code and environment, the node software, the lifetime."""
 from __future__ import annotations
 
 import re
