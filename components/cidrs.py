@@ -3,7 +3,7 @@ address families a list opens as a whole (0.0.0.0/1 + 128.0.0.0/1 is as world-op
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Optional, Union
+from typing import Any, Callable, Iterable, Optional, Union
 
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 WORLD = {4: "0.0.0.0/0", 6: "::/0"}
@@ -15,6 +15,21 @@ def network(value: Any) -> Optional[Network]:
         return ipaddress.ip_network(str(value), strict=False)
     except ValueError:
         return None
+
+
+def parsed_entries(entries: Iterable[Any], key: str, example: str, problems: Any,
+                   show: Callable[[Any], str] = repr) -> list[tuple[str, Any, Network]]:
+    """(dotted key, entry, network) for each entry of the config list `key` that names a network; each entry
+    that does not is recorded on `problems` (validation's collector) by its dotted key, with an example."""
+    parsed = []
+    for index, entry in enumerate(entries):
+        entry_key = f"{key}[{index}]"
+        found = network(entry)
+        if found is None:
+            problems.error(entry_key, f"{show(entry)} is not a CIDR (e.g. {example})")
+        else:
+            parsed.append((entry_key, entry, found))
+    return parsed
 
 
 def world_unions(cidrs: list[str]) -> list[tuple[str, str]]:

@@ -8,23 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from components import artifacts, cost, tags
+from components.naming import pool_name, role_name
 
-if TYPE_CHECKING:  # annotations only: spec.py imports this module to check the user-data budget
+if TYPE_CHECKING:  # annotations only: the node config reads a Spec, it builds none
     from components.spec import Spec
 
 VERSION = 1
-ROLE_SUFFIX = "-node"
-
-
-def pool_name(spec: Spec) -> str:
-    """The spot pool's name (auto provisioning / scaling group): the agent finds its pool by it."""
-    return f"gpu-training-{spec.stack}"  # within the clouds' limits: checked at validation (name_limits)
-
-
-def role_name(spec: Spec) -> str:
-    # Not cut to fit: a cut name could be another stack's role. The clouds' limits are checked at
-    # validation (the provider profile's name_limits).
-    return f"gpu-training-{spec.stack}{ROLE_SUFFIX}"
 
 
 def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None) -> dict[str, Any]:

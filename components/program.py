@@ -14,7 +14,8 @@ from pulumi.runtime import config as runtime_config
 from components.cluster import TrainingCluster
 from components.kubernetes.cluster import KubernetesTraining
 from components.platforms.training import PlatformTraining
-from components.spec import Spec, SpecError, build_spec
+from components.spec import Spec
+from components.validation import SpecError, build_spec
 
 
 def stack_config() -> dict[str, Any]:

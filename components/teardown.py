@@ -3,7 +3,7 @@
 scripts/run.py (and so `gpu-training down`) sets TEARDOWN_ENV while Pulumi runs the program for those
 commands. The program then runs only to give the providers fresh credentials (a Kubernetes stack's temporary
 kubeconfig), so a rule that guards only what `up` would create must not keep a stack made before that rule
-from being torn down (components/spec.py, creation_error).
+from being torn down (components/validation/read.py, creation_error).
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import yaml
 
 from components import cost, providers
 from components.catalog import Price, load_catalog
-from components.spec import build_spec
+from components.validation import build_spec
 from components.tiers import tiers
 from tools.advisor import perf as perfmod
 from tools.advisor.optimiser import (

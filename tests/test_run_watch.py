@@ -405,7 +405,7 @@ def test_an_item_that_may_bill_past_the_destroy_is_still_listed_after_it(tmp_pat
     """A key in a pending-deletion window whose billing is not documented (Baidu KMS) is named after the destroy
     even though the destroy is what ends it (Lingering.bills_after_destroy)."""
     from components.providers.baiducloud.profile import keeps_billing
-    from components.spec import build_spec
+    from components.validation import build_spec
     from tools.stackfiles import load_stack_config
 
     kms = [i.as_dict() for i in keeps_billing(build_spec(load_stack_config("bd-large-a100"), stack="bd-large-a100"))

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from components.spec import SpecError, build_spec
+from components.validation import SpecError, build_spec
 
 BASE = {
     "alicloud:region": "cn-hangzhou",
@@ -90,6 +90,26 @@ def test_world_ssh_is_accepted_only_when_asked_for():
     spec = spec_of(sshAllowCidrs=["0.0.0.0/0"], allowWorldSsh=True, sshPublicKey="ssh-ed25519 AAAA x")
     assert spec.ssh_allow_cidrs == ("0.0.0.0/0",)
     assert any(f.level == "warning" and f.key == "sshAllowCidrs[0]" for f in spec.findings)
+
+
+def test_a_cidr_list_refuses_each_bad_entry_by_its_index_and_keeps_the_good_ones():
+    """sshAllowCidrs and kubernetes.apiAllowCidrs read their entries with one helper (components/cidrs.py)."""
+    from components import cidrs
+    from components.validation.read import _Problems, _show
+
+    problems = _Problems()
+    parsed = cidrs.parsed_entries(["10.0.0.300/32", "198.51.100.7", {"a": 1}], "kubernetes.apiAllowCidrs",
+                                  "198.51.100.7/32", problems)
+    assert [(key, entry, str(network)) for key, entry, network in parsed] == [
+        ("kubernetes.apiAllowCidrs[1]", "198.51.100.7", "198.51.100.7/32")]
+    assert [(f.level, f.key, f.message) for f in problems.items] == [
+        ("error", "kubernetes.apiAllowCidrs[0]", "'10.0.0.300/32' is not a CIDR (e.g. 198.51.100.7/32)"),
+        ("error", "kubernetes.apiAllowCidrs[2]", "{'a': 1} is not a CIDR (e.g. 198.51.100.7/32)")]
+    cidrs.parsed_entries([{"a": 1}], "sshAllowCidrs", "203.0.113.7/32", problems, _show)
+    assert problems.items[-1].message == '{"a": 1} is not a CIDR (e.g. 203.0.113.7/32)'
+    spec = spec_of(sshAllowCidrs=["203.0.113.7/32", "198.51.100.0/24"], sshPublicKey="ssh-ed25519 AAAA x")
+    assert spec.ssh_allow_cidrs == ("203.0.113.7/32", "198.51.100.0/24")
+    assert set(errors_of(sshAllowCidrs=["203.0.113.7/32", "nonsense"])) >= {"sshAllowCidrs[1]"}
 
 
 def test_vcpu_per_gpu_outside_the_guide_is_a_warning_not_an_error():

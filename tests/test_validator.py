@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tools import stackfiles
-from components.spec import SpecError, build_spec
+from components.validation import SpecError, build_spec
 from tools.stackfiles import StackFileError, stack_spec
 
 REPO = Path(__file__).resolve().parent.parent

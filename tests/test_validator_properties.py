@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components import schema
-from components.spec import Spec, SpecError, build_spec
+from components.spec import Spec
+from components.validation import SpecError, build_spec
 from tools.stackfiles import StackFileError, parse_stack_text
 
 REPO = Path(__file__).resolve().parent.parent

@@ -211,7 +211,7 @@ def engine_form(config: Mapping[str, Any]) -> dict[str, str]:
 def stack_spec(stack: str, overrides: Iterable[str] = ()):
     """(config, Spec) of a stack file with `--set` overrides; raises StackFileError or SpecError,
     both with render() for a CLI to print before exiting 2."""
-    from components.spec import build_spec
+    from components.validation import build_spec
 
     config = apply_overrides(load_stack_config(stack), overrides)
     return config, build_spec(engine_form(config), stack=stack)

@@ -37,7 +37,7 @@ _ASCEND_PKG = re.compile(r"^[A-Za-z0-9._+-]+\.run$")
 @dataclass(frozen=True)
 class ValueRule:
     """What a stack key that reaches the bootstrap's bash may hold: one copy of the rule. The spec
-    checks the user's key with it (components/spec.py: exit 2, naming the key); bootstrap_values
+    checks the user's key with it (components/validation: exit 2, naming the key); bootstrap_values
     asserts it again on the node config, the contract every other writer must keep too."""
     pattern: re.Pattern
     allowed: str

@@ -1,7 +1,7 @@
 """The Kubernetes path (docs/kubernetes.md): a managed GPU cluster and a gang-scheduled training Job.
 
-settings.py validates the stack's `kubernetes:` section into a KubernetesSpec; manifests.py builds the
-Kubernetes objects as plain dicts (schema-checked by the tests); workload.py registers them through
-pulumi-kubernetes; cluster.py composes the provider's cluster part (components/providers/<cloud>/cluster.py)
-with them.
+spec.py holds the `kubernetes:` section's record, KubernetesSpec (components/validation/kubernetes.py
+validates the section into it); manifests.py builds the Kubernetes objects as plain dicts (schema-checked
+by the tests); workload.py registers them through pulumi-kubernetes; cluster.py composes the provider's
+cluster part (components/providers/<cloud>/cluster.py) with them.
 """

@@ -1,7 +1,7 @@
 """What a managed training platform offers the platform path, and the stack's validated `platform:` section.
 
 A platform stack (docs/platforms.md) is a tier plus `platform: {kind: ...}`: the tier, GPU, nodes, billing,
-data and checkpoint rules of components/spec.py apply unchanged; the platform's flavors stand in for
+data and checkpoint rules of components/validation apply unchanged; the platform's flavors stand in for
 instance types (its flavors.yaml, read by components/catalog.py). A provider lists its platforms in its
 profile (`ProviderProfile.platforms`); nothing here knows a cloud.
 """

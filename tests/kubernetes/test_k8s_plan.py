@@ -302,6 +302,7 @@ def test_the_safety_rules_catch_an_unencrypted_pool_and_optional_tokens(plan_for
 @pytest.mark.parametrize("value,key", [
     (5, "kubernetes"), ("[1, 2]", "kubernetes"), ({"apiAllowCidrs": "nonsense"}, "kubernetes.apiAllowCidrs[0]"),
     ({"apiAllowCidrs": [None]}, "kubernetes.apiAllowCidrs[0]"),
+    ({"apiAllowCidrs": ["198.51.100.7/32", "10.0.0.300/32"]}, "kubernetes.apiAllowCidrs[1]"),
     ({"apiAllowCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}, "kubernetes.apiAllowCidrs"), ({"apiAllowCidrs": {"a": 1}}, "kubernetes.apiAllowCidrs"),
     ({"apiAllowCidrs": ["198.51.100.7/32"], "systemNodes": "many"}, "kubernetes.systemNodes"),
     ({"apiAllowCidrs": ["198.51.100.7/32"], "systemNodes": 1e400}, "kubernetes.systemNodes"),
@@ -314,7 +315,7 @@ def test_the_safety_rules_catch_an_unencrypted_pool_and_optional_tokens(plan_for
     ({"apiAllowCidrs": ["198.51.100.7/32"], "startDeadlineMinutes": 12.5}, "kubernetes.startDeadlineMinutes"),
 ], ids=lambda v: str(v)[:30])
 def test_bad_values_of_the_section_are_refused_by_key(value, key):
-    from components.spec import SpecError, build_spec
+    from components.validation import SpecError, build_spec
     from tools.stackfiles import load_stack_config
 
     config = {**load_stack_config(STACK), "gpu-training:kubernetes": value}
@@ -342,8 +343,8 @@ def _section(image, region="cn-beijing"):
 @pytest.mark.parametrize("image", DOCKER_HUB_IMAGES, ids=lambda i: str(i))
 def test_a_mainland_stack_never_pulls_the_training_image_from_docker_hub(image):
     from components.providers.alicloud import registry
-    from components.kubernetes.settings import image_registry
-    from components.spec import SpecError, build_spec
+    from components.kubernetes.spec import image_registry
+    from components.validation import SpecError, build_spec
 
     assert registry.mainland("cn-beijing") and image_registry(image or "pytorch/pytorch:x") == "docker.io"
     with pytest.raises(SpecError) as refused:
@@ -358,7 +359,7 @@ def test_a_mainland_stack_never_pulls_the_training_image_from_docker_hub(image):
                                    "registry-1.docker.io/pytorch/pytorch:2.4.1"])
 def test_a_mainland_stack_refuses_other_overseas_registries_too(image):
     """Review of issue 22: Docker Hub is not the only registry behind the border (NGC, GHCR, ...)."""
-    from components.spec import SpecError, build_spec
+    from components.validation import SpecError, build_spec
 
     with pytest.raises(SpecError) as refused:
         build_spec(_section(image), stack=STACK)
@@ -394,7 +395,7 @@ def test_a_stack_made_before_the_image_rule_can_still_be_torn_down(monkeypatch, 
     ("mirror.example.internal/pytorch/pytorch:2.4.1", "cn-shanghai"),
     (None, "cn-hongkong"), (None, "ap-southeast-1")])
 def test_an_image_the_nodes_reach_is_accepted(image, region):
-    from components.spec import build_spec
+    from components.validation import build_spec
 
     spec = build_spec(_section(image, region), stack=STACK)
     assert spec.kubernetes.image == (image or "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime")

@@ -14,7 +14,7 @@ import pytest
 
 from components.platforms.jobapi import JobApiError
 from components.platforms.standin import kill_tree
-from components.spec import build_spec
+from components.validation import build_spec
 from tools.stackfiles import load_stack_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from components.platforms.standin import kill_tree
-from components.spec import build_spec
+from components.validation import build_spec
 from tools.runlib import platformjob, status
 from tools.stackfiles import load_stack_config
 

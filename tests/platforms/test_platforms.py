@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.spec import SpecError, build_spec
+from components.validation import SpecError, build_spec
 from tools.stackfiles import load_stack_config
 
 HW, DLC = "hw-large-910b-modelarts", "large-a100-dlc"

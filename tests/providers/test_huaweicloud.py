@@ -17,7 +17,7 @@ from components import safety, tags
 from stackcases import SSH
 from components.bootstrap import decode, node_config_of
 from components.providers.huaweicloud import localcloud, profile
-from components.spec import SpecError, build_spec
+from components.validation import SpecError, build_spec
 from tools.stackfiles import engine_form, load_stack_config, stack_names
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from components import tags
-from components.spec import SpecError, build_spec
+from components.validation import SpecError, build_spec
 from components.bootstrap import decode, node_config_of
 from tools.stackfiles import engine_form, load_stack_config
 from stackcases import node_stack_names  # noqa: E402

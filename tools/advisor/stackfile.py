@@ -16,7 +16,8 @@ import yaml
 
 from components import schema
 from components.datafiles import atomic_write
-from components.spec import MAX_HOURS, Spec, SpecError, build_spec
+from components.spec import MAX_HOURS, Spec
+from components.validation import SpecError, build_spec
 from tools.advisor.explain import reasons
 from tools.advisor.optimiser import Evaluation
 from tools.stackfiles import apply_overrides, engine_form

@@ -9,7 +9,7 @@ import json
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.nodeconfig import pool_name
+from components.naming import pool_name
 from components.providers.alicloud.identity import grant_pool_retire
 from components.providers.alicloud.profile import INTERNET_CHARGE_TYPE, public_bandwidth_mbps
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,

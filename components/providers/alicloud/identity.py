@@ -22,7 +22,7 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components import tags
-from components.nodeconfig import role_name
+from components.naming import role_name
 from components.providers.base import IdentityParts, PartContext
 from components.spec import Spec
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.kubernetes.settings import DOCKER_HUB
+from components.kubernetes.spec import DOCKER_HUB
 
 # Public registries served from outside mainland China, as image_registry() names them (Docker Hub's aliases
 # are read as docker.io there): the same cross-border pull as Docker Hub's. Not a closed list: a host not

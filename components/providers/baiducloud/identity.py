@@ -16,7 +16,7 @@ import json
 
 import pulumi
 
-from components.nodeconfig import role_name
+from components.naming import role_name
 from components.providers.baiducloud import dynamic
 from components.providers.base import IdentityParts, PartContext
 from components.spec import Spec

@@ -33,7 +33,7 @@ import pulumi
 
 from components import clock
 from components.generated_key import GeneratedPublicKey
-from components.nodeconfig import pool_name
+from components.naming import pool_name
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
                                        PartContext, StorageParts, group_suffix, placement_groups)
 from components.providers.huaweicloud.profile import (AS_MAX_FLAVORS, capped_spot, disk_iops, disk_throughput,

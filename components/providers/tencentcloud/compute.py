@@ -27,7 +27,7 @@ import pulumi
 from tencentcloud_iac_pulumi import as_, cbs, cvm, images, key, placement
 from tencentcloud_iac_pulumi import instance as cvm_instance
 
-from components.nodeconfig import pool_name
+from components.naming import pool_name
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
                                        PartContext, StorageParts, group_suffix, placement_groups)
 from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, SEED_DISK_GB, extra_throughput,

@@ -17,7 +17,7 @@ import pulumi
 from tencentcloud_iac_pulumi import cam
 
 from components import tags
-from components.nodeconfig import role_name
+from components.naming import role_name
 from components.providers.base import IdentityParts, PartContext
 from components.providers.tencentcloud.profile import bucket_appid
 from components.spec import Spec

@@ -1,16 +1,17 @@
 """The stack's `kubernetes:` section -> a KubernetesSpec, every problem recorded by its dotted key.
 
 A Kubernetes stack is a tier plus this section: the tier, GPU, nodes, billing, disks and checkpoint
-rules of components/spec.py apply unchanged; these are the cluster's own settings. Facts about the
-provider's managed Kubernetes (versions, system pool, billing) come from its profile's KubernetesOffer.
+rules of components/validation apply unchanged; these are the cluster's own settings. Facts about the
+provider's managed Kubernetes (versions, system pool, billing) come from its profile's KubernetesOffer;
+the record itself is components/kubernetes/spec.py.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Optional
 
 from components import cidrs
+from components.kubernetes.spec import DEFAULT_START_DEADLINE_MINUTES, KubernetesSpec, image_registry
 from components.providers.base import KubernetesOffer
 
 # A DNS-1123 label: what Kubernetes accepts as a namespace name (at most 63 characters).
@@ -21,40 +22,9 @@ _IMAGE_RE = re.compile(r"[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127
 # node: ACK installs it). It is on Docker Hub: where the provider says the nodes cannot pull from there
 # (KubernetesOffer.image_pull_problem, e.g. mainland China), kubernetes.image must name a registry they reach.
 DEFAULT_IMAGE = "pytorch/pytorch:2.4.1-cuda12.4-cudnn9-runtime"
-# A reference's registry host: its first '/'-separated part when that holds '.' or ':' or is localhost,
-# else Docker Hub; index.docker.io is Docker Hub's legacy name (distribution/reference normalize.go,
-# splitDockerDomain: https://github.com/distribution/reference/blob/main/normalize.go), and
-# registry-1.docker.io the host its pulls go to: all three are read as DOCKER_HUB.
-DOCKER_HUB = "docker.io"
-DOCKER_HUB_ALIASES = frozenset({DOCKER_HUB, "index.docker.io", "registry-1.docker.io"})
 DEFAULT_NAMESPACE = "gpu-training"
 MAX_SYSTEM_NODES = 10
-# How long after `up` the Job's pods may take to start before run.py fails the Job (no pod Running: an image
-# that cannot be pulled, or pods that cannot be scheduled): GPU nodes scaled up from zero (minutes), the
-# image pulled, the agent's packages installed. The upper bound keeps the check inside the kubeconfig's life.
-DEFAULT_START_DEADLINE_MINUTES = 30
 MIN_START_DEADLINE_MINUTES = 10
-
-
-@dataclass(frozen=True)
-class KubernetesSpec:
-    offer: KubernetesOffer
-    version: Optional[str]  # None: the provider's default (newest) version
-    api_allow_cidrs: tuple[str, ...]
-    system_nodes: int
-    system_instance_type: str
-    image: str
-    gpu_operator: bool
-    namespace: str
-    start_deadline_minutes: int = DEFAULT_START_DEADLINE_MINUTES
-
-
-def image_registry(image: str) -> str:
-    """The registry host an image reference is pulled from (DOCKER_HUB when it names none)."""
-    first, _, rest = image.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
-        return DOCKER_HUB if first in DOCKER_HUB_ALIASES else first
-    return DOCKER_HUB
 
 
 def check(raw: Optional[dict], offer: Optional[KubernetesOffer], problems, region: Optional[str] = None,
@@ -133,12 +103,8 @@ def _api_cidrs(value, problems) -> tuple[str, ...]:
                        " API server, which admits only these CIDRs: give your address, e.g. ['198.51.100.7/32']")
         return ()
     found = []
-    for index, item in enumerate(value):
-        key = f"kubernetes.apiAllowCidrs[{index}]"
-        network = cidrs.network(item)
-        if network is None:
-            problems.error(key, f"{item!r} is not a CIDR (e.g. 198.51.100.7/32)")
-        elif network.prefixlen == 0:
+    for key, item, network in cidrs.parsed_entries(value, "kubernetes.apiAllowCidrs", "198.51.100.7/32", problems):
+        if network.prefixlen == 0:
             problems.error(key, f"{item!r} opens the API server to the whole Internet; list the addresses that run"
                            " pulumi up and kubectl")
         else:

@@ -1,0 +1,126 @@
+"""The workload sections: the training command, its code and environment, the node software, the lifetime."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from components import schema
+from components.bootstrap import config as bootstrap_rules
+from components.spec import MAX_COMMAND_BYTES, MAX_HOURS, TrainSpec
+from components.tiers import Gpu
+from components.validation.read import _Problems, _show
+from components.validation.sections import REPO_ROOT
+
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Text that a process receives as an argument or environment value can hold no NUL; the other
+# control characters (but tab and newline) are typing accidents that break the agent's log lines.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Problems) -> TrainSpec:
+    raw = {**schema.BY_NAME["train"].default, **values.get("train", {})}
+    command = str(raw.get("command", "")).strip()
+    if not command:
+        problems.error("train.command", "is empty; give the command that starts training"
+                       f" (default: {schema.DEFAULT_TRAIN_COMMAND!r})")
+    elif _CONTROL_RE.search(command):
+        problems.error("train.command", f"{_show(command)} holds a control character; allowed: printable text,"
+                       " tabs and newlines")
+    elif len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
+        problems.error("train.command", f"{len(command.encode('utf-8')):,} bytes; the node starts it as one argument"
+                       f" of sh -c, and Linux takes at most {MAX_COMMAND_BYTES:,} here (execve(2): a single"
+                       " argument may not exceed MAX_ARG_STRLEN, 32 pages = 131,072 bytes; 1 KiB is kept for the"
+                       " torchrun words the agent adds); put a long command in a script in train.codeDir")
+    code_dir = _code_dir(raw.get("codeDir"), problems)
+    launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
+    if launcher not in ("direct", "torchrun"):
+        problems.error("train.launcher", f"{launcher!r} is not allowed; allowed: direct, torchrun")
+    env = raw.get("env") or {}
+    for name, value in env.items():
+        if not _ENV_NAME_RE.fullmatch(name):
+            problems.error(f"train.env.{name}", "is not a valid environment variable name (letters, digits and"
+                           " '_', not starting with a digit)")
+        if _CONTROL_RE.search(value):
+            problems.error(f"train.env.{name}", f"{_show(value)} holds a control character; allowed: printable"
+                           " text, tabs and newlines")
+        if re.search(r"(SECRET|PASSWORD|ACCESS_KEY|TOKEN)", name.upper()):
+            problems.error(f"train.env.{name}", "looks like a credential: user-data is readable on the node and"
+                           " in the cloud console; give the node role access instead")
+    return TrainSpec(command, dict(env), code_dir, launcher)
+
+
+def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
+    """train.codeDir as a folder (relative to the repository), or None with the problem recorded."""
+    if not value:
+        return None
+    try:
+        code_dir = (REPO_ROOT / value).resolve()
+        if code_dir.is_dir():
+            return code_dir
+        why = "is not a folder"
+    except (OSError, ValueError) as error:  # a NUL byte, a name longer than the file system allows
+        why = f"cannot be a folder ({getattr(error, 'strerror', None) or error})"
+    problems.error("train.codeDir", f"{_show(value)} {why} (relative to {REPO_ROOT})")
+    return None
+
+
+def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> dict:
+    """The node software keys: checked with the bootstrap's own rules (components/bootstrap/config.py),
+    so a value the bootstrap would refuse at `pulumi up` is refused here, by its key."""
+    given = values.get("bootstrap", {})
+    merged = {**schema.BOOTSTRAP_DEFAULTS, **given}
+    if merged["framework"] == "paddle":
+        _paddle_defaults(merged, given, problems)
+    if merged["framework"] not in bootstrap_rules.FRAMEWORKS:
+        problems.error("bootstrap.framework", f"{_show(merged['framework'])} is not allowed; allowed:"
+                       f" {', '.join(bootstrap_rules.FRAMEWORKS)}")
+    for name, rule in (("driverBranch", bootstrap_rules.DRIVER_BRANCH), ("cudaToolkit", bootstrap_rules.CUDA_TOOLKIT),
+                       ("frameworkVersion", bootstrap_rules.FRAMEWORK_VERSION)):
+        if not rule.accepts(merged[name]):
+            problems.error(f"bootstrap.{name}", f"{_show(merged[name])} is not allowed; expected {rule.allowed}")
+    index = merged["frameworkIndexUrl"]
+    if index and not bootstrap_rules.FRAMEWORK_INDEX_URL.accepts(index):
+        problems.error("bootstrap.frameworkIndexUrl", f"{_show(index)} is not allowed; expected"
+                       f" {bootstrap_rules.FRAMEWORK_INDEX_URL.allowed}")
+    url = merged["ascendPackagesUrl"]
+    if url and not bootstrap_rules.ASCEND_PACKAGES_URL.accepts(url):
+        problems.error("bootstrap.ascendPackagesUrl", f"{_show(url)} is not allowed; expected"
+                       f" {bootstrap_rules.ASCEND_PACKAGES_URL.allowed}")
+    if gpu is not None and gpu.kind == "ascend" and not merged["ascendPackagesUrl"]:
+        problems.error("bootstrap.ascendPackagesUrl", "Ascend nodes need the location of the driver, firmware"
+                       " and CANN run-packages (an object storage URL or a path on the shared FS)")
+    return merged
+
+
+def _paddle_defaults(merged: dict, given: dict, problems: _Problems) -> None:
+    """PaddlePaddle's own defaults (version, CUDA toolkit, driver) and the wheel index that matches the
+    CUDA toolkit (components/bootstrap/paddle.py); the user's values win, checked the same way."""
+    from components.bootstrap import paddle
+
+    for key, default in (("frameworkVersion", paddle.DEFAULT_VERSION), ("cudaToolkit", paddle.DEFAULT_CUDA_TOOLKIT)):
+        merged[key] = given.get(key, default)
+    if "driverBranch" not in given:
+        merged["driverBranch"] = str(paddle.MIN_DRIVER_BRANCH.get(merged["cudaToolkit"], merged["driverBranch"]))
+    if not given.get("frameworkIndexUrl"):
+        merged["frameworkIndexUrl"] = paddle.index_for(merged["cudaToolkit"]) or ""
+        if not merged["frameworkIndexUrl"]:
+            problems.error("bootstrap.cudaToolkit", f"{_show(merged['cudaToolkit'])}: no PaddlePaddle GPU wheel index"
+                           f" is known for it; allowed: {', '.join(paddle.INDEXED_TOOLKITS)}, or set"
+                           " bootstrap.frameworkIndexUrl to the index of your CUDA version")
+    wanted = paddle.driver_too_old(merged["driverBranch"], merged["cudaToolkit"])
+    if wanted:
+        problems.error("bootstrap.driverBranch", f"{_show(merged['driverBranch'])} is too old for CUDA"
+                       f" {merged['cudaToolkit']}: at least {wanted} (CUDA Toolkit release notes, driver table)")
+
+
+def _check_lifetime(values: dict, problems: _Problems) -> tuple[float, float]:
+    """(maxHours, idleMinutes): the cloud-side TTL and the agent's idle limit."""
+    max_hours = values.get("maxHours", schema.BY_NAME["maxHours"].default)
+    if not 0 < max_hours <= MAX_HOURS:
+        problems.error("maxHours", f"{max_hours:g} is out of range; allowed: more than 0, at most {MAX_HOURS}")
+    idle = values.get("idleMinutes", schema.BY_NAME["idleMinutes"].default)
+    if not 0 <= idle <= MAX_HOURS * 60:
+        problems.error("idleMinutes", f"{idle:g} is out of range; allowed: 0 (off) to {MAX_HOURS * 60}"
+                       f" (maxHours' own limit, {MAX_HOURS} h)")
+    return max_hours, idle
