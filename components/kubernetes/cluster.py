@@ -17,7 +17,6 @@ from components.cluster import expires_at, record_creation_time, standard_tags
 from components.kubernetes import manifests, workload
 from components.nodeconfig import build_node_config
 from components.providers.base import PartContext
-from components.providers.contract import mismatches
 from components.spec import Spec
 
 
@@ -40,11 +39,7 @@ def objects(spec: Spec, bindings: manifests.ClusterBindings, pod_role: str) -> l
 class KubernetesTraining(pulumi.ComponentResource):
     def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpu-training:index:KubernetesTraining", name, None, opts)
-        package = providers.parts(spec.provider)
-        cluster_part = providers.module(spec.provider, "cluster")
-        problems = mismatches("cluster", cluster_part)
-        if problems:
-            raise TypeError("; ".join(problems))
+        package = providers.parts(spec.provider, "cluster")  # checked against the contract there
         # A cluster has no cloud-side TTL: this expiry is shown and tagged; the Job itself stops at
         # activeDeadlineSeconds (maxHours), and run.py destroys the stack (docs/kubernetes.md, Teardown).
         self.expires_at = expires_at(spec, record_creation_time(spec, name, self))
@@ -52,7 +47,7 @@ class KubernetesTraining(pulumi.ComponentResource):
 
         network = package.network.create(spec, ctx)
         package.storage.create(spec, ctx, network)  # the agent and the code in the bucket, as for VMs
-        cluster = cluster_part.create(spec, ctx, network)
+        cluster = package.cluster.create(spec, ctx, network)
         k8s_provider = workload.provider(name, cluster.kubeconfig, self)
         if spec.kubernetes.gpu_operator:
             workload.gpu_operator(spec, name, k8s_provider, self)

@@ -43,9 +43,17 @@ def test_the_package_has_every_required_file(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_parts_take_what_the_cluster_passes(name):
-    package = providers.parts(name)  # raises TypeError naming a part whose create() does not conform
-    for part in providers.PARTS:
+    offered = [part for part in providers.OPTIONAL_PARTS if providers.has_module(name, part)]
+    package = providers.parts(name, *offered)  # raises TypeError naming a part whose create() does not conform
+    for part in (*providers.PARTS, *offered):
         assert contract.mismatches(part, getattr(package, part)) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_cloud_that_offers_kubernetes_has_the_cluster_part(name):
+    offers = providers.profile(name).kubernetes is not None
+    assert offers == providers.has_module(name, "cluster") == providers.has_module(name, "pod_runtime"), \
+        f"{name}: profile.kubernetes, cluster.py and pod_runtime.py come together (docs/kubernetes.md)"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -106,6 +114,34 @@ def test_the_registry_refuses_parts_that_do_not_conform(tmp_path, monkeypatch):
     monkeypatch.setitem(providers.REGISTRY, "wrongcloud", "wrongcloud")
     with pytest.raises(TypeError, match=r"wrongcloud\.storage\.create\(spec, context\) must take"):
         providers.parts("wrongcloud")
+
+
+def test_the_registry_refuses_a_cluster_part_that_does_not_conform(tmp_path, monkeypatch):
+    package = _package_of(tmp_path, "wrongk8s", {part: _conforming(part) for part in providers.PARTS} | {
+        "cluster": "def create(spec, ctx):\n    return None\n"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(providers.REGISTRY, "wrongk8s", package)
+    providers.parts("wrongk8s")  # the VM path does not ask for the cluster part
+    with pytest.raises(TypeError, match=r"wrongk8s\.cluster\.create\(spec, ctx\) must take \(spec, ctx, network\)"):
+        providers.parts("wrongk8s", "cluster")
+
+
+def test_the_registry_names_a_missing_cluster_part(tmp_path, monkeypatch):
+    package = _package_of(tmp_path, "vmonly", {part: _conforming(part) for part in providers.PARTS})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(providers.REGISTRY, "vmonly", package)
+    with pytest.raises(providers.MissingModule, match="has no cluster module"):
+        providers.parts("vmonly", "cluster")
+    with pytest.raises(ValueError, match="not an optional part: pricing"):
+        providers.parts("vmonly", "pricing")
+
+
+def _package_of(tmp_path: Path, name: str, modules: dict[str, str]) -> str:
+    (tmp_path / name).mkdir()
+    _write(tmp_path / name / "__init__.py", "")
+    for part, text in modules.items():
+        _write(tmp_path / name / f"{part}.py", text)
+    return name
 
 
 def _conforming(part: str) -> str:
