@@ -6,12 +6,9 @@ cloud's Pulumi SDK and the statements with the cloud's policy language, keeping 
 """
 from __future__ import annotations
 
+from components.nodeconfig import role_name
 from components.providers.base import IdentityParts, PartContext
 from components.providers.placeholder import Placeholder
-
-
-def role_name(spec) -> str:
-    return f"gpu-training-{spec.stack}-node"
 
 
 def bucket_statements(spec) -> list[dict]:
@@ -35,4 +32,4 @@ def create(spec, ctx: PartContext) -> IdentityParts:
     Placeholder("__cloud__:identity:Policy", f"{ctx.name}-node-policy",
                 {"roleName": role_name(spec), "statements": statements(spec)},
                 ctx.opts(depends_on=[role]))
-    return IdentityParts(role_name=role.id.apply(lambda _: role_name(spec)))
+    return IdentityParts(role_name=role.roleName)
