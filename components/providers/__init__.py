@@ -9,8 +9,9 @@ Nothing else finds clouds by globbing folders or by building paths from a name.
 A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK),
 `preview.py` (what the offline preview's mock engine answers for its data sources), and the parts
 `network`, `identity`, `storage`, `compute`, and `cluster` where it offers the Kubernetes path (import
-the cloud's Pulumi SDK; their signatures are the Protocols in components/providers/contract.py). Profiles are loaded for validation; parts only
-when a program actually deploys, so a missing SDK for one cloud never breaks another.
+the cloud's Pulumi SDK; their signatures are the Protocols in components/providers/contract.py).
+Profiles are loaded for validation; parts only when a program actually deploys, so a missing SDK for
+one cloud never breaks another.
 docs/providers.md lists every module and file a package has.
 """
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The provider seam: every registered package meets components/providers/contract.py, and a new cloud
 made from the template touches no neutral file but the registry.
 
-Parametrized over the registry, so a new cloud is checked from its first run. The template test
-copies the repository (its tracked files) to a temporary folder, runs scripts/new_provider.py
-there and looks at what changed with git.
+Parametrized over the registry, so a new cloud is checked from its first run. The template tests
+copy the repository (its tracked files) to a temporary folder, run scripts/new_provider.py there and
+look at what changed with git; the second also turns on the new cloud's spot pool, shared file system
+and Kubernetes part and plans a stack of each path with the real program on the mock engine.
 """
 from __future__ import annotations
 
@@ -107,13 +108,10 @@ def test_a_runtime_without_a_method_is_named(tmp_path):
 
 
 def test_the_registry_refuses_parts_that_do_not_conform(tmp_path, monkeypatch):
-    package = tmp_path / "wrongcloud"
-    package.mkdir()
-    _write(package / "__init__.py", "")
-    for part in providers.PARTS:
-        _write(package / f"{part}.py", WRONG if part == "storage" else _conforming(part))
+    package = _package_of(tmp_path, "wrongcloud", {part: WRONG if part == "storage" else _conforming(part)
+                                                    for part in providers.PARTS})
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(providers.REGISTRY, "wrongcloud", "wrongcloud")
+    monkeypatch.setitem(providers.REGISTRY, "wrongcloud", package)
     with pytest.raises(TypeError, match=r"wrongcloud\.storage\.create\(spec, context\) must take"):
         providers.parts("wrongcloud")
 
