@@ -1,7 +1,8 @@
 """TrainingCluster: the provider-neutral component that composes a provider's parts into a GPU cluster.
 
 network -> identity -> storage -> compute (with the rendered user-data), then the outputs users and
-scripts/run.py rely on. Nothing here knows a cloud: the registry hands over the provider's parts.
+scripts/run.py rely on (components/stack_outputs.py: the same keys as the Kubernetes path's). Nothing
+here knows a cloud: the registry hands over the provider's parts.
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from typing import Optional
 import pulumi
 import pulumiverse_time
 
-from components import billing, clock, cost, providers, tags
+from components import clock, providers, tags
 from components.bootstrap import render_user_data
 from components.nodeconfig import build_node_config
 from components.providers.base import PartContext
 from components.spec import Spec
+from components.stack_outputs import node_outputs
 
 
 def expires_at(spec: Spec, created: pulumi.Input[str]) -> pulumi.Output[str]:
@@ -58,25 +60,9 @@ class TrainingCluster(pulumi.ComponentResource):
                 build_node_config(spec, shared_fs_address=values[0], role=values[1])).encoded)
         compute = package.compute.create(spec, ctx, network, identity, storage, user_data, self.expires_at)
 
-        hourly = cost.spec_cost(spec)
-        self.outputs = {
-            "stack": spec.stack,
-            "provider": spec.provider,
-            "region": spec.region,
-            "instanceType": spec.instance.name,
-            "nodeCount": spec.nodes,
-            "billing": spec.billing,
-            "instanceIds": compute.instance_ids,
-            "privateIps": compute.private_ips,
-            "poolId": compute.pool_id,
-            "sharedFsAddress": storage.shared_fs_address,
-            "expiresAt": self.expires_at,
-            "costPerHour": hourly.as_dict(),  # the preview's "cost", same keys
-            "checkpoint": spec.checkpoint.output(),
-            "sshCommand": self._ssh_command(spec, compute.public_ips),
-            # What bills after the nodes release themselves (maxHours ends nodes only): run.py shows it.
-            "keepsBilling": billing.as_output(spec),
-        }
+        self.outputs = node_outputs(spec, instance_ids=compute.instance_ids, private_ips=compute.private_ips,
+                                    pool_id=compute.pool_id, shared_fs_address=storage.shared_fs_address,
+                                    expires_at=self.expires_at, ssh_command=self._ssh_command(spec, compute.public_ips))
         self.register_outputs(self.outputs)
 
     @staticmethod

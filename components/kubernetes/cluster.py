@@ -2,8 +2,9 @@
 
 network -> storage (the agent and the code in the bucket) -> the provider's cluster part (managed
 cluster, system and GPU pools, the pods' role, the kubeconfig) -> the pulumi-kubernetes provider ->
-the training objects (manifests.py) -> outputs. The provider's network and storage parts are the VM
-path's own; identity and compute are replaced by the cluster part. Nothing here knows a cloud.
+the training objects (manifests.py) -> outputs (components/stack_outputs.py's, as the VM path's, plus
+the cluster's own). The provider's network and storage parts are the VM path's own; identity and
+compute are replaced by the cluster part. Nothing here knows a cloud.
 """
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import Optional
 
 import pulumi
 
-from components import billing, cost, providers
+from components import providers
 from components.bootstrap.agentfiles import boot_files
 from components.cluster import expires_at, record_creation_time, standard_tags
 from components.kubernetes import manifests, workload
 from components.nodeconfig import build_node_config
 from components.providers.base import PartContext
-from components.providers.contract import mismatches
 from components.spec import Spec
+from components.stack_outputs import node_outputs
 
 
 def pod_runtime_path(provider: str):
@@ -40,11 +41,7 @@ def objects(spec: Spec, bindings: manifests.ClusterBindings, pod_role: str) -> l
 class KubernetesTraining(pulumi.ComponentResource):
     def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("gpu-training:index:KubernetesTraining", name, None, opts)
-        package = providers.parts(spec.provider)
-        cluster_part = providers.module(spec.provider, "cluster")
-        problems = mismatches("cluster", cluster_part)
-        if problems:
-            raise TypeError("; ".join(problems))
+        package = providers.parts(spec.provider, "cluster")  # checked against the contract there
         # A cluster has no cloud-side TTL: this expiry is shown and tagged; the Job itself stops at
         # activeDeadlineSeconds (maxHours), and run.py destroys the stack (docs/kubernetes.md, Teardown).
         self.expires_at = expires_at(spec, record_creation_time(spec, name, self))
@@ -52,7 +49,7 @@ class KubernetesTraining(pulumi.ComponentResource):
 
         network = package.network.create(spec, ctx)
         package.storage.create(spec, ctx, network)  # the agent and the code in the bucket, as for VMs
-        cluster = cluster_part.create(spec, ctx, network)
+        cluster = package.cluster.create(spec, ctx, network)
         k8s_provider = workload.provider(name, cluster.kubeconfig, self)
         if spec.kubernetes.gpu_operator:
             workload.gpu_operator(spec, name, k8s_provider, self)
@@ -62,15 +59,11 @@ class KubernetesTraining(pulumi.ComponentResource):
         workload.register(name, objects(spec, bindings, cluster.pod_role_name), k8s_provider, parent=self,
                           after=cluster.workload_depends_on)
 
-        hourly = cost.spec_cost(spec)
-        self.outputs = {
-            "stack": spec.stack,
-            "provider": spec.provider,
-            "region": spec.region,
+        # A cluster's GPU nodes are the pool's: no instance ids or addresses to list, no SSH, no shared FS.
+        self.outputs = node_outputs(spec, instance_ids=[], private_ips=[], pool_id=cluster.gpu_pool_id,
+                                    shared_fs_address=None, expires_at=self.expires_at, ssh_command=None)
+        self.outputs.update({
             "platform": "kubernetes",
-            "instanceType": spec.instance.name,
-            "nodeCount": spec.nodes,
-            "billing": spec.billing,
             "clusterId": cluster.cluster_id,
             "gpuPoolId": cluster.gpu_pool_id,
             "kubeconfig": cluster.kubeconfig,  # secret: `pulumi stack output kubeconfig --show-secrets`
@@ -78,18 +71,9 @@ class KubernetesTraining(pulumi.ComponentResource):
             # run.py fails the Job when no pod runs this long after `up` (tools/runlib/startcheck.py).
             "job": {"namespace": spec.kubernetes.namespace, "name": manifests.JOB, "pods": spec.nodes,
                     "startDeadlineMinutes": spec.kubernetes.start_deadline_minutes},
-            "instanceIds": [],
-            "privateIps": [],
-            "poolId": cluster.gpu_pool_id,
-            "sharedFsAddress": None,
-            "expiresAt": self.expires_at,
-            "costPerHour": hourly.as_dict(),
-            "checkpoint": spec.checkpoint.output(),
-            "sshCommand": None,
-            "keepsBilling": billing.as_output(spec),
             # What run.py prints when a pod's final upload failed: the pod retries by itself (its container
             # script restarts the agent every manifests.RESTART_SECONDS); its log says why it fails.
             "restartAgent": f"kubectl -n {spec.kubernetes.namespace} logs -l job-name={manifests.JOB} --tail 100"
                             f"  (the pod retries the upload every {manifests.RESTART_SECONDS} s by itself)",
-        }
+        })
         self.register_outputs(self.outputs)

@@ -8,9 +8,10 @@ Nothing else finds clouds by globbing folders or by building paths from a name.
 
 A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK),
 `preview.py` (what the offline preview's mock engine answers for its data sources), and the parts
-`network`, `identity`, `storage`, `compute` (import the cloud's Pulumi SDK; their signatures are
-the Protocols in components/providers/contract.py). Profiles are loaded for validation; parts only
-when a program actually deploys, so a missing SDK for one cloud never breaks another.
+`network`, `identity`, `storage`, `compute`, and `cluster` where it offers the Kubernetes path (import
+the cloud's Pulumi SDK; their signatures are the Protocols in components/providers/contract.py).
+Profiles are loaded for validation; parts only when a program actually deploys, so a missing SDK for
+one cloud never breaks another.
 docs/providers.md lists every module and file a package has.
 """
 from __future__ import annotations
@@ -31,6 +32,8 @@ REGISTRY: dict[str, str] = {
 }
 
 PARTS = ("network", "identity", "storage", "compute")
+# Parts a package may lack: the Kubernetes path's `cluster` (components/kubernetes/cluster.py asks for it).
+OPTIONAL_PARTS = ("cluster",)
 # Modules a package may lack; the tool that needs one says so (prices.py: no price API).
 OPTIONAL_MODULES = ("pricing", "regions_api")
 # Environment variables boto3 reads: the S3 protocol every store speaks, not one cloud's.
@@ -82,12 +85,21 @@ def preview_module(name: str) -> ModuleType:
     return importlib.import_module(f"{_package(name)}.preview")
 
 
-def parts(name: str) -> ModuleType:
-    """The package whose `network`, `identity`, `storage` and `compute` modules build the resources."""
+def parts(name: str, *optional: str) -> ModuleType:
+    """The package whose `network`, `identity`, `storage` and `compute` modules build the resources, with
+    each part of `optional` (OPTIONAL_PARTS) the caller needs imported too: MissingModule when the package
+    has none. Every part handed over is checked against components/providers/contract.py here, once, so
+    the components that call them do not check again."""
     from components.providers.contract import mismatches
 
+    unknown = [part for part in optional if part not in OPTIONAL_PARTS]
+    if unknown:
+        raise ValueError(f"not an optional part: {', '.join(unknown)} (known: {', '.join(OPTIONAL_PARTS)})")
+    missing = [part for part in optional if not has_module(name, part)]
+    if missing:
+        raise MissingModule(name, missing[0])
     package = _package(name)
-    problems = [problem for part in PARTS
+    problems = [problem for part in (*PARTS, *optional)
                 for problem in mismatches(part, importlib.import_module(f"{package}.{part}"))]
     if problems:  # a wrong signature would otherwise fail deep inside `pulumi up`
         raise TypeError(f"provider {name!r} does not meet components/providers/contract.py: " + "; ".join(problems))

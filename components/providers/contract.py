@@ -1,11 +1,13 @@
 """The contract of a provider's Pulumi parts: one `create` per part module, typed as Protocols.
 
-components/cluster.py calls them in this order, each given what the earlier ones made:
-network -> identity -> storage -> (user-data rendered) -> compute. A provider package has the four
-modules `network.py`, `identity.py`, `storage.py`, `compute.py`, each with a module-level `create`
-of the signature below (parameter names and order count: the cluster passes them by position;
-providers.parts() and tests/providers/test_contract.py compare the signatures). What each returns is the dataclass of
-components/providers/base.py; the cluster reads nothing else from a part.
+components/cluster.py (the VM path) calls them in this order, each given what the earlier ones made:
+network -> identity -> storage -> (user-data rendered) -> compute. components/kubernetes/cluster.py (the
+Kubernetes path) calls network -> storage -> cluster. A provider package has the four modules `network.py`,
+`identity.py`, `storage.py`, `compute.py`, and `cluster.py` where it offers the Kubernetes path, each with
+a module-level `create` of the signature below (parameter names and order count: the components pass them
+by position). providers.parts() compares the signatures of every part it hands over, once, at lookup;
+tests/providers/test_contract.py does it for every registered package. What each returns is the dataclass
+of components/providers/base.py; the components read nothing else from a part.
 """
 from __future__ import annotations
 

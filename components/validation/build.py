@@ -122,7 +122,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
 
 def _check_kubernetes(values: dict, profile: ProviderProfile, region: str, max_hours: float, checkpoint: CheckpointSpec,
                       shared: str, ssh: tuple[str, ...], problems: _Problems) -> Optional[kubernetes_settings.KubernetesSpec]:
-    """The `kubernetes:` section (components/kubernetes/settings.py) and the VM settings it cannot honour."""
+    """The `kubernetes:` section (components/validation/kubernetes.py) and the VM settings it cannot honour."""
     if values.get("kubernetes") is None:
         return None
     found = kubernetes_settings.check(values["kubernetes"], profile.kubernetes, problems, region=region,
