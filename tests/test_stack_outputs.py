@@ -6,7 +6,7 @@ real program runs on the mock engine for one of each, so a path that drops or re
 from __future__ import annotations
 
 from components import billing, cost
-from components.spec import build_spec
+from components.validation import build_spec
 from components.stack_outputs import NODE_KEYS
 from tools.stackfiles import load_stack_config
 
