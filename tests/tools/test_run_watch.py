@@ -26,7 +26,7 @@ import boto3
 import pytest
 from rich.console import Console
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 AGENT_TESTS = REPO / "tests" / "agent"
 TRAINER = REPO / "examples" / "cnn" / "train_cnn.py"
 STACK = "entry-t4"
