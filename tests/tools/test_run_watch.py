@@ -39,7 +39,8 @@ CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "ALICLOUD
          "ALICLOUD_SECRET_KEY": "test"}
 
 from components import providers
-from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy
+from components.providers.standins import CloudApi, Metadata
+from localcloud import BIN, LocalS3, S3Proxy
 
 _spec = importlib.util.spec_from_file_location("run_cli", REPO / "scripts" / "run.py")
 run_cli = importlib.util.module_from_spec(_spec)
