@@ -102,9 +102,9 @@ class RunResult:
 
 
 def agent_sources() -> Path:
-    """The folder of the node_agent package that the agent's python imports (node/node_agent in a checkout):
-    where "copy" fetches take the agent's files from. Found by import lookup, not through components/,
-    which sits on the floor above this one."""
+    """The folder of the node_agent package this process imports (node/node_agent of the checkout under
+    test: pytest.ini and the editable install put node/ on the path), where "copy" fetches take the
+    agent's files from. Found by import lookup, not through components/ (the floor above this one)."""
     spec = importlib.util.find_spec("node_agent")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the node_agent package is not importable (put node/ on PYTHONPATH)")
