@@ -2,7 +2,7 @@
 
 The search starts each (instance type, billing) at the fewest nodes that could meet the deadline and
 stops at the first node count that does; the brute force evaluates every node count up to
---max-nodes. Prints the median time per request of each, the ratio, and whether every pick agreed (tests/test_advisor.py asserts the agreement; this only measures).
+--max-nodes. Prints the median time per request of each, the ratio, and whether every pick agreed (tests/tools/test_advisor.py asserts the agreement; this only measures).
 
 Two passes over the same requests: the catalogs as shipped (no prices: ranked by GPU-hours) and the
 same rows with seeded random hourly prices (ranked by cost to the deadline), as after a refresh.

@@ -36,7 +36,7 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 from components import providers
-from localcloud import CloudApi, Metadata
+from components.providers.standins import CloudApi, Metadata
 
 
 def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
@@ -155,7 +155,7 @@ METHODS = {'etag-md5': {'method': 'etag-md5', 'contentMd5': True}, 'read-back': 
 
 def upload_throughput(s3_url, bucket, runs, files, mb, verify):
     from node_agent.store import Store
-    from localcloud import ObjectStorage
+    from components.providers.standins import ObjectStorage
     s3 = boto3.client('s3', endpoint_url=s3_url)
     proxy = ObjectStorage('alicloud', s3_url) if verify['method'] == 'crc64ecma' else None
     total = files * mb * 2**20

@@ -1,7 +1,7 @@
 """Every stack's preview cost once prices are refreshed from each cloud's price-API stand-in.
 
 Refreshes a copy of each provider's catalog through scripts/prices.py against the local stand-in of
-its price API (tests/price_standins.py: the cloud's wire format, seeded prices, not real ones), then
+its price API (tests/localcloud/price_standins.py: the cloud's wire format, seeded prices, not real ones), then
 runs scripts/preview.py --json for every stack with GPU_TRAINING_CATALOGS pointing at the copies, and
 prints each stack's hourly and maxHours cost with the price's source and date. Shows that every
 preview prices itself from a refreshed catalog; the figures themselves are the stand-ins'.
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from components import providers  # noqa: E402
-from tests.price_standins import PriceStandIn  # noqa: E402
+from tests.localcloud.price_standins import PriceStandIn  # noqa: E402
 from tools.stackfiles import stack_names  # noqa: E402
 
 OPTIONS = {"alicloud": ["--region", "cn-hangzhou"],

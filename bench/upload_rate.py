@@ -46,7 +46,8 @@ KINDS = {'etag-md5': {'method': 'etag-md5', 'contentMd5': True},
 SERVE = """
 import sys, time
 sys.path[:0] = [%r]
-from localcloud import LocalS3, ObjectStorage
+from components.providers.standins import ObjectStorage
+from localcloud import LocalS3
 s3 = LocalS3()
 oss = ObjectStorage('alicloud', s3.url)
 print(s3.url, oss.url, flush=True)

@@ -2,8 +2,10 @@
 
 - Stub: a threaded HTTP server on a free port; subclasses implement answer().
 - MetadataStub / ApiStub: what every cloud's instance metadata service and API stand-in share
-  (request log, injected faults, a switchable spot notice, temporary role credentials); the cloud
-  specifics live in components/providers/<cloud>/localcloud.py (`Metadata`, `CloudApi`).
+  (request log, injected faults, a switchable spot notice, temporary role credentials). The cloud
+  specifics are each cloud's subclasses (`Metadata`, `CloudApi` in its package's localcloud.py),
+  which the provider registry hands out (components/providers/standins.py builds them by cloud name):
+  this package is the floor below components/ and imports nothing from it.
 - S3Proxy: sits in front of the S3 server and answers 503 for the next N requests, or for good; flips
   one byte of the payload in transit (same size, headers untouched); and, as a store that vouches
   for content with a CRC-64 header (OSS, COS), answers that header for the object it holds.
@@ -186,38 +188,6 @@ class ApiStub(Stub):
         raise NotImplementedError
 
 
-def _module(cloud: str):
-    from components import providers
-
-    return providers.module(cloud, "localcloud")
-
-
-def Metadata(cloud: str, instance_id: str | None = None, ip: str = "10.0.0.5",
-             role: str = "node-role") -> MetadataStub:
-    """The metadata stand-in of `cloud` (components/providers/<cloud>/localcloud.py); a new id in the
-    cloud's format unless one is given."""
-    return _module(cloud).Metadata(instance_id, ip, role)
-
-
-def ObjectStorage(cloud: str, target: str) -> S3Proxy:
-    """The object storage of `cloud` in front of the S3 server at `target`: it vouches for content the way
-    the cloud's profile declares (the CRC-64 header of OSS or COS), and injects faults like S3Proxy."""
-    from components import providers
-
-    verification = providers.profile(cloud).object_store("local").verification
-    return S3Proxy(target, crc64_header=verification.header if verification.method == "crc64ecma" else None)
-
-
-def new_instance_id(cloud: str) -> str:
-    """An instance id in `cloud`'s format, for peers and stand-ins."""
-    return _module(cloud).Metadata.new_instance_id()
-
-
-def CloudApi(cloud: str, instances=()) -> ApiStub:
-    """The API stand-in of `cloud` that records signed requests."""
-    return _module(cloud).CloudApi(instances)
-
-
 def flip(data: bytes) -> bytes:
     """The same bytes with one bit of the middle byte flipped: same size, different content."""
     if not data:
@@ -329,7 +299,7 @@ class LocalS3:
 
     S3 only: moto's own server (ThreadedMotoServer) guesses each request's service from its
     Authorization header read as a SigV4 scope, and misreads a SigV2 signature that holds four "/"
-    as one (a 500 now and then for Alibaba's SigV2 nodes; tests/test_local_s3.py). Every request
+    as one (a 500 now and then for Alibaba's SigV2 nodes; tests/localcloud/test_local_s3.py). Every request
     here goes to moto's S3 backend instead.
     """
 

@@ -10,6 +10,7 @@ Used by tests/bootstrap/ and bench/bootstrap_overhead.py; docs/bootstrap.md show
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -21,8 +22,6 @@ from pathlib import Path
 from typing import Optional
 
 import yaml
-
-from components.artifacts import AGENT_SRC
 
 SHIM = Path(__file__).with_name("sandbox_shim.sh")
 SHIMMED = ("nvidia-smi", "npu-smi", "apt-get", "apt-cache", "apt-mark", "dpkg", "dpkg-query", "mkfs.xfs", "blkid",
@@ -100,6 +99,16 @@ class RunResult:
             elif c[0] == "dpkg" and c[1:2] == ["-i"]:
                 out.append(c[2])
         return out
+
+
+def agent_sources() -> Path:
+    """The folder of the node_agent package this process imports (node/node_agent of the checkout under
+    test: pytest.ini and the editable install put node/ on the path), where "copy" fetches take the
+    agent's files from. Found by import lookup, not through components/ (the floor above this one)."""
+    spec = importlib.util.find_spec("node_agent")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the node_agent package is not importable (put node/ on PYTHONPATH)")
+    return Path(list(spec.submodule_search_locations)[0])
 
 
 class Sandbox:
@@ -212,7 +221,7 @@ class Sandbox:
                "SANDBOX_REAL_PYTHON": sys.executable, "SANDBOX_AGENT_PYTHON": self.agent_python,
                "SANDBOX_ASCEND_HOME": str(self.ascend_home),
                "SANDBOX_MARKER": str(self.path(self.cfg["paths"]["state"]) / "UNHEALTHY"),
-               "SANDBOX_FETCH": self.scenario.fetch, "SANDBOX_AGENT_SRC": str(AGENT_SRC), **self.env_extra}
+               "SANDBOX_FETCH": self.scenario.fetch, "SANDBOX_AGENT_SRC": str(agent_sources()), **self.env_extra}
         t0 = time.perf_counter()
         proc = subprocess.run(self.bootstrap_command(), env=env, capture_output=True, text=True, timeout=timeout)
         seconds = time.perf_counter() - t0

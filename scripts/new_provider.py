@@ -20,22 +20,19 @@ import shutil
 import sys
 from pathlib import Path
 
+from tools import cliargs
+from tools.cliargs import OK, USAGE
+
 REPO = Path(__file__).resolve().parent.parent
 PROVIDERS_DIR = REPO / "components" / "providers"
 TEMPLATE = PROVIDERS_DIR / "_template"
 REGISTRY_FILE = PROVIDERS_DIR / "__init__.py"
 REGISTRY_OPEN = "REGISTRY: dict[str, str] = {\n"
 NAME = re.compile(r"[a-z][a-z0-9]{1,30}")  # a Python package name and a Pulumi config namespace
-EXIT_OK, EXIT_INVALID = 0, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/new_provider.py --help)\n")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(prog="new_provider.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cliargs.command_line("scripts/new_provider.py", __doc__, prog="new_provider.py")
     parser.add_argument("name", help="registry name of the cloud, as its Pulumi provider spells it (e.g. huaweicloud)")
     parser.add_argument("--display", help="the cloud's name for people (default: the registry name)")
     return parser.parse_args(argv)
@@ -84,7 +81,7 @@ def main(argv: list[str]) -> int:
     problem = refusal(args.name, REGISTRY_FILE.read_text(encoding="utf-8"))
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     made = create(args.name, args.display or args.name)
     print(f"made components/providers/{args.name}/ and its registry line:")
     for path, todos in made:
@@ -92,7 +89,7 @@ def main(argv: list[str]) -> int:
     print("next: fill in the TODOs (docs/providers.md lists what each file provides), add its stacks in"
           " stacks/, then run `make test`: tests/providers/test_contract.py and tests/test_conformance.py"
           " name what is still missing")
-    return EXIT_OK
+    return OK
 
 
 if __name__ == "__main__":

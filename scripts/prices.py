@@ -34,9 +34,8 @@ import yaml
 
 from components import catalog, clock, providers
 from components.tiers import tiers
-from tools import catalog_prices
-
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+from tools import catalog_prices, cliargs
+from tools.cliargs import FAILED, OK, USAGE
 
 
 def pricing_providers() -> list[str]:
@@ -44,20 +43,14 @@ def pricing_providers() -> list[str]:
     return providers.with_module("pricing")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/prices.py --help)\n")
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    show = commands.add_parser("show", help="print the catalog prices with their date and source")
+    parser, show, refresh = cliargs.show_and_refresh(
+        "scripts/prices.py", __doc__, show_help="print the catalog prices with their date and source",
+        refresh_help="fetch prices from the provider's API into the catalog")
     show.add_argument("--provider", help=f"one of: {', '.join(providers.names())} (default: all)")
     show.add_argument("--catalog", type=Path, help="a catalog file (default: the provider's)")
     show.add_argument("--max-age-days", type=int, default=catalog.STALE_AFTER_DAYS,
                       help=f"a price read longer ago is shown as stale (default {catalog.STALE_AFTER_DAYS})")
-    refresh = commands.add_parser("refresh", help="fetch prices from the provider's API into the catalog")
     refresh.add_argument("--provider", required=True, help=f"one of: {', '.join(pricing_providers())}")
     refresh.add_argument("--region", required=True, help="the region to price, e.g. cn-hangzhou")
     refresh.add_argument("--zone", help="availability zone (needed where the price API prices a launch in a zone: "
@@ -96,7 +89,7 @@ def today() -> str:
     return clock.now().strftime("%Y-%m-%d")
 
 
-def fail(message: str, code: int = EXIT_INVALID) -> int:
+def fail(message: str, code: int = USAGE) -> int:
     print(f"error: {message}", file=sys.stderr)
     return code
 
@@ -138,7 +131,7 @@ def show(args: argparse.Namespace) -> int:
                   f" {price.get('date')}, {price.get('source')}{caveat}){stale}")
         if unknown:
             print(f"  {unknown} unknown: {catalog.refresh_command(name)} fills them")
-    return EXIT_OK
+    return OK
 
 
 def refresh(args: argparse.Namespace) -> int:
@@ -191,7 +184,7 @@ def refresh(args: argparse.Namespace) -> int:
     for name, why in failures.items():
         print(f"no price for {name}: {why}", file=sys.stderr)
     if not quotes:
-        return fail(f"the {module.DISPLAY} API priced none of {len(types)} types; {path} is unchanged", EXIT_FAILED)
+        return fail(f"the {module.DISPLAY} API priced none of {len(types)} types; {path} is unchanged", FAILED)
     currency = document.get("currency")
     for quote in quotes.values():
         if currency and quote.currency != currency:
@@ -201,18 +194,18 @@ def refresh(args: argparse.Namespace) -> int:
     try:
         edited = catalog_prices.edit(text, quotes, date)
     except catalog_prices.CatalogEditError as error:
-        return fail(str(error), EXIT_FAILED)
+        return fail(str(error), FAILED)
     for name, quote in quotes.items():
         spot = "" if quote.spot_per_hour is None else f", spot {quote.spot_per_hour:g}"
         print(f"{name:<28} {quote.on_demand_per_hour:g} {quote.currency}/h{spot}  ({args.region}, {date})")
     if args.dry_run:
         print(f"dry run: {path} not written")
-        return EXIT_OK
+        return OK
     catalog_prices.write(path, edited)
     print(f"wrote {len(quotes)} price(s) to {path}; {len(failures)} type(s) without a price")
     if args.disks:
         return refresh_disks(args, module, date)
-    return EXIT_OK
+    return OK
 
 
 def disk_kinds(provider: str) -> list[tuple[str, Optional[str]]]:
@@ -225,7 +218,7 @@ def disk_kinds(provider: str) -> list[tuple[str, Optional[str]]]:
 def refresh_disks(args: argparse.Namespace, module, date: str) -> int:
     if not hasattr(module, "fetch_disks"):
         print(f"no disk prices: {module.DISPLAY}'s pricing.py has no fetch_disks; disks stay unpriced", file=sys.stderr)
-        return EXIT_OK
+        return OK
     answers = module.fetch_disks(disk_kinds(args.provider), region=args.region, zone=args.zone,
                                  endpoint=args.endpoint, env=os.environ)
     rows = []
@@ -237,19 +230,19 @@ def refresh_disks(args: argparse.Namespace, module, date: str) -> int:
                      "currency": answer["currency"], "region": args.region, "date": date,
                      "source": module.source(args.endpoint, args.region) + " ResourceType=disk"})
     if not rows:
-        return fail(f"the {module.DISPLAY} API priced no disk kind", EXIT_FAILED)
+        return fail(f"the {module.DISPLAY} API priced no disk kind", FAILED)
     path = (args.catalog.parent / f"{args.provider}.disks.yaml") if args.catalog else catalog.disk_prices_path(args.provider)
     text = (f"# Data disk prices per GiB-hour, written by scripts/prices.py refresh --disks on {date}; a refresh\n"
             "# rewrites this file. Each row names the API it was read from.\n"
             + yaml.safe_dump({"provider": args.provider, "disks": rows}, sort_keys=False))
     if args.dry_run:
         print(text)
-        return EXIT_OK
+        return OK
     catalog_prices.write(path, text)
     for row in rows:
         print(f"disk {row['category']} {row['performanceLevel'] or ''}: {row['perGiBHour']:g} {row['currency']}/GiB-h")
     print(f"wrote {len(rows)} disk price(s) to {path}")
-    return EXIT_OK
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return show(args) if args.command == "show" else refresh(args)
     except OSError as error:
-        return fail(f"{error}", EXIT_FAILED)
+        return fail(f"{error}", FAILED)
 
 
 if __name__ == "__main__":

@@ -20,22 +20,19 @@ from pathlib import Path
 
 from components import catalog
 from components.spec import SpecError
+from tools import cliargs
 from tools.advisor import explain, stackfile
 from tools.advisor.optimiser import Evaluation, Result, relaxations, search
 from tools.advisor.request import Request, RequestError, build_request
+from tools.cliargs import OK, USAGE
 from tools.stackfiles import STACKS_DIR, StackFileError
 
-EXIT_OK, EXIT_NO_FIT, EXIT_INVALID = 0, 1, 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's own exit 2, with a pointer to --help
-        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/recommend.py --help)\n")
+NO_FIT = cliargs.FAILED  # the search ran and no configuration fits
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = cliargs.command_line(
+        "scripts/recommend.py", __doc__,
         epilog="examples:\n"
                "  recommend.py --model resnet50 --images 1281167 --epochs 90 --deadline 24\n"
                "  recommend.py --model resnet18 --images 50000 --resolution 32 --epochs 200 --deadline 12\n"
@@ -204,10 +201,10 @@ def render(result: Result, top: int, explain_count: int, console, args: argparse
 def write_stack(args: argparse.Namespace, result: Result, console) -> int:
     if not result.ranked:
         print("error: --write-stack: no configuration fits, so there is nothing to write", file=sys.stderr)
-        return EXIT_NO_FIT
+        return NO_FIT
     if args.pick > len(result.ranked):
         print(f"error: --pick {args.pick}: only {len(result.ranked)} configurations fit", file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     ev = result.ranked[args.pick - 1]
     request = result.request
     try:
@@ -223,18 +220,18 @@ def write_stack(args: argparse.Namespace, result: Result, console) -> int:
         stackfile.write(path, text, args.force)
     except (stackfile.StackWriteError, StackFileError) as error:
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     except SpecError as error:
         print(f"error: the stack for {ev.nodes} x {ev.offer.instance.name} does not validate, nothing written;"
               " add the missing keys with --set KEY=VALUE (or --bucket):", file=sys.stderr)
         print(error.render(), file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     message = f"wrote {path}: preview it with `make preview STACK={args.write_stack}`"
     if console is not None:
         console.print(f"\n[green]{message}[/]")
     else:
         print(message, file=sys.stderr)
-    return EXIT_OK
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     except RequestError as error:
         for key, message in error.problems:
             print(f"error: {key}: {message}", file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     result = search(request)
     console = None
     if args.json:
@@ -255,10 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         if not console.is_terminal:  # piped or captured: keep the table whole rather than 80 columns
             console = Console(width=160)
         render(result, args.top, args.explain, console, args)
-    status = EXIT_OK if result.feasible else EXIT_NO_FIT
+    status = OK if result.feasible else NO_FIT
     if args.write_stack:
         written = write_stack(args, result, console)
-        status = written if written != EXIT_OK else status
+        status = written if written != OK else status
     return status
 
 

@@ -26,8 +26,8 @@ import yaml
 from components import providers
 from components.providers import regions as region_tables
 from components.datafiles import atomic_write
-
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+from tools import cliargs
+from tools.cliargs import FAILED, OK, USAGE
 
 
 def api_providers() -> list[str]:
@@ -35,17 +35,11 @@ def api_providers() -> list[str]:
     return providers.with_module("regions_api")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        self.exit(EXIT_INVALID, f"error: {message}\n(see scripts/regions.py --help)\n")
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    show = commands.add_parser("show", help="print the declared regions and zones with their date and sources")
+    parser, show, refresh = cliargs.show_and_refresh(
+        "scripts/regions.py", __doc__, show_help="print the declared regions and zones with their date and sources",
+        refresh_help="ask the cloud's API and rewrite the provider's regions.yaml")
     show.add_argument("--provider", choices=api_providers())
-    refresh = commands.add_parser("refresh", help="ask the cloud's API and rewrite the provider's regions.yaml")
     refresh.add_argument("--provider", required=True, choices=api_providers())
     refresh.add_argument("--endpoint", help="API endpoint URL (default: the SDK's own)")
     refresh.add_argument("--file", type=Path, help=argparse.SUPPRESS)  # tests write a copy
@@ -69,7 +63,7 @@ def show(args: argparse.Namespace) -> int:
             print(f"  source: {source}")
         for region, zones in sorted(table.regions.items()):
             print(f"  {region}: {', '.join(zones) if zones is not None else '(zones not declared)'}")
-    return EXIT_OK
+    return OK
 
 
 def render(provider: str, regions: dict[str, list[str]], source: str, date: str) -> str:
@@ -85,24 +79,24 @@ def refresh(args: argparse.Namespace) -> int:
     problem = module.missing_credentials(os.environ)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     if args.endpoint and urlsplit(args.endpoint).scheme not in ("http", "https"):
         print(f"error: --endpoint {args.endpoint!r} is not an http(s) URL", file=sys.stderr)
-        return EXIT_INVALID
+        return USAGE
     try:
         regions = module.fetch(endpoint=args.endpoint, env=os.environ)
     except RuntimeError as error:
         print(f"error: {error}; {args.provider}'s regions.yaml is unchanged", file=sys.stderr)
-        return EXIT_FAILED
+        return FAILED
     if not regions:
         print("error: the API listed no region; regions.yaml is unchanged", file=sys.stderr)
-        return EXIT_FAILED
+        return FAILED
     path = args.file or region_tables.table_path(args.provider)
     atomic_write(path, render(args.provider, regions, module.source(args.endpoint), today()))
     region_tables.load.cache_clear()
     zones = sum(len(z) for z in regions.values())
     print(f"wrote {path}: {len(regions)} regions, {zones} zones ({module.source(args.endpoint)})")
-    return EXIT_OK
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:

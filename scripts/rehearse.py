@@ -241,12 +241,12 @@ class Rehearsal:
         self.say(f"  spot notice posted to {victim.instance_id}")
 
     def new_id(self, index: int, replaces: Node | None) -> str:
-        from localcloud import new_instance_id
+        from components.providers.standins import new_instance_id
 
         return new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
 
     def make_node(self, index: int, replaces: Node | None = None) -> Node:
-        from localcloud import Metadata
+        from components.providers.standins import Metadata
 
         instance_id = self.new_id(index, replaces)
         root = self.workdir / f"{instance_id}-{index}"
@@ -376,7 +376,7 @@ class Rehearsal:
 
     # ------------------------------------------------------------------ the drill
     def run(self) -> list[Check]:
-        from localcloud import CloudApi
+        from components.providers.standins import CloudApi
 
         self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
         self.say(f"  training command: {self.command}")

@@ -6,6 +6,10 @@ Imports inside functions are allowed (lazy imports keep the CLI's start-up light
 counted, but may not close a circle either; `if TYPE_CHECKING:` imports are annotations only and left
 out. spec -> egress -> nodeconfig -> spec was the last circle: nodeconfig now imports Spec for its
 annotations only.
+
+The floors: localcloud/ (neutral local servers and the stand-ins' base classes) sits below components/
+and imports nothing from it, not even inside a function; each cloud's stand-ins live in its package
+and the provider registry hands them out (`providers.stand_ins`), not the other way round.
 """
 from __future__ import annotations
 
@@ -136,6 +140,29 @@ def test_imports_inside_functions_close_no_circle_either():
     top, inner, count = import_graph()
     both = {m: top[m] | inner[m] for m in top}
     assert circles(both) == [], f"{count} imports inside functions"
+
+
+def upward(top: dict[str, set[str]], inner: dict[str, set[str]], floor: str, above: str) -> list[str]:
+    """`module -> target` for every import in the package `floor` of a module of the package `above`."""
+    def within(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    return sorted(f"{module} -> {target}" for module in top if within(module, floor)
+                  for target in top[module] | inner[module] if within(target, above))
+
+
+def test_localcloud_imports_nothing_from_components():
+    top, inner, _ = import_graph()
+    assert upward(top, inner, "localcloud", "components") == []
+
+
+def test_an_upward_import_is_found_when_there_is_one():
+    top = {"localcloud": set(), "localcloud.sandbox": {"components.artifacts"}, "components.artifacts": set(),
+           "components.providers.alicloud.localcloud": {"localcloud"}}
+    inner = {"localcloud": {"components.providers"}, "localcloud.sandbox": set(), "components.artifacts": set(),
+             "components.providers.alicloud.localcloud": set()}
+    assert upward(top, inner, "localcloud", "components") == ["localcloud -> components.providers",
+                                                             "localcloud.sandbox -> components.artifacts"]
 
 
 def test_a_circle_is_found_when_there_is_one():

@@ -15,7 +15,6 @@ The rehearsal class lives in scripts/rehearse.py (a script, not a package): it i
 """
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import subprocess
@@ -37,7 +36,7 @@ def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir
         def __init__(self):
             super().__init__(args, stack, spec, base, workdir)
             self.runtime_file = pod_runtime_path(spec.provider)
-            sts = importlib.import_module(f"{providers.REGISTRY[spec.provider]}.localcloud").Sts
+            sts = providers.stand_ins(spec.provider).Sts
             self.token_file = workdir / "oidc-token"
             self.token_file.write_text("service-account-token-of-trainer")
             self.role_arn, self.oidc_arn = f"acs:ram::1:role/{pod_role}", "acs:ram::1:oidc-provider/ack-rrsa-local"

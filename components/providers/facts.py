@@ -326,7 +326,7 @@ def check_block(fields: Mapping[str, dict], inputs: Mapping[str, Any], prefix: s
 # - requires_with: `requires` must be set whenever `if_set` is (a dotted path, `a.b` inside an object);
 # - read_overwrites: Read stores the service's value in `input`, which differs from any value the
 #   program can compute while every input of `differs_when` has its value; setting `input` then is a
-#   change on every `pulumi up` (tests/test_day2.py applies it to the state).
+#   change on every `pulumi up` (tests/components/test_day2.py applies it to the state).
 RULE_KINDS = ("requires_with", "read_overwrites")
 
 

@@ -20,7 +20,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 from components import providers, tags
-from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy, new_instance_id
+from components.providers.standins import CloudApi, Metadata, new_instance_id
+from localcloud import BIN, LocalS3, S3Proxy
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.
 FAKE_AWS = {'AWS_ACCESS_KEY_ID': 'test', 'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_DEFAULT_REGION': 'us-east-1'}

@@ -13,7 +13,8 @@ import os
 
 import pytest
 from fastcrc import crc64
-from localcloud import ObjectStorage, S3Proxy
+from components.providers.standins import ObjectStorage
+from localcloud import S3Proxy
 
 from node_agent.integrity import THREADED, HashingSink, Integrity
 from node_agent import store as store_module

@@ -11,7 +11,8 @@ import json
 import pytest
 from conftest import checkpoint_ok, verify_snapshot
 from fastcrc import crc64
-from localcloud import ObjectStorage, S3Proxy
+from components.providers.standins import ObjectStorage
+from localcloud import S3Proxy
 
 from components.providers.alicloud.profile import OSS_VERIFICATION
 from components.providers.tencentcloud.profile import COS_VERIFICATION

@@ -27,7 +27,7 @@ from rich.console import Console
 from components.providers.alicloud.localcloud import AckCluster
 from components.providers.alicloud.profile import ACK
 from localcloud import LocalS3
-from test_run_watch import FakeStack  # the recorded Automation layer of run.py's own tests
+from tests.tools.test_run_watch import FakeStack  # the recorded Automation layer of run.py's own tests
 from tools.runlib import exitcodes
 from tools.runlib.kubeapi import KubeApi, KubeApiError
 from tools.runlib.startcheck import StartCheck

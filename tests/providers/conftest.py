@@ -1,4 +1,4 @@
-"""Fixtures shared by the provider suites."""
+"""Fixtures shared by the provider suites (their plain helpers, imported by name, are in provider_plans.py)."""
 from __future__ import annotations
 
 import pytest

@@ -7,11 +7,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from provider_plans import NOW, expiry, node_config_in, node_resources, stack_value, takes_tags
 from stackcases import vm_stack_names
 import yaml
 
 from components import tags
-from components.bootstrap import decode, node_config_of
+from components.bootstrap import decode
 from tools.stackfiles import load_stack_config
 
 ALICLOUD_STACKS = [s for s in vm_stack_names() if load_stack_config(s).get("gpu-training:provider", "alicloud") == "alicloud"]
@@ -29,30 +30,12 @@ POOL = "alicloud:ecs/autoProvisioningGroup:AutoProvisioningGroup"
 RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
 
 
-def takes_tags(type_token: str) -> bool:
-    """Whether the SDK's Args class for `alicloud:<module>/<x>:<Name>` has a `tags` argument."""
-    import importlib
-    import inspect
-
-    module, name = type_token.split(":")[1].split("/")[0], type_token.split(":")[2]
-    args_class = getattr(importlib.import_module(f"pulumi_alicloud.{module}"), f"{name}Args")
-    return "tags" in inspect.signature(args_class.__init__).parameters
-
-
-def stack_value(stack, key, default=None):
-    return load_stack_config(stack).get(f"gpu-training:{key}", default)
-
-
-def node_resources(plan):
-    return plan.of_type(INSTANCE) or plan.of_type(TEMPLATE)
+NODE_TYPES = (INSTANCE, TEMPLATE)  # single instances, else the spot pool's launch template
+SDK = "pulumi_alicloud"
 
 
 def decoded_user_data(resource) -> dict:
     return yaml.safe_load(decode(resource.inputs["userData"]))
-
-
-def node_config_in(resource) -> dict:
-    return node_config_of(decode(resource.inputs["userData"]))
 
 
 def test_there_are_the_six_alibaba_stacks():
@@ -86,7 +69,7 @@ def test_instance_type_billing_and_gpu_count(stack, plan_for):
             assert instance.inputs["spotStrategy"] == "NoSpot"
             if expected:
                 assert instance.inputs["instanceType"] == expected
-    config = node_config_in(node_resources(plan)[0])
+    config = node_config_in(node_resources(plan, *NODE_TYPES)[0])
     assert config["accelerator"]["count"] == int(stack_value(stack, "gpusPerNode"))
     assert config["stack"] == stack and config["nodeCount"] == nodes
 
@@ -106,7 +89,7 @@ def test_disks_are_ssd_sized_and_levelled_by_tier(stack, size_override, plan_for
     wanted = {"entry": "PL1", "medium": "PL2", "large": "PL3"}[tier]
     # The tier's level when the disk is large enough for it, else the highest level the size allows.
     expected = [level for level in LEVELS[:LEVELS.index(wanted) + 1] if size >= LEVEL_MIN_GIB[level]][-1]
-    nodes = node_resources(plan)
+    nodes = node_resources(plan, *NODE_TYPES)
     assert nodes
     for node in nodes:
         (disk,) = node.inputs["dataDisks"]
@@ -120,12 +103,10 @@ def test_release_time_and_role(stack, plan_for):
     """When the cloud releases each node, and how the role reaches it. Metadata tokens and the
     presence of a release time are the conformance suite's (metadata-tokens-required, cloud-side-ttl)."""
     plan = plan_for(stack)
-    now = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)
-    expiry = now + timedelta(hours=float(stack_value(stack, "maxHours", 24)))
-    for node in node_resources(plan):
+    for node in node_resources(plan, *NODE_TYPES):
         release = datetime.strptime(node.inputs["autoReleaseTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-        assert timedelta(0) <= release - expiry <= timedelta(minutes=1)
-        assert release - now >= timedelta(minutes=30)  # Alibaba's minimum lead time
+        assert timedelta(0) <= release - expiry(stack) <= timedelta(minutes=1)
+        assert release - NOW >= timedelta(minutes=30)  # Alibaba's minimum lead time
     if plan.of_type(INSTANCE):
         # At creation (RunInstances RamRoleName), not by a RamRoleAttachment after boot, when the
         # node's first credential reads could find no role (issue 10 item 7).
@@ -212,11 +193,11 @@ def test_no_ssh_ingress_by_default_and_expiry_tags(stack, plan_for):
     assert not [r for r in rules if r.inputs.get("portRange") == "22/22"]
     (members,) = [r for r in rules if r.inputs.get("sourceSecurityGroupId")]
     assert members.inputs["ipProtocol"] == "all"
-    for node in node_resources(plan):
+    for node in node_resources(plan, *NODE_TYPES):
         # An outbound-only public address, pay-by-traffic (the CUDA repository, issue 10): no rule admits inbound.
         assert node.inputs["internetMaxBandwidthOut"] == 100
         assert node.inputs["internetChargeType"] == "PayByTraffic"
-    taggable = [r for r in plan.resources if r.custom and r.type.startswith("alicloud:") and takes_tags(r.type)]
+    taggable = [r for r in plan.resources if r.custom and r.type.startswith("alicloud:") and takes_tags(SDK, r.type)]
     assert {INSTANCE, TEMPLATE} & {r.type for r in taggable}
     for resource in taggable:
         assert resource.inputs["tags"][tags.EXPIRES_AT]
@@ -247,7 +228,7 @@ def test_agent_and_training_code_are_uploaded_under_the_stack_prefix(plan_for):
     objects = plan.of_type("alicloud:oss/bucketObject:BucketObject")
     keys = {o.inputs["key"] for o in objects}
     assert "gpu-training/entry-t4/code/train_cnn.py" in keys
-    listed = node_config_in(node_resources(plan)[0])["artifacts"]["agent"]
+    listed = node_config_in(node_resources(plan, *NODE_TYPES)[0])["artifacts"]["agent"]
     assert listed["files"], "the fetcher needs the agent's file list"
     assert {listed["prefix"] + name for name in listed["files"]} <= keys
     assert all(o.inputs["contentMd5"] and o.inputs["bucket"] == "my-gpu-training-checkpoints" for o in objects)

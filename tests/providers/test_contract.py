@@ -76,7 +76,7 @@ def test_the_profile_declares_its_name_limits_and_credentials(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_stand_ins_say_how_a_node_is_released(name):
-    module = providers.module(name, "localcloud")
+    module = providers.stand_ins(name)
     assert issubclass(module.Metadata, MetadataStub) and issubclass(module.CloudApi, ApiStub)
     assert module.CloudApi.release_actions, f"{name}'s CloudApi declares no release_actions"
 

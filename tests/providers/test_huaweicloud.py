@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from components import safety, tags
+from provider_plans import expiry, one, stack_value
 from stackcases import SSH
 from components.bootstrap import decode, node_config_of
 from components.providers.huaweicloud import localcloud, profile
@@ -25,7 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 HW_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "huaweicloud"
              and "gpu-training:platform" not in load_stack_config(s)]
 EXPECTED_FLAVORS = {"hw-entry-t4": "pi2.2xlarge.4", "hw-medium-v100": "p2s.8xlarge.8", "hw-large-a100": "p3.16xlarge.8"}
-NOW = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)  # tests/conftest.py pins the program's clock here
 INSTANCE = "huaweicloud:Ecs/instance:Instance"
 CONFIG = "huaweicloud:As/configuration:Configuration"
 GROUP = "huaweicloud:As/group:Group"
@@ -36,19 +36,6 @@ TURBO = "huaweicloud:Sfs/turbo:Turbo"
 ROLE = "huaweicloud:Iam/role:Role"
 AGENCY = "huaweicloud:Iam/agency:Agency"
 DISK_TYPES = {"entry": "GPSSD", "medium": "ESSD", "large": "GPSSD2"}
-
-
-def one(plan, type_token):
-    (resource,) = plan.of_type(type_token)
-    return resource
-
-
-def stack_value(stack, key, default=None):
-    return load_stack_config(stack).get(f"gpu-training:{key}", default)
-
-
-def expiry(stack) -> datetime:
-    return NOW + timedelta(hours=float(stack_value(stack, "maxHours", 24)))
 
 
 def test_the_three_huawei_stacks_exist_each_with_a_header():

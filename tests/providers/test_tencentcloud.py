@@ -4,8 +4,6 @@ tencentcloud-iac-pulumi 0.2.3 and Tencent's docs allow; bad Tencent configs refu
 the CFS Turbo mount snippet run in the bootstrap sandbox."""
 from __future__ import annotations
 
-import importlib
-import inspect
 import ipaddress
 import json
 from datetime import datetime, timedelta, timezone
@@ -14,14 +12,13 @@ import pytest
 
 from components import tags
 from components.validation import SpecError, build_spec
-from components.bootstrap import decode, node_config_of
 from tools.stackfiles import engine_form, load_stack_config
+from provider_plans import NOW, expiry, node_config_in, node_resources, stack_value, takes_tags
 from stackcases import node_stack_names  # noqa: E402
 
 TC_STACKS = [s for s in node_stack_names() if load_stack_config(s).get("gpu-training:provider") == "tencentcloud"]
 EXPECTED_TYPES = {"tc-entry-t4": "GN7.2XLARGE32", "tc-medium-a100": "GT4.20XLARGE474",
                   "tc-large-a100": "GT4.41XLARGE948"}
-NOW = datetime(2026, 12, 2, 10, 0, tzinfo=timezone.utc)  # tests/conftest.py pins the program's clock here
 INSTANCE = "tencentcloud:Instance/instance:Instance"
 CONFIG = "tencentcloud:As/scalingConfig:ScalingConfig"
 GROUP = "tencentcloud:As/scalingGroup:ScalingGroup"
@@ -36,27 +33,8 @@ DISK_TYPES = {"entry": "CLOUD_BSSD", "medium": "CLOUD_HSSD", "large": "CLOUD_HSS
 PLACEMENT_TYPES = {"HOST", "SW", "RACK"}
 
 
-def stack_value(stack, key, default=None):
-    return load_stack_config(stack).get(f"gpu-training:{key}", default)
-
-
-def takes_tags(type_token: str) -> bool:
-    """Whether the SDK's Args class for `tencentcloud:<Module>/<x>:<Name>` has a `tags` argument."""
-    module, name = type_token.split(":")[1].split("/")[0].lower(), type_token.split(":")[2]
-    package = importlib.import_module(f"tencentcloud_iac_pulumi.{'as_' if module == 'as' else module}")
-    return "tags" in inspect.signature(getattr(package, f"{name}Args").__init__).parameters
-
-
-def node_resources(plan):
-    return plan.of_type(INSTANCE) or plan.of_type(CONFIG)
-
-
-def node_config_in(resource) -> dict:
-    return node_config_of(decode(resource.inputs["userData"]))
-
-
-def expiry(stack) -> datetime:
-    return NOW + timedelta(hours=float(stack_value(stack, "maxHours", 24)))
+NODE_TYPES = (INSTANCE, CONFIG)  # single instances, else the spot pool's scaling configuration
+SDK = "tencentcloud_iac_pulumi"
 
 
 def test_the_three_tencent_stacks_exist_in_guangzhou_or_shanghai():
@@ -88,7 +66,7 @@ def test_instance_type_billing_and_node_config(stack, plan_for):
             assert node.inputs["instanceType"] == EXPECTED_TYPES[stack]
             assert node.inputs["instanceChargeType"] == "POSTPAID_BY_HOUR"
             assert "spotInstanceType" not in node.inputs and "spotMaxPrice" not in node.inputs
-    config = node_config_in(node_resources(plan)[0])
+    config = node_config_in(node_resources(plan, *NODE_TYPES)[0])
     assert config["provider"] == "tencentcloud" and config["stack"] == stack and config["nodeCount"] == nodes
     assert config["accelerator"]["count"] == int(stack_value(stack, "gpusPerNode"))
     assert config["endpoints"]["metadata"] == "http://metadata.tencentyun.com"
@@ -182,7 +160,7 @@ def test_security_group_members_only_and_tags_everywhere(stack, plan_for):
         assert others == [{**others[0], "cidrBlock": fs.inputs["cidrBlock"], "port": "988", "protocol": "TCP"}]
     else:
         assert others == []
-    taggable = [r for r in plan.resources if r.custom and r.type.startswith("tencentcloud:") and takes_tags(r.type)]
+    taggable = [r for r in plan.resources if r.custom and r.type.startswith("tencentcloud:") and takes_tags(SDK, r.type)]
     assert {INSTANCE, CONFIG} & {r.type for r in taggable}
     for resource in taggable:
         # Stack, tier and user tags on every tag input: the conformance suite's (stack-tags).
@@ -213,7 +191,7 @@ def test_cam_role_is_least_privilege_and_attached_to_every_node(stack, plan_for)
     (listing,) = [s for s in statements if s["resource"] == [f"{base}/*"]]
     assert listing["action"] == ["name/cos:GetBucket"]
     assert listing["condition"] == {"string_like": {"cos:prefix": [f"gpu-training/{stack}/*"]}}
-    for node in node_resources(plan):
+    for node in node_resources(plan, *NODE_TYPES):
         assert node.inputs["camRoleName"] == role.inputs["name"]
     # The spot pool retire (docs/agent.md): disable this stack's scaling group, found by its name.
     pool = [s for s in statements if any(a.startswith("name/as:") for a in s["action"])]

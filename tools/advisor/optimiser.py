@@ -10,7 +10,7 @@ with the reason, never ranked. The ranking is by total cost to the deadline when
 configuration has a known price in one currency, else by GPU-hours (spot hours weighted by the
 provider's typical spot fraction), and the result says which; either way the guide's named GPUs come
 before stand-ins among equals (the same cost to the unit; without prices, the same standing, since
-GPU-hours of different GPUs say nothing about their price). tests/test_advisor.py checks the search
+GPU-hours of different GPUs say nothing about their price). tests/tools/test_advisor.py checks the search
 against a brute force over the catalog.
 """
 from __future__ import annotations
@@ -367,7 +367,7 @@ def _caveated_prices(ranked: list[Evaluation]) -> list[str]:
 def every_configuration(request: Request, offer_list: list[Offer]) -> Iterator[Evaluation]:
     """Exhaustively: every offer x billing x node count that fits statically, deadline and budget aside.
 
-    The reference the pruned search() is tested against (tests/test_advisor.py, bench/advisor_search.py).
+    The reference the pruned search() is tested against (tests/tools/test_advisor.py, bench/advisor_search.py).
     """
     for offer in offer_list:
         fit = check_static(offer, request)

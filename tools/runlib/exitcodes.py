@@ -1,9 +1,12 @@
 """Exit codes of scripts/run.py: one per situation a caller (a person or a CI job) must tell apart."""
 from __future__ import annotations
 
-DONE = 0            # every node DONE; report downloaded; stack destroyed (or kept with --keep)
-ERROR = 1           # unexpected error (Pulumi CLI missing, object storage unreadable, ...): stack left as it is
-USAGE = 2           # bad arguments: nothing was started
+from tools import cliargs
+
+# The first three are every script's (tools/cliargs.py); the rest are run.py's own.
+DONE = cliargs.OK       # every node DONE; report downloaded; stack destroyed (or kept with --keep)
+ERROR = cliargs.FAILED  # unexpected error (Pulumi CLI missing, object storage unreadable, ...): stack left as it is
+USAGE = cliargs.USAGE   # bad arguments: nothing was started
 FAILED = 3          # training FAILED (or destroy was forced over unsaved data)
 NOT_SAVED = 4       # markers say data is not saved (SYNC_FAILED, no final marker): stack left running
 TIMED_OUT = 5       # the watch ended (--timeout, --destroy-only) before training finished; data saved

@@ -125,7 +125,7 @@ UNKNOWN_KEY, NO_AUTHORIZATION = "unknown access key", "no bce-auth-v1 authorizat
 def verify(method, path, query, headers, keys: dict[str, str] | None = None) -> str | None:
     """Why the request's bce-auth-v1 signature is wrong, or None when it is right. Keys: the deployer's
     (ACCESS_KEY) and any role credential of the metadata stand-in (STS.<instance id>); or, given `keys`
-    (access key -> secret), those only (another stand-in's test credentials: tests/price_standins.py)."""
+    (access key -> secret), those only (another stand-in's test credentials: tests/localcloud/price_standins.py)."""
     auth = headers.get("authorization", "")
     parts = auth.split("/")
     if len(parts) != 6 or parts[0] != "bce-auth-v1":

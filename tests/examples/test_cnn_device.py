@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 FAKE_TORCH_NPU = '''
 """Stand-in for torch_npu: the npu device type and a torch.npu module with N visible cards."""

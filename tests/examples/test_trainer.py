@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "cnn"
 TRAINER = EXAMPLE / "train_cnn.py"
 import cnn_checkpoint  # examples/cnn is on the path through pytest.ini (pythonpath)

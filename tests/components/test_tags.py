@@ -72,7 +72,7 @@ def test_a_user_tag_the_cloud_refuses_is_refused_by_its_key_with_exit_2(stack):
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     bad = json.dumps({"cost:center": "a/b:c"})
     result = subprocess.run([sys.executable, str(repo / "scripts" / "preview.py"), stack, "--set", f"tags={bad}"],
                             capture_output=True, text=True, timeout=120)

@@ -17,7 +17,7 @@ import pytest
 from components import safety, tags
 from stackcases import SPOT_CAPPED, SSH, case_id, dedupe, plan_or_refusal, strings_in, vm_stack_names
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PACK_DIR = REPO / "policy"
 CASES = [(stack, overrides) for stack in vm_stack_names() for overrides in dedupe(stack, [(), SPOT_CAPPED, SSH])]
 

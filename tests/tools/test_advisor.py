@@ -33,7 +33,7 @@ from tools.advisor.request import RequestError, build_request
 from tools.mockrun import run_program
 from tools.stackfiles import engine_form
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "recommend.py"
 
 

@@ -24,7 +24,7 @@ from components.spec import Spec
 from components.validation import SpecError, build_spec
 from tools.stackfiles import StackFileError, parse_stack_text
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")

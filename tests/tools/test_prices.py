@@ -1,4 +1,4 @@
-"""scripts/prices.py against local stand-ins of the four clouds' price APIs (tests/price_standins.py:
+"""scripts/prices.py against local stand-ins of the four clouds' price APIs (tests/localcloud/price_standins.py:
 HTTP on 127.0.0.1, each cloud's wire format, refusing a request that breaks the cloud's rules).
 
 The stand-ins answer with a price derived from the instance type asked about and record every
@@ -25,10 +25,10 @@ import pytest
 import yaml
 
 from components import providers
-from tests.price_standins import KEY_ID, NOT_SOLD, SECRET, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
+from tests.localcloud.price_standins import KEY_ID, NOT_SOLD, SECRET, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
 from tools import catalog_prices, price_rules
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "prices.py"
 
 

@@ -21,7 +21,7 @@ from tools import stackfiles
 from components.validation import SpecError, build_spec
 from tools.stackfiles import StackFileError, stack_spec
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 _RNG = random.Random(12)
 NOISE = "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(60000))  # incompressible
 GOOD = ("config:\n  alicloud:region: cn-hangzhou\n  gpu-training:tier: entry\n"

@@ -25,7 +25,7 @@ from stackcases import vm_stack_names
 from components import safety
 from components.bootstrap import decode, node_config_of
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")
 # Every registered cloud's node types, as its conformance adapter names them.
 NODE_TYPES = tuple(t for adapter in safety.adapters().values() for t in adapter.get("nodes", []))

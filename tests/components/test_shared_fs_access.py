@@ -27,7 +27,7 @@ import yaml
 
 from tools.stackfiles import apply_overrides, load_stack_config, stack_spec  # noqa: F401  (the child process star-imports them)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOMAIN = "cpfs-0a1b2c3d4e5f6a7b-000001.cn-beijing.cpfs.aliyuncs.com"
 
 
@@ -87,7 +87,7 @@ def failing_program(stack: str, overrides=(), answers: str = "None", preview: bo
             "    print('FAILED:', str(error).split('has risen:')[-1].strip())\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             env={**os.environ, "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z",
-                                 "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ["PYTHONPATH"]])})
+                                 "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "components"), os.environ["PYTHONPATH"]])})
     assert "FAILED:" in result.stdout, result.stdout + result.stderr
     return result.stdout.split("FAILED:", 1)[1].strip()
 

@@ -15,7 +15,7 @@ from stackcases import node_stack_names, strings_in
 from tools.mockrun import run_program
 from tools.stackfiles import load_stack_config
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 STACKS = node_stack_names()
 
 

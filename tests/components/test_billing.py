@@ -18,7 +18,7 @@ import pytest
 
 from stackcases import node_stack_names  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 VARIANTS = [(stack, ()) for stack in node_stack_names()] + [
     ("entry-t4", ("billing=spot", "checkpoint.create=true", "sshPublicKey=ssh-ed25519 AAAA me")),
     ("large-a100", ("sharedStorage=nas", "billing=spot")),

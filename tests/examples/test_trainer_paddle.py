@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("paddle")
 
-SCRIPT = Path(__file__).resolve().parent.parent / "examples" / "cnn" / "train_paddle.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "cnn" / "train_paddle.py"
 SMALL = ["--batch-size", "8", "--image-size", "8", "--width", "4", "--depth", "2", "--log-every", "5"]
 
 

@@ -35,7 +35,7 @@ import json
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 from components.providers.baiducloud import localcloud as baidu_localcloud
-from http_standin import RecordingStandIn
+from tests.localcloud.http_standin import RecordingStandIn
 from localcloud import signatures
 from tools import price_rules
 

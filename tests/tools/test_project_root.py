@@ -17,7 +17,7 @@ import pytest
 
 from tools import project
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ONLY_IN_COPY = "copied-t4"
 
 

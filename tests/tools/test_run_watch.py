@@ -26,7 +26,7 @@ import boto3
 import pytest
 from rich.console import Console
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 AGENT_TESTS = REPO / "tests" / "agent"
 TRAINER = REPO / "examples" / "cnn" / "train_cnn.py"
 STACK = "entry-t4"
@@ -39,7 +39,8 @@ CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "ALICLOUD
          "ALICLOUD_SECRET_KEY": "test"}
 
 from components import providers
-from localcloud import BIN, CloudApi, LocalS3, Metadata, S3Proxy
+from components.providers.standins import CloudApi, Metadata
+from localcloud import BIN, LocalS3, S3Proxy
 
 _spec = importlib.util.spec_from_file_location("run_cli", REPO / "scripts" / "run.py")
 run_cli = importlib.util.module_from_spec(_spec)

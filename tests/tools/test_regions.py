@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from components.providers import regions as region_tables
-from http_standin import RecordingStandIn
-from price_standins import SIGNATURE_ERRORS, check_signature
+from tests.localcloud.http_standin import RecordingStandIn
+from tests.localcloud.price_standins import SIGNATURE_ERRORS, check_signature
 from test_prices import CREDENTIALS, KEY_ID, SECRET, environment
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "regions.py"
 CLOUD = {
     "alicloud": {"cn-hangzhou": ["cn-hangzhou-h", "cn-hangzhou-i"], "cn-wulanchabu": ["cn-wulanchabu-a"]},
@@ -38,7 +38,7 @@ class Stub(RecordingStandIn):
         self.refusals: list[tuple[str, str]] = []
 
     def respond(self, method, path, headers, body):
-        # The region APIs are ECS's and CVM's: the same signatures as the price calls (tests/price_standins.py).
+        # The region APIs are ECS's and CVM's: the same signatures as the price calls (tests/localcloud/price_standins.py).
         refused = check_signature(self.kind, method, path, headers, body.encode(), {KEY_ID: SECRET})
         if refused:
             kind, why = refused

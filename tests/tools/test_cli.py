@@ -16,7 +16,7 @@ import pytest
 
 from localcloud import LocalS3, S3Proxy
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STACK = "entry-t4"
 ROOT = "gpu-training/entry-t4/"  # the stack file's checkpoint.prefix and the stack
 ALI = {"ALICLOUD_ACCESS_KEY": "alikey-for-tests", "ALICLOUD_SECRET_KEY": "alisecret"}

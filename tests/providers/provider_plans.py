@@ -1,0 +1,51 @@
+"""What the per-cloud suites (test_alicloud, test_tencentcloud, test_huaweicloud) read from a stack and
+its plan, written once: a stack's own setting, the expiry the pinned clock gives it, the node
+resources and the node config they carry, the one resource of a type, whether an SDK type takes tags.
+
+Plain functions, imported by name (`from provider_plans import ...`) like tests/bootstrap's helpers;
+the fixtures stay in tests/conftest.py and tests/providers/conftest.py.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from datetime import datetime, timedelta, timezone
+
+from components.bootstrap import decode, node_config_of
+from tools.sdknames import args_class
+from tools.stackfiles import load_stack_config
+
+# The moment tests/conftest.py pins the program's clock to (GPU_TRAINING_NOW): the plans count from it.
+NOW = datetime.fromisoformat(os.environ["GPU_TRAINING_NOW"].replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def stack_value(stack: str, key: str, default=None):
+    """`gpu-training:<key>` as the stack file sets it, or `default`."""
+    return load_stack_config(stack).get(f"gpu-training:{key}", default)
+
+
+def expiry(stack: str) -> datetime:
+    """When the stack's nodes expire: maxHours (24 unless set) after the pinned clock."""
+    return NOW + timedelta(hours=float(stack_value(stack, "maxHours", 24)))
+
+
+def node_resources(plan, *node_types: str) -> list:
+    """The plan's resources of the first of `node_types` it has (single instances, else the pool's
+    template or configuration)."""
+    return next((found for found in map(plan.of_type, node_types) if found), [])
+
+
+def node_config_in(resource) -> dict:
+    """The node config (node.json) inside a node resource's user data."""
+    return node_config_of(decode(resource.inputs["userData"]))
+
+
+def one(plan, type_token: str):
+    """The plan's only resource of `type_token` (fails when there are none or several)."""
+    (resource,) = plan.of_type(type_token)
+    return resource
+
+
+def takes_tags(sdk_module: str, type_token: str) -> bool:
+    """Whether the installed SDK's Args class for `type_token` has a `tags` argument."""
+    return "tags" in inspect.signature(args_class(sdk_module, type_token).__init__).parameters
