@@ -98,14 +98,19 @@ def facts_resources(schemas: Schemas, type_prefix: str, source_file: str) -> dic
 
 
 class SchemaProvider(dyn.ResourceProvider):
-    """The lifecycle every kind shares; a cloud's subclass sets `schemas`, `kind` (an instance attribute, so
-    one class per kind) and the hooks below."""
+    """The lifecycle every kind shares; a cloud's subclass sets `schemas` and the hooks below, and one class
+    per kind names its kind in the class statement."""
 
     schemas: ClassVar[Schemas] = {}
     # Kinds the cloud finds by their name or description: a replacement cannot be made before the old
     # one is deleted (the new one would be the old one, and deleting the old one would delete it).
     found_by_name: ClassVar[tuple[str, ...]] = ()
-    kind: str = ""
+    kind: str = ""  # the SCHEMAS key: `class VpcProvider(CloudProvider, kind="Vpc")`
+
+    def __init_subclass__(cls, kind: str = "", **kwargs):
+        super().__init_subclass__(**kwargs)
+        if kind:
+            cls.kind = kind
 
     def fields(self) -> Mapping[str, Field]:
         return self.schemas[self.kind]

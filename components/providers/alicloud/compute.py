@@ -100,15 +100,14 @@ class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
         super().__init__("alicloud", ctx)
-        child, tags = self.child, self.tags
         key_name = self.login_key(spec, ctx)
         # One LowLatency set holds at most 20 nodes (profile.PLACEMENT): more on-demand nodes take several.
         deployment_set_ids = placement_groups(spec, spec.profile.has_pool(spec),
-                                              lambda g: deployment_set(spec, ctx, g, child))
+                                              lambda g: deployment_set(spec, ctx, g, self.child))
         # Outbound-only public address (profile.py, "egress"): the CUDA repository and other downloads.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec), key_name,
                                deployment_set_ids, public_bandwidth, internet_charge))
 
     def key_pair(self, spec: Spec, ctx: PartContext, public_key: str) -> pulumi.Output:

@@ -24,7 +24,7 @@ are what the state holds.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Optional
 
 from components.dynamic_resources import Field, SchemaProvider, client_token, facts_resources, one_of, \
@@ -176,10 +176,13 @@ class BaiduProvider(SchemaProvider):
     ready_timeout_s: float = 1800.0
     poll_s: float = 10.0
     timeout_ms: int = 30_000
-    kind: str = field(default="", init=False)
     schemas: ClassVar = SCHEMAS  # a class attribute: never in the pickled state
     found_by_name: ClassVar = IDENTIFIED_BY_NAME
     serialize_as_secret_always = False  # nothing secret is in it; kept readable so a test can prove it
+
+    def __post_init__(self):
+        # The kind in the instance as well as on the class: every pickled provider in a state holds it.
+        self.kind = type(self).kind
 
     def settings(self) -> Settings:
         return Settings(self.region, attempts=self.attempts, first_wait_s=self.first_wait_s,
@@ -205,11 +208,7 @@ def _tag_dicts(tags: Optional[dict]) -> list[dict]:
 
 # ---------------------------------------------------------------- VPC, subnet, security group
 
-@dataclass
-class VpcProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "Vpc"
-
+class VpcProvider(BaiduProvider, kind="Vpc"):
     def _create(self, inputs, token):
         vpc = bceapi.client("vpc", self.settings())
         got = bceapi.body(self.api(inputs["name"], "CreateVpc", lambda: vpc.create_vpc(
@@ -229,11 +228,7 @@ class VpcProvider(BaiduProvider):
         self.api(id_, "DeleteVpc", lambda: bceapi.client("vpc", self.settings()).delete_vpc(id_))
 
 
-@dataclass
-class SubnetProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "Subnet"
-
+class SubnetProvider(BaiduProvider, kind="Subnet"):
     def _create(self, inputs, token):
         subnets = bceapi.client("subnet", self.settings())
         got = bceapi.body(self.api(inputs["name"], "CreateSubnet", lambda: subnets.create_subnet(
@@ -259,11 +254,7 @@ def _rule(rule: dict):
                                   destIp=rule.get("destIp"))
 
 
-@dataclass
-class SecurityGroupProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "SecurityGroup"
-
+class SecurityGroupProvider(BaiduProvider, kind="SecurityGroup"):
     def _check(self, news):
         # No world-open SSH (or any port) from this program, whatever the caller passes.
         return [(f"rules[{i}]", f"SecurityGroup: ingress from {r.get('sourceIp')} is open to the world")
@@ -305,11 +296,7 @@ class SecurityGroupProvider(BaiduProvider):
 
 # ---------------------------------------------------------------- KMS key (disk encryption)
 
-@dataclass
-class KmsKeyProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "KmsKey"
-
+class KmsKeyProvider(BaiduProvider, kind="KmsKey"):
     def _find(self, description: str) -> Optional[str]:
         kms = bceapi.client("kms", self.settings())
         got = bceapi.body(self.api(description, "ListKeys", lambda: kms.list_masterKey(1000)))
@@ -348,11 +335,7 @@ def _b(text: str) -> bytes:
     return text.encode()
 
 
-@dataclass
-class IamRoleProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "IamRole"
-
+class IamRoleProvider(BaiduProvider, kind="IamRole"):
     def _create(self, inputs, token):
         iam = bceapi.client("iam", self.settings())
         try:
@@ -377,12 +360,8 @@ class IamRoleProvider(BaiduProvider):
         self.api(id_, "DeleteRole", lambda: bceapi.client("iam", self.settings()).delete_role(_b(id_)))
 
 
-@dataclass
-class IamRolePolicyProvider(BaiduProvider):
+class IamRolePolicyProvider(BaiduProvider, kind="IamRolePolicy"):
     """A custom policy attached to a role: created, then attached; detached, then deleted."""
-
-    def __post_init__(self):
-        self.kind = "IamRolePolicy"
 
     def _create(self, inputs, token):
         iam = bceapi.client("iam", self.settings())
@@ -430,12 +409,8 @@ RELEASE_EVERYTHING = dict(related_release_flag=True, delete_cds_snapshot_flag=Tr
 FAILED = ("Error", "CreateFailed", "Failed")
 
 
-@dataclass
-class BccInstanceProvider(BaiduProvider):
+class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
     """One BCC instance with its SSD CDS data disk: Postpaid (pay-as-you-go) or bid with a price cap."""
-
-    def __post_init__(self):
-        self.kind = "BccInstance"
 
     def _check(self, news):
         problems = []
@@ -545,13 +520,9 @@ class BccInstanceProvider(BaiduProvider):
             id_, **RELEASE_EVERYTHING, client_token=client_token("release-all+" + id_, {})))
 
 
-@dataclass
-class RoleBindingProvider(BaiduProvider):
+class RoleBindingProvider(BaiduProvider, kind="RoleBinding"):
     """Binds the node role to the instances (BCC BindInstanceRole): their metadata service then serves
     the role's temporary credentials."""
-
-    def __post_init__(self):
-        self.kind = "RoleBinding"
 
     def _create(self, inputs, token):
         bcc = bceapi.client("bcc", self.settings())
@@ -583,12 +554,8 @@ class RoleBindingProvider(BaiduProvider):
 S3_ENDPOINT_ENV = "BAIDUCLOUD_S3_ENDPOINT"
 
 
-@dataclass
-class BucketObjectProvider(BaiduProvider):
+class BucketObjectProvider(BaiduProvider, kind="BucketObject"):
     """One object in BOS, put through the S3-compatible API (profile.object_store: SigV4, virtual hosts)."""
-
-    def __post_init__(self):
-        self.kind = "BucketObject"
 
     def _s3(self):
         import os

@@ -86,18 +86,17 @@ class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
         super().__init__("huaweicloud", ctx)
-        child, tags = self.child, self.tags
         # One customer key per stack encrypts every disk of it (EVS needs a KMS key id to encrypt).
         self.disk_key = dew.Key(f"{ctx.name}-disk-key", key_alias=f"gpu-training-{spec.stack}-disks",
                                 key_description=f"gpu-training {spec.stack}: node disks",
-                                pending_days=KMS_PENDING_DAYS, tags=tags, opts=child)
+                                pending_days=KMS_PENDING_DAYS, tags=self.tags, opts=self.child)
         key_name = self.login_key(spec, ctx)
         # One group (profile.PLACEMENT: its member limit differs by region and is not a published number).
         group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: ecs.Servergroup(
             f"{ctx.name}-servergroup{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}",
-            policies=["anti-affinity"], opts=child).id)
+            policies=["anti-affinity"], opts=self.child).id)
         bandwidth = public_bandwidth_mbps(spec)
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec), key_name,
                                group_ids, bandwidth or None, "traffic" if bandwidth else None))
 
     def public_key(self, spec: Spec, ctx: PartContext) -> object:

@@ -87,16 +87,15 @@ class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
         super().__init__("tencentcloud", ctx)
-        child, tags = self.child, self.tags
         key_ids = self.login_key(spec, ctx)
         # One group (profile.PLACEMENT: its member limit is the account's quota, not a published number).
         group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: placement.Group(
             f"{ctx.name}-placement{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}", type="HOST",
-            tags=tags, opts=child).id)
+            tags=self.tags, opts=self.child).id)
         # Outbound-only public address (profile.py, "egress"): the CVM/AS APIs and the CUDA repository.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_ids,
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec), key_ids,
                                group_ids, public_bandwidth, internet_charge))
 
     def key_pair(self, spec: Spec, ctx: PartContext, public_key: str) -> list:
