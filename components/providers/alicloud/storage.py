@@ -35,7 +35,7 @@ def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.Resour
 class Storage(StorageComponent):
     """OSS for the checkpoint bucket and the files; CPFS (NFS protocol service and export) or NAS."""
 
-    put_object = staticmethod(put_object)
+    put_object = staticmethod(put_object)  # the module's, which a platform stack's upload() uses too
 
     def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> alicloud.oss.Bucket:
         return alicloud.oss.Bucket(

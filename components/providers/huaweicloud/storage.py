@@ -53,7 +53,7 @@ def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.Resour
 class Storage(StorageComponent):
     """OBS for the checkpoint bucket and the files; SFS Turbo HPC for the large tier."""
 
-    put_object = staticmethod(put_object)
+    put_object = staticmethod(put_object)  # the module's, which a platform stack's upload() uses too
 
     def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> obs.Bucket:
         return obs.Bucket(name, bucket=spec.checkpoint.bucket, acl="private", encryption=True, sse_algorithm="kms",
