@@ -36,10 +36,19 @@ class Artifact:
         except ValueError:
             return str(self.path)
 
+    def md5(self) -> bytes:
+        """The file's MD5 digest, the one both spellings below are made from."""
+        return hashlib.md5(self.path.read_bytes()).digest()
+
     @property
     def md5_base64(self) -> str:
         """Content-MD5 header value: stores check the upload, and a changed file is a changed input."""
-        return base64.b64encode(hashlib.md5(self.path.read_bytes()).digest()).decode()
+        return base64.b64encode(self.md5()).decode()
+
+    @property
+    def md5_hex(self) -> str:
+        """The MD5 as an S3-style ETag (hex) for a store whose object resource compares that."""
+        return self.md5().hex()
 
 
 def _sha256(path: Path) -> str:

@@ -99,21 +99,20 @@ def _data_disk(spec: Spec):
 class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
-        super().__init__("gpu-training:alicloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        key_name = None
-        if spec.ssh_public_key:
-            key_name = alicloud.ecs.EcsKeyPair(f"{ctx.name}-key", key_pair_name=f"gpu-training-{spec.stack}",
-                                               public_key=spec.ssh_public_key, tags=tags, opts=child).key_pair_name
+        super().__init__("alicloud", ctx)
+        key_name = self.login_key(spec, ctx)
         # One LowLatency set holds at most 20 nodes (profile.PLACEMENT): more on-demand nodes take several.
         deployment_set_ids = placement_groups(spec, spec.profile.has_pool(spec),
-                                              lambda g: deployment_set(spec, ctx, g, child))
+                                              lambda g: deployment_set(spec, ctx, g, self.child))
         # Outbound-only public address (profile.py, "egress"): the CUDA repository and other downloads.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec), key_name,
                                deployment_set_ids, public_bandwidth, internet_charge))
+
+    def key_pair(self, spec: Spec, ctx: PartContext, public_key: str) -> pulumi.Output:
+        return alicloud.ecs.EcsKeyPair(f"{ctx.name}-key", key_pair_name=f"gpu-training-{spec.stack}",
+                                       public_key=public_key, tags=self.tags, opts=self.child).key_pair_name
 
     def on_demand(self, launch: NodeLaunch) -> None:
         spec = launch.spec
@@ -136,7 +135,7 @@ class Nodes(NodesComponent):
 
     def spot_pool(self, launch: NodeLaunch) -> None:
         spec = launch.spec
-        child = pulumi.ResourceOptions(parent=self)
+        child = self.child
         template = alicloud.ecs.EcsLaunchTemplate(
             f"{launch.ctx.name}-template", launch_template_name=f"gpu-training-{spec.stack}",
             instance_name=f"gpu-training-{spec.stack}", host_name=f"gpu-{spec.stack}"[:60],

@@ -1,48 +1,51 @@
 """Alibaba Cloud storage: the node agent and the training code in OSS, the checkpoint bucket when
 asked to create it (retained on destroy), and the shared file system in the VPC: CPFS with an NFS
-protocol service and export, or NAS with a mount target."""
+protocol service and export, or NAS with a mount target. The policy (when the bucket is made, what is
+uploaded after it) is the neutral StorageComponent's (components/providers/storage_part.py); this module
+gives its OSS and NAS resources."""
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.artifacts import Artifact, all_artifacts
+from components.artifacts import Artifact
 from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
 from components.providers.alicloud.cpfs_export import (NAS_ENDPOINT_ENV, PLACEHOLDER, ExportLookupError, credentials_from,
                                                        export_domain)
+from components.providers import storage_part
 from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.storage_part import StorageComponent
 from components.spec import Spec
 
 
+def put_object(spec: Spec, name: str, artifact: Artifact, opts: pulumi.ResourceOptions) -> alicloud.oss.BucketObject:
+    """One OSS object, SSE on; content_md5 makes a changed file a changed input, so `pulumi up` re-uploads it."""
+    return alicloud.oss.BucketObject(name, bucket=spec.checkpoint.bucket, key=artifact.key, source=artifact.source,
+                                     content_md5=artifact.md5_base64, server_side_encryption="AES256", opts=opts)
+
+
 def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.ResourceOptions) -> list:
-    """One OSS object per file, SSE on; content_md5 makes a changed file a changed input, so `pulumi up`
-    re-uploads it. The VM path's storage part and a platform stack's code (PAI-DLC) both upload through here."""
-    return [alicloud.oss.BucketObject(f"{name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                                      source=artifact.source, content_md5=artifact.md5_base64,
-                                      server_side_encryption="AES256", opts=opts)
-            for index, artifact in enumerate(artifacts)]
+    """The VM path's storage part and a platform stack's code (PAI-DLC) both upload through here."""
+    return storage_part.upload(spec, name, artifacts, put_object, opts)
 
 
-class Storage(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts):
-        super().__init__("gpu-training:alicloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        bucket_dependency = []
-        if spec.checkpoint.bucket and spec.checkpoint.create:
-            # Checkpoints must outlive the stack: destroy leaves the bucket (and its data) in place.
-            bucket = alicloud.oss.Bucket(
-                f"{ctx.name}-checkpoints", bucket=spec.checkpoint.bucket,
-                server_side_encryption_rule=alicloud.oss.BucketServerSideEncryptionRuleArgs(sse_algorithm="AES256"),
-                versioning=alicloud.oss.BucketVersioningArgs(status="Enabled"), force_destroy=False, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
-            bucket_dependency = [bucket]
-        upload(spec, ctx.name, all_artifacts(spec), pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+class Storage(StorageComponent):
+    """OSS for the checkpoint bucket and the files; CPFS (NFS protocol service and export) or NAS."""
 
-        self.address = None
-        self.file_system_id = None
+    put_object = staticmethod(put_object)  # the module's, which a platform stack's upload() uses too
+
+    def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> alicloud.oss.Bucket:
+        return alicloud.oss.Bucket(
+            name, bucket=spec.checkpoint.bucket,
+            server_side_encryption_rule=alicloud.oss.BucketServerSideEncryptionRuleArgs(sse_algorithm="AES256"),
+            versioning=alicloud.oss.BucketVersioningArgs(status="Enabled"), force_destroy=False, tags=self.tags,
+            opts=opts)
+
+    def shared_fs(self, spec: Spec, ctx: PartContext, network: NetworkParts) -> Optional[pulumi.Output]:
+        child, tags = self.child, self.tags
         if spec.shared_storage == "cpfs":
             fs = alicloud.nas.FileSystem(
                 f"{ctx.name}-cpfs", file_system_type="cpfs", protocol_type="cpfs", storage_type=CPFS_STORAGE_TYPE,
@@ -61,8 +64,8 @@ class Storage(pulumi.ComponentResource):
                 path="/", vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0],
                 access_group_name="DEFAULT_VPC_GROUP_NAME", description=f"gpu-training {spec.stack} nodes",
                 opts=child)
-            self.address, self.file_system_id = export_address(spec, fs.id, export.export_id), fs.id
-        elif spec.shared_storage == "nas":
+            return export_address(spec, fs.id, export.export_id)
+        if spec.shared_storage == "nas":
             fs = alicloud.nas.FileSystem(
                 f"{ctx.name}-nas", file_system_type="standard", protocol_type="NFS", storage_type="Performance",
                 encrypt_type=1, description=f"gpu-training {spec.stack} shared FS", tags=tags, opts=child)
@@ -77,8 +80,8 @@ class Storage(pulumi.ComponentResource):
             target = alicloud.nas.MountTarget(
                 f"{ctx.name}-nas-mount", file_system_id=fs.id, access_group_name=group.access_group_name,
                 vpc_id=network.vpc_id, vswitch_id=network.subnet_ids[0], network_type="Vpc", opts=child)
-            self.address, self.file_system_id = target.mount_target_domain, fs.id
-        self.register_outputs({"sharedFsAddress": self.address})
+            return target.mount_target_domain
+        return None
 
 
 def export_address(spec: Spec, file_system_id: pulumi.Output, export_id: pulumi.Output) -> pulumi.Output:
@@ -105,5 +108,4 @@ def export_address(spec: Spec, file_system_id: pulumi.Output, export_id: pulumi.
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
-    storage = Storage(spec, ctx, network)
-    return StorageParts(shared_fs_address=storage.address)
+    return Storage("alicloud", spec, ctx, network).parts()

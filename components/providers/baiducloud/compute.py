@@ -47,14 +47,13 @@ def _newest_ubuntu(spec: Spec) -> str:
 class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
-        super().__init__("gpu-training:baiducloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
+        super().__init__("baiducloud", ctx)
         # One KMS key per stack encrypts the data disks (CDS encryptKey).
         self.key = dynamic.KmsKey(f"{ctx.name}-disk-key", {
             "description": f"gpu-training {spec.stack} data disks", "keySpec": "AES_256", "protectedBy": "HSM",
-            "pendingWindowInDays": 7}, spec.region, child)
+            "pendingWindowInDays": 7}, spec.region, self.child)
         bandwidth = PUBLIC_BANDWIDTH_MBPS if has_public_address(spec) else 0
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, dict(ctx.tags), image_id(spec),
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec),
                                None, (), bandwidth, None))
 
     def _instances(self, launch: NodeLaunch, billing: dict) -> None:

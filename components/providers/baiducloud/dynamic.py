@@ -1,73 +1,40 @@
 """Baidu AI Cloud resources as Pulumi dynamic resources over bce-python-sdk (no Pulumi provider exists).
 
-Each resource type is a `pulumi.dynamic.Resource` subclass with its own type token
-(`pulumi-python:dynamic/baiducloud:<Kind>`, from `module=`/`name=` in the class statement) and a
-`ResourceProvider` that Pulumi pickles into the state. What every provider here does:
+What is Baidu's lives here: SCHEMAS (each kind's inputs, the same data provider_facts.json is generated
+from), the providers' API calls, and the kinds' table (PROVIDERS). The lifecycle every kind shares and
+the resource classes made from the table are the neutral components/dynamic_resources.py:
 
-- `check` validates the inputs against SCHEMAS (the same data provider_facts.json is generated from)
-  and refuses a bid price above the pay-as-you-go price.
+- `check` validates the inputs against SCHEMAS and refuses a bid price above the pay-as-you-go price
+  (BccInstanceProvider._check) and world-open ingress (SecurityGroupProvider._check).
 - `create` is idempotent: the request carries a client token derived from the resource's name and
   inputs, so a create retried after a timeout or a throttled answer gets the resource the first
   attempt made; it returns only once the resource is usable (an instance Running).
 - `diff` says which changed inputs replace (SCHEMAS' `replace`) and which update in place.
 - `read` returns what the cloud has now (refresh), or no id when the resource is gone.
-- `delete` treats "not found" as done, so a retried delete succeeds.
+- `delete` treats "not found" (BceApiError.not_found) as done, so a retried delete succeeds.
 - Credentials come from the environment inside each call (bceapi.py), never from inputs: the pickled
   provider holds only its region and retry settings (tests/providers/test_baiducloud.py checks the
   serialized provider and the recorded inputs for the secret).
+
+Each resource type is a `pulumi.dynamic.Resource` subclass with its own type token
+(`pulumi-python:dynamic/baiducloud:<Kind>`). Pulumi pickles a provider into the state by reference to
+its class: the provider classes below keep this module and their names, and BaiduProvider's fields
+are what the state holds.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass
+from typing import ClassVar, Optional
 
-import pulumi
-import pulumi.dynamic as dyn
-
-from components.dynamic_pickle import pickler_kept
+from components.dynamic_resources import Field, SchemaProvider, client_token, facts_resources, one_of, \
+    resource_classes
 from components.providers.baiducloud import bceapi
 from components.providers.baiducloud.bceapi import BceApiError, Settings
 from components.providers.baiducloud.profile import TYPE_PREFIX
 
 SDK_DOC = "bce-python-sdk 0.9.79"
-
-
-@dataclass(frozen=True)
-class Field:
-    """One input: its type, whether a change replaces the resource, what the API accepts."""
-    type: str  # string | int | bool | list | map | number
-    required: bool = False
-    replace: bool = False
-    validate: Optional[dict] = None
-    block: Optional[dict] = None  # nested fields (an object: type list with one item)
-    api: str = ""  # the field's name in the API request body
-    source: str = ""
-    output: bool = False  # filled in by the provider (never compared by diff)
-    one: bool = False  # a single nested object (the engine sends the object, not a list)
-
-    def fact(self, name: str) -> dict:
-        out: dict[str, Any] = {"type": self.type, "tf": self.api or name}
-        out["required" if self.required else "optional"] = True
-        if self.replace:
-            out["force_new"] = True
-        if self.validate:
-            out["validate"] = self.validate
-        if self.block is not None:
-            out["block"] = {k: f.fact(k) for k, f in self.block.items()}
-            if self.one:
-                out.update(max_items=1, max_items_one=True)
-        if self.source:
-            out["source"] = self.source
-        if self.output:
-            out["computed"] = True
-        return out
-
-
-def one_of(*values: str) -> dict:
-    return {"kind": "one_of", "values": list(values)}
+TYPE_MODULE = "baiducloud"  # the type tokens' module: pulumi-python:dynamic/baiducloud:<Kind>
 
 
 _BCC = "cloud.baidu.com/doc/BCC/s/njwvympu0 (Python SDK: create_instance_by_spec) and bce-python-sdk 0.9.79 bcc_model"
@@ -178,19 +145,6 @@ SCHEMAS: dict[str, dict[str, Field]] = {
 }
 
 
-def facts_resources() -> dict:
-    """provider_facts.json's `resources`: every dynamic type's inputs, as the facts checker reads them."""
-    out = {}
-    for kind, fields in SCHEMAS.items():
-        inputs = {name: f.fact(name) for name, f in fields.items()}
-        # The engine also receives the pickled provider (pulumi.dynamic.Resource, PROVIDER_KEY).
-        inputs["__provider"] = {"type": "string", "required": True, "tf": "__provider", "force_new": False,
-                                "note": "the serialized ResourceProvider (pulumi/dynamic/dynamic.py)"}
-        out[TYPE_PREFIX + kind] = {"tf_resource": kind, "source": f"components/providers/baiducloud/dynamic.py:{kind}",
-                                   "inputs": inputs}
-    return out
-
-
 def facts_document() -> dict:
     """provider_facts.json for Baidu: written by scripts/provider_facts.py (bridge.yaml kind: dynamic)."""
     from importlib.metadata import version
@@ -201,36 +155,34 @@ def facts_document() -> dict:
             "provider": {"kind": "dynamic", "repository": None, "commit": None,
                          "module": "components.providers.baiducloud.dynamic"},
             "sdk": {"package": "bce-python-sdk", "version": "0.9.79", "installed": version("bce-python-sdk")},
-            "resources": facts_resources(), "hand_written": {}}
+            "resources": facts_resources(SCHEMAS, TYPE_PREFIX, "components/providers/baiducloud/dynamic.py"),
+            "hand_written": {}}
 
 
 # ---------------------------------------------------------------- the provider base
 
+# Found by name (IAM) or description (KMS): a replacement is deleted first (SchemaProvider.found_by_name).
 IDENTIFIED_BY_NAME = ("IamRole", "IamRolePolicy", "KmsKey")
-UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi.runtime.rpc.UNKNOWN: a preview's unknown
-
-
-def _clean(props: dict) -> dict:
-    return {k: v for k, v in props.items() if not k.startswith("__")}
-
-
-def client_token(kind: str, props: dict) -> str:
-    """The same inputs give the same token: a retried create is answered with the first one's resource."""
-    stable = json.dumps({"kind": kind, **_clean(props)}, sort_keys=True, default=str)
-    return "gpu-training-" + hashlib.sha256(stable.encode()).hexdigest()[:40]
 
 
 @dataclass
-class BaiduProvider(dyn.ResourceProvider):
-    """Shared lifecycle: subclasses give `kind`, `_create`, `_read`, `_delete` and, optionally, `_update`."""
+class BaiduProvider(SchemaProvider):
+    """Baidu's share of every kind: the region and retry settings (what the state holds), the API call
+    wrapper, and what "not found" is; subclasses give `kind`, `_create`, `_read`, `_delete` and,
+    optionally, `_update` and `_check`."""
     region: str
     attempts: int = 6
     first_wait_s: float = 1.0
     ready_timeout_s: float = 1800.0
     poll_s: float = 10.0
     timeout_ms: int = 30_000
-    kind: str = field(default="", init=False)
+    schemas: ClassVar = SCHEMAS  # a class attribute: never in the pickled state
+    found_by_name: ClassVar = IDENTIFIED_BY_NAME
     serialize_as_secret_always = False  # nothing secret is in it; kept readable so a test can prove it
+
+    def __post_init__(self):
+        # The kind in the instance as well as on the class: every pickled provider in a state holds it.
+        self.kind = type(self).kind
 
     def settings(self) -> Settings:
         return Settings(self.region, attempts=self.attempts, first_wait_s=self.first_wait_s,
@@ -239,75 +191,8 @@ class BaiduProvider(dyn.ResourceProvider):
     def api(self, what: str, call_name: str, function):
         return bceapi.call(self.settings(), f"{self.kind} {what}", call_name, function)
 
-    # -- Pulumi's methods
-    def check(self, olds: dict, news: dict) -> dyn.CheckResult:
-        """The inputs against SCHEMAS, with the same checker the facts tests use (facts.check_block);
-        values unknown during a preview are not judged."""
-        from components.providers.facts import check_block
-
-        known = {k: v for k, v in _clean(news).items() if v != UNKNOWN_VALUE}
-        fields = {name: f.fact(name) for name, f in SCHEMAS[self.kind].items()}
-        problems: list = []
-        check_block(fields, known, "", problems)
-        failures = [dyn.CheckFailure(p.path, f"{self.kind}: {p.path}: {p.message}") for p in problems
-                    if p.kind != "missing" or p.path.split(".")[0] not in news]
-        failures += [dyn.CheckFailure(p, m) for p, m in self._check(known)]
-        return dyn.CheckResult(news, failures)
-
-    def _check(self, news: dict) -> list[tuple[str, str]]:
-        return []
-
-    def create(self, props: dict) -> dyn.CreateResult:
-        inputs = _clean(props)
-        token = client_token(self.kind, inputs)
-        resource_id, outs = self._create(inputs, token)
-        return dyn.CreateResult(resource_id, {**inputs, **outs, "clientToken": token})
-
-    def read(self, id_: str, props: dict) -> dyn.ReadResult:
-        try:
-            current = self._read(id_, _clean(props))
-        except BceApiError as error:
-            if error.not_found:
-                current = None
-            else:
-                raise
-        if current is None:
-            return dyn.ReadResult(None, {})
-        return dyn.ReadResult(id_, {**_clean(props), **current})
-
-    def diff(self, id_: str, olds: dict, news: dict) -> dyn.DiffResult:
-        fields = SCHEMAS[self.kind]
-        changed = [name for name, spec in fields.items()
-                   if not spec.output and _clean(olds).get(name) != _clean(news).get(name)]
-        replaces = [name for name in changed if fields[name].replace]
-        # A kind found by its name (IAM) or description (KMS) cannot have its replacement made first:
-        # the new one would be the old one, and deleting the old one would delete it.
-        return dyn.DiffResult(changes=bool(changed), replaces=replaces, stables=[],
-                              delete_before_replace=bool(replaces) and self.kind in IDENTIFIED_BY_NAME)
-
-    def update(self, id_: str, olds: dict, news: dict) -> dyn.UpdateResult:
-        outs = self._update(id_, _clean(olds), _clean(news)) or {}
-        return dyn.UpdateResult({**_clean(olds), **_clean(news), **outs})
-
-    def delete(self, id_: str, props: dict) -> None:
-        try:
-            self._delete(id_, _clean(props))
-        except BceApiError as error:
-            if not error.not_found:
-                raise
-
-    # -- what a kind fills in
-    def _create(self, inputs: dict, token: str) -> tuple[str, dict]:
-        raise NotImplementedError
-
-    def _read(self, id_: str, inputs: dict) -> Optional[dict]:
-        raise NotImplementedError
-
-    def _update(self, id_: str, olds: dict, news: dict) -> Optional[dict]:
-        return None
-
-    def _delete(self, id_: str, inputs: dict) -> None:
-        raise NotImplementedError
+    def not_found(self, error: Exception) -> bool:
+        return isinstance(error, BceApiError) and error.not_found
 
 
 def _tags(tags: Optional[dict]):
@@ -323,11 +208,7 @@ def _tag_dicts(tags: Optional[dict]) -> list[dict]:
 
 # ---------------------------------------------------------------- VPC, subnet, security group
 
-@dataclass
-class VpcProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "Vpc"
-
+class VpcProvider(BaiduProvider, kind="Vpc"):
     def _create(self, inputs, token):
         vpc = bceapi.client("vpc", self.settings())
         got = bceapi.body(self.api(inputs["name"], "CreateVpc", lambda: vpc.create_vpc(
@@ -347,11 +228,7 @@ class VpcProvider(BaiduProvider):
         self.api(id_, "DeleteVpc", lambda: bceapi.client("vpc", self.settings()).delete_vpc(id_))
 
 
-@dataclass
-class SubnetProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "Subnet"
-
+class SubnetProvider(BaiduProvider, kind="Subnet"):
     def _create(self, inputs, token):
         subnets = bceapi.client("subnet", self.settings())
         got = bceapi.body(self.api(inputs["name"], "CreateSubnet", lambda: subnets.create_subnet(
@@ -377,11 +254,7 @@ def _rule(rule: dict):
                                   destIp=rule.get("destIp"))
 
 
-@dataclass
-class SecurityGroupProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "SecurityGroup"
-
+class SecurityGroupProvider(BaiduProvider, kind="SecurityGroup"):
     def _check(self, news):
         # No world-open SSH (or any port) from this program, whatever the caller passes.
         return [(f"rules[{i}]", f"SecurityGroup: ingress from {r.get('sourceIp')} is open to the world")
@@ -423,11 +296,7 @@ class SecurityGroupProvider(BaiduProvider):
 
 # ---------------------------------------------------------------- KMS key (disk encryption)
 
-@dataclass
-class KmsKeyProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "KmsKey"
-
+class KmsKeyProvider(BaiduProvider, kind="KmsKey"):
     def _find(self, description: str) -> Optional[str]:
         kms = bceapi.client("kms", self.settings())
         got = bceapi.body(self.api(description, "ListKeys", lambda: kms.list_masterKey(1000)))
@@ -466,11 +335,7 @@ def _b(text: str) -> bytes:
     return text.encode()
 
 
-@dataclass
-class IamRoleProvider(BaiduProvider):
-    def __post_init__(self):
-        self.kind = "IamRole"
-
+class IamRoleProvider(BaiduProvider, kind="IamRole"):
     def _create(self, inputs, token):
         iam = bceapi.client("iam", self.settings())
         try:
@@ -495,12 +360,8 @@ class IamRoleProvider(BaiduProvider):
         self.api(id_, "DeleteRole", lambda: bceapi.client("iam", self.settings()).delete_role(_b(id_)))
 
 
-@dataclass
-class IamRolePolicyProvider(BaiduProvider):
+class IamRolePolicyProvider(BaiduProvider, kind="IamRolePolicy"):
     """A custom policy attached to a role: created, then attached; detached, then deleted."""
-
-    def __post_init__(self):
-        self.kind = "IamRolePolicy"
 
     def _create(self, inputs, token):
         iam = bceapi.client("iam", self.settings())
@@ -548,12 +409,8 @@ RELEASE_EVERYTHING = dict(related_release_flag=True, delete_cds_snapshot_flag=Tr
 FAILED = ("Error", "CreateFailed", "Failed")
 
 
-@dataclass
-class BccInstanceProvider(BaiduProvider):
+class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
     """One BCC instance with its SSD CDS data disk: Postpaid (pay-as-you-go) or bid with a price cap."""
-
-    def __post_init__(self):
-        self.kind = "BccInstance"
 
     def _check(self, news):
         problems = []
@@ -663,13 +520,9 @@ class BccInstanceProvider(BaiduProvider):
             id_, **RELEASE_EVERYTHING, client_token=client_token("release-all+" + id_, {})))
 
 
-@dataclass
-class RoleBindingProvider(BaiduProvider):
+class RoleBindingProvider(BaiduProvider, kind="RoleBinding"):
     """Binds the node role to the instances (BCC BindInstanceRole): their metadata service then serves
     the role's temporary credentials."""
-
-    def __post_init__(self):
-        self.kind = "RoleBinding"
 
     def _create(self, inputs, token):
         bcc = bceapi.client("bcc", self.settings())
@@ -701,12 +554,8 @@ class RoleBindingProvider(BaiduProvider):
 S3_ENDPOINT_ENV = "BAIDUCLOUD_S3_ENDPOINT"
 
 
-@dataclass
-class BucketObjectProvider(BaiduProvider):
+class BucketObjectProvider(BaiduProvider, kind="BucketObject"):
     """One object in BOS, put through the S3-compatible API (profile.object_store: SigV4, virtual hosts)."""
-
-    def __post_init__(self):
-        self.kind = "BucketObject"
 
     def _s3(self):
         import os
@@ -768,51 +617,14 @@ PROVIDERS = {"Vpc": VpcProvider, "Subnet": SubnetProvider, "SecurityGroup": Secu
 
 # ---------------------------------------------------------------- the Pulumi resources
 
-class _Resource(dyn.Resource):
-    """A Baidu dynamic resource: `name`, its inputs and the region; its provider is PROVIDERS[kind] (the
-    class's `name=`), with the output inputs of its schema declared empty so they show as outputs, and the
-    pickler left as it was found (components/dynamic_pickle.py)."""
-
-    def __init__(self, name: str, props: dict, region: str, opts: Optional[pulumi.ResourceOptions] = None):
-        kind = self._resource_type_name.rsplit(":", 1)[1]
-        outputs = {k: None for k, f in SCHEMAS[kind].items() if f.output}
-        with pickler_kept():
-            super().__init__(PROVIDERS[kind](region), name, {**props, "region": region, **outputs}, opts)
-
-
-# One class per kind: the class statement's module/name give the type token (pulumi-python:dynamic/baiducloud:<Kind>).
-class Vpc(_Resource, module="baiducloud", name="Vpc"):
-    pass
-
-
-class Subnet(_Resource, module="baiducloud", name="Subnet"):
-    pass
-
-
-class SecurityGroup(_Resource, module="baiducloud", name="SecurityGroup"):
-    pass
-
-
-class KmsKey(_Resource, module="baiducloud", name="KmsKey"):
-    pass
-
-
-class IamRole(_Resource, module="baiducloud", name="IamRole"):
-    pass
-
-
-class IamRolePolicy(_Resource, module="baiducloud", name="IamRolePolicy"):
-    pass
-
-
-class BccInstance(_Resource, module="baiducloud", name="BccInstance"):
-    internalIp: pulumi.Output[str]
-    publicIp: pulumi.Output[str]
-
-
-class BucketObject(_Resource, module="baiducloud", name="BucketObject"):
-    pass
-
-
-class RoleBinding(_Resource, module="baiducloud", name="RoleBinding"):
-    pass
+# One class per kind, made from the table (components/dynamic_resources.py resource_classes).
+RESOURCES = resource_classes(TYPE_MODULE, PROVIDERS, SCHEMAS, __name__)
+Vpc = RESOURCES["Vpc"]
+Subnet = RESOURCES["Subnet"]
+SecurityGroup = RESOURCES["SecurityGroup"]
+KmsKey = RESOURCES["KmsKey"]
+IamRole = RESOURCES["IamRole"]
+IamRolePolicy = RESOURCES["IamRolePolicy"]
+BccInstance = RESOURCES["BccInstance"]
+BucketObject = RESOURCES["BucketObject"]
+RoleBinding = RESOURCES["RoleBinding"]

@@ -85,29 +85,31 @@ def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
 class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
-        super().__init__("gpu-training:huaweicloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
+        super().__init__("huaweicloud", ctx)
         # One customer key per stack encrypts every disk of it (EVS needs a KMS key id to encrypt).
         self.disk_key = dew.Key(f"{ctx.name}-disk-key", key_alias=f"gpu-training-{spec.stack}-disks",
                                 key_description=f"gpu-training {spec.stack}: node disks",
-                                pending_days=KMS_PENDING_DAYS, tags=tags, opts=child)
-        public_key = spec.ssh_public_key
-        if not public_key and spec.profile.has_pool(spec):
-            public_key = GeneratedPublicKey(f"{ctx.name}-pool-login-key", comment=f"gpu-training-{spec.stack}-no-private-key",
-                                            opts=child).public_key
-        key_name = None
-        if public_key:
-            # A new public key replaces the key pair (ForceNew); its name stays, so the old one goes first.
-            key_name = ecs.Keypair(f"{ctx.name}-key", name=key_pair_name(spec), public_key=public_key,
-                                   opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True)).name
+                                pending_days=KMS_PENDING_DAYS, tags=self.tags, opts=self.child)
+        key_name = self.login_key(spec, ctx)
         # One group (profile.PLACEMENT: its member limit differs by region and is not a published number).
         group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: ecs.Servergroup(
             f"{ctx.name}-servergroup{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}",
-            policies=["anti-affinity"], opts=child).id)
+            policies=["anti-affinity"], opts=self.child).id)
         bandwidth = public_bandwidth_mbps(spec)
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_name,
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec), key_name,
                                group_ids, bandwidth or None, "traffic" if bandwidth else None))
+
+    def public_key(self, spec: Spec, ctx: PartContext) -> object:
+        """The user's key; for a pool without one, a key nobody holds (the module docstring says why)."""
+        if not spec.ssh_public_key and spec.profile.has_pool(spec):
+            return GeneratedPublicKey(f"{ctx.name}-pool-login-key", comment=f"gpu-training-{spec.stack}-no-private-key",
+                                      opts=self.child).public_key
+        return spec.ssh_public_key
+
+    def key_pair(self, spec: Spec, ctx: PartContext, public_key: object) -> pulumi.Output:
+        # A new public key replaces the key pair (ForceNew); its name stays, so the old one goes first.
+        return ecs.Keypair(f"{ctx.name}-key", name=key_pair_name(spec), public_key=public_key,
+                           opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True)).name
 
     def on_demand(self, launch: NodeLaunch) -> None:
         # The last resort if the agent never releases the node: Huawei deletes it.
@@ -148,7 +150,7 @@ class Nodes(NodesComponent):
                 launch.expires_at).apply(lambda expiry: unexpired(expiry, price)))
             return
         spec, disk = launch.spec, launch.spec.data_disk
-        child = pulumi.ResourceOptions(parent=self)
+        child = self.child
         public_ip = None
         if launch.public_bandwidth:
             public_ip = as_.ConfigurationInstanceConfigPublicIpArgs(eip=as_.ConfigurationInstanceConfigPublicIpEipArgs(

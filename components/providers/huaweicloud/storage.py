@@ -14,15 +14,22 @@ is the same PUT), never a replacement.
 
 SFS Turbo sits in the stack's VPC, subnet and security group (members may reach it), and nodes mount
 its `export_location` over NFSv3.
+
+The policy (when the bucket is made, what is uploaded after it) is the neutral StorageComponent's
+(components/providers/storage_part.py); this module gives its OBS and SFS resources.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import pulumi
 
-from components.artifacts import Artifact, all_artifacts
+from components.artifacts import Artifact
+from components.providers import storage_part
 from components.providers.base import NetworkParts, PartContext, StorageParts
 from components.providers.huaweicloud.profile import TURBO, TURBO_HPC_BANDWIDTH, TURBO_SHARE_TYPE
 from components.providers.huaweicloud.sdk import obs, sfs
+from components.providers.storage_part import StorageComponent
 from components.spec import Spec
 
 
@@ -32,38 +39,36 @@ def content_type(artifact: Artifact) -> str:
     return f"application/octet-stream; sha256={artifact.sha256}"
 
 
+def put_object(spec: Spec, name: str, artifact: Artifact, opts: pulumi.ResourceOptions) -> obs.BucketObject:
+    """One private, KMS-encrypted OBS object, its SHA-256 in the content type (the module docstring says why)."""
+    return obs.BucketObject(name, bucket=spec.checkpoint.bucket, key=artifact.key, source=artifact.source,
+                            content_type=content_type(artifact), encryption=True, acl="private", opts=opts)
+
+
 def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.ResourceOptions) -> list:
-    """One private, KMS-encrypted OBS object per file (its SHA-256 in the content type): the VM path's storage
-    part and a platform stack's code (ModelArts) both upload through here."""
-    return [obs.BucketObject(f"{name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                             source=artifact.source, content_type=content_type(artifact), encryption=True,
-                             acl="private", opts=opts)
-            for index, artifact in enumerate(artifacts)]
+    """The VM path's storage part and a platform stack's code (ModelArts) both upload through here."""
+    return storage_part.upload(spec, name, artifacts, put_object, opts)
 
 
-class Storage(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts):
-        super().__init__("gpu-training:huaweicloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        bucket_dependency = []
-        if spec.checkpoint.bucket and spec.checkpoint.create:
-            # Checkpoints must outlive the stack: destroy leaves the bucket (and its data) in place.
-            bucket = obs.Bucket(f"{ctx.name}-checkpoints", bucket=spec.checkpoint.bucket, acl="private",
-                                encryption=True, sse_algorithm="kms", versioning=True, force_destroy=False, tags=tags,
-                                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
-            bucket_dependency = [bucket]
-        upload(spec, ctx.name, all_artifacts(spec), pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
-        self.address = None
-        if spec.shared_storage == TURBO:
-            turbo = sfs.Turbo(
-                f"{ctx.name}-sfsturbo", name=f"gpu-training-{spec.stack}", size=spec.shared_storage_gb,
-                share_proto="NFS", share_type=TURBO_SHARE_TYPE, hpc_bandwidth=TURBO_HPC_BANDWIDTH,
-                availability_zone=network.zone, vpc_id=network.vpc_id, subnet_id=network.subnet_ids[0],
-                security_group_id=network.security_group_id, charging_mode="postPaid", tags=tags, opts=child)
-            self.address = turbo.export_location
-        self.register_outputs({"sharedFsAddress": self.address})
+class Storage(StorageComponent):
+    """OBS for the checkpoint bucket and the files; SFS Turbo HPC for the large tier."""
+
+    put_object = staticmethod(put_object)  # the module's, which a platform stack's upload() uses too
+
+    def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> obs.Bucket:
+        return obs.Bucket(name, bucket=spec.checkpoint.bucket, acl="private", encryption=True, sse_algorithm="kms",
+                          versioning=True, force_destroy=False, tags=self.tags, opts=opts)
+
+    def shared_fs(self, spec: Spec, ctx: PartContext, network: NetworkParts) -> Optional[pulumi.Output]:
+        if spec.shared_storage != TURBO:
+            return None
+        turbo = sfs.Turbo(
+            f"{ctx.name}-sfsturbo", name=f"gpu-training-{spec.stack}", size=spec.shared_storage_gb,
+            share_proto="NFS", share_type=TURBO_SHARE_TYPE, hpc_bandwidth=TURBO_HPC_BANDWIDTH,
+            availability_zone=network.zone, vpc_id=network.vpc_id, subnet_id=network.subnet_ids[0],
+            security_group_id=network.security_group_id, charging_mode="postPaid", tags=self.tags, opts=self.child)
+        return turbo.export_location
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
-    return StorageParts(shared_fs_address=Storage(spec, ctx, network).address)
+    return Storage("huaweicloud", spec, ctx, network).parts()

@@ -86,27 +86,26 @@ def node_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
 class Nodes(NodesComponent):
     def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output[str]):
-        super().__init__("gpu-training:tencentcloud:Nodes", f"{ctx.name}-nodes", ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        key_ids = None
-        if spec.ssh_public_key:
-            pair = key.Pair(f"{ctx.name}-key", key_name=key_pair_name(spec), public_key=spec.ssh_public_key,
-                            tags=tags, opts=child)
-            key_ids = [pair.id]
+        super().__init__("tencentcloud", ctx)
+        key_ids = self.login_key(spec, ctx)
         # One group (profile.PLACEMENT: its member limit is the account's quota, not a published number).
         group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: placement.Group(
             f"{ctx.name}-placement{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}", type="HOST",
-            tags=tags, opts=child).id)
+            tags=self.tags, opts=self.child).id)
         # Outbound-only public address (profile.py, "egress"): the CVM/AS APIs and the CUDA repository.
         public_bandwidth = public_bandwidth_mbps(spec)
         internet_charge = INTERNET_CHARGE_TYPE if public_bandwidth else None
-        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, tags, image_id(spec), key_ids,
+        self.launch(NodeLaunch(spec, ctx, network, identity, user_data, expires_at, self.tags, image_id(spec), key_ids,
                                group_ids, public_bandwidth, internet_charge))
+
+    def key_pair(self, spec: Spec, ctx: PartContext, public_key: str) -> list:
+        pair = key.Pair(f"{ctx.name}-key", key_name=key_pair_name(spec), public_key=public_key, tags=self.tags,
+                        opts=self.child)
+        return [pair.id]
 
     def on_demand(self, launch: NodeLaunch) -> None:
         spec, disk = launch.spec, launch.spec.data_disk
-        child = pulumi.ResourceOptions(parent=self)
+        child = self.child
         for index in range(spec.nodes):
             node = cvm_instance.Instance(
                 f"{launch.ctx.name}-node-{index}", instance_name=f"gpu-training-{spec.stack}-{index}",
@@ -135,7 +134,7 @@ class Nodes(NodesComponent):
 
     def spot_pool(self, launch: NodeLaunch) -> None:
         spec, disk = launch.spec, launch.spec.data_disk
-        child = pulumi.ResourceOptions(parent=self)
+        child = self.child
         seed = cbs.Storage(f"{launch.ctx.name}-seed-disk", storage_name=f"gpu-training-{spec.stack}-seed",
                            storage_type=disk.category, storage_size=SEED_DISK_GB, availability_zone=launch.network.zone,
                            charge_type="POSTPAID_BY_HOUR", encrypt=True, tags=launch.tags, opts=child)

@@ -6,69 +6,58 @@ creates a CCN, attaches the stack's VPC to it, and gives the file system its own
 (tencentcloud-iac-pulumi `cfs.FileSystem`: net_interface "CCN" needs ccn_id and cidr_block; Tencent
 CFS docs: associate the client VPC with the file system's CCN). Nodes mount it with the Lustre client
 at `<mount ip>@tcp0:/<fs id>/cfs` (TencentCloud/kubernetes-csi-tencentcloud, driver/cfsturbo).
+
+The policy (when the bucket is made, what is uploaded after it) is the neutral StorageComponent's
+(components/providers/storage_part.py); this module gives its COS and CFS resources.
 """
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
+from typing import Optional
 
 import pulumi
 from tencentcloud_iac_pulumi import ccn, cfs, cos
 
-from components.artifacts import all_artifacts
+from components.artifacts import Artifact
 from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.storage_part import StorageComponent
 from components.providers.tencentcloud.network import TURBO_CIDR, VPC_CIDR
 from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE
 from components.spec import Spec
 
 
-def _md5_hex(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
+class Storage(StorageComponent):
+    """COS for the checkpoint bucket and the files; CFS Turbo over a CCN."""
 
+    def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> cos.Bucket:
+        return cos.Bucket(name, bucket=spec.checkpoint.bucket, acl="private", encryption_algorithm="AES256",
+                          versioning_enable=True, force_clean=False, tags=self.tags, opts=opts)
 
-class Storage(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext, network: NetworkParts):
-        super().__init__("gpu-training:tencentcloud:Storage", f"{ctx.name}-storage", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        bucket_dependency = []
-        if spec.checkpoint.bucket and spec.checkpoint.create:
-            # Checkpoints must outlive the stack: destroy leaves the bucket (and its data) in place.
-            bucket = cos.Bucket(
-                f"{ctx.name}-checkpoints", bucket=spec.checkpoint.bucket, acl="private",
-                encryption_algorithm="AES256", versioning_enable=True, force_clean=False, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
-            bucket_dependency = [bucket]
-        for index, artifact in enumerate(all_artifacts(spec)):
-            # The MD5 as etag makes a changed file a changed input, so `pulumi up` re-uploads it.
-            cos.BucketObject(
-                f"{ctx.name}-file-{index}", bucket=spec.checkpoint.bucket, key=artifact.key,
-                source=artifact.source, etag=_md5_hex(artifact.path), tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+    def put_object(self, spec: Spec, name: str, artifact: Artifact, opts: pulumi.ResourceOptions) -> cos.BucketObject:
+        # The MD5 as etag makes a changed file a changed input, so `pulumi up` re-uploads it.
+        return cos.BucketObject(name, bucket=spec.checkpoint.bucket, key=artifact.key, source=artifact.source,
+                                etag=artifact.md5_hex, tags=self.tags, opts=opts)
 
-        self.address = None
-        self.file_system_id = None
-        if spec.shared_storage == TURBO:
-            net = ccn.Instance(f"{ctx.name}-ccn", name=f"gpu-training-{spec.stack}",
-                               description=f"gpu-training {spec.stack}: reaches CFS Turbo", qos="AU",
-                               charge_type="POSTPAID", tags=tags, opts=child)
-            attachment = ccn.AttachmentV2(f"{ctx.name}-ccn-vpc", ccn_id=net.id, instance_id=network.vpc_id,
-                                        instance_type="VPC", instance_region=spec.region,
-                                        description="the stack's VPC", opts=child)
-            group = cfs.AccessGroup(f"{ctx.name}-cfs-access", name=f"gpu-training-{spec.stack}",
-                                    description="only this stack's VPC", opts=child)
-            cfs.AccessRule(f"{ctx.name}-cfs-rule", access_group_id=group.id, auth_client_ip=VPC_CIDR, priority=1,
-                           rw_permission="RW", user_permission="no_root_squash", opts=child)
-            fs = cfs.FileSystem(
-                f"{ctx.name}-cfsturbo", name=f"gpu-training-{spec.stack}", availability_zone=network.zone,
-                access_group_id=group.id, protocol="TURBO", storage_type=TURBO_STORAGE_TYPE, net_interface="CCN",
-                ccn_id=net.id, cidr_block=TURBO_CIDR, capacity=spec.shared_storage_gb, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]))
-            self.address = pulumi.Output.all(fs.mount_ip, fs.fs_id).apply(lambda v: f"{v[0]}:/{v[1]}")
-            self.file_system_id = fs.id
-        self.register_outputs({"sharedFsAddress": self.address})
+    def shared_fs(self, spec: Spec, ctx: PartContext, network: NetworkParts) -> Optional[pulumi.Output]:
+        if spec.shared_storage != TURBO:
+            return None
+        child, tags = self.child, self.tags
+        net = ccn.Instance(f"{ctx.name}-ccn", name=f"gpu-training-{spec.stack}",
+                           description=f"gpu-training {spec.stack}: reaches CFS Turbo", qos="AU",
+                           charge_type="POSTPAID", tags=tags, opts=child)
+        attachment = ccn.AttachmentV2(f"{ctx.name}-ccn-vpc", ccn_id=net.id, instance_id=network.vpc_id,
+                                    instance_type="VPC", instance_region=spec.region,
+                                    description="the stack's VPC", opts=child)
+        group = cfs.AccessGroup(f"{ctx.name}-cfs-access", name=f"gpu-training-{spec.stack}",
+                                description="only this stack's VPC", opts=child)
+        cfs.AccessRule(f"{ctx.name}-cfs-rule", access_group_id=group.id, auth_client_ip=VPC_CIDR, priority=1,
+                       rw_permission="RW", user_permission="no_root_squash", opts=child)
+        fs = cfs.FileSystem(
+            f"{ctx.name}-cfsturbo", name=f"gpu-training-{spec.stack}", availability_zone=network.zone,
+            access_group_id=group.id, protocol="TURBO", storage_type=TURBO_STORAGE_TYPE, net_interface="CCN",
+            ccn_id=net.id, cidr_block=TURBO_CIDR, capacity=spec.shared_storage_gb, tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment]))
+        return pulumi.Output.all(fs.mount_ip, fs.fs_id).apply(lambda v: f"{v[0]}:/{v[1]}")
 
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
-    storage = Storage(spec, ctx, network)
-    return StorageParts(shared_fs_address=storage.address)
+    return Storage("tencentcloud", spec, ctx, network).parts()

@@ -1,0 +1,65 @@
+"""The storage part's cloud-neutral policy: `StorageComponent`, which every cloud's storage.py subclasses.
+
+What it decides, once for every cloud: the checkpoint bucket is made only when `spec.checkpoint.create`
+asks for it, and retained on delete (checkpoints must outlive the stack: destroy leaves the bucket and
+its data); every file of `all_artifacts(spec)` is uploaded after the bucket, one object each, named
+`<name>-file-<index>`, with an input that depends on the file's content so that a changed file is a
+changed input (`pulumi up` uploads it again); the shared file system comes last and gives the mount
+address. What each cloud decides is in three small hooks: how it makes the bucket, one object, and the
+shared file system (docs/providers.md, "storage.py").
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import pulumi
+
+from components.artifacts import Artifact, all_artifacts
+from components.providers.base import NetworkParts, PartContext, StorageParts
+
+# (spec, resource name, artifact, options) -> the cloud's object resource: one file in the bucket.
+PutObject = Callable[[Any, str, Artifact, pulumi.ResourceOptions], pulumi.Resource]
+
+
+def upload(spec: Any, name: str, artifacts: list[Artifact], put: PutObject, opts: pulumi.ResourceOptions) -> list:
+    """One object per file, `<name>-file-<index>` in the artifacts' order: the VM path's storage part and a
+    platform stack's code upload (components/platforms/training.py) name them the same way."""
+    return [put(spec, f"{name}-file-{index}", artifact, opts) for index, artifact in enumerate(artifacts)]
+
+
+class StorageComponent(pulumi.ComponentResource):
+    """A storage part's component (`gpu-training:<cloud>:Storage`): the policy above, the cloud's hooks below.
+
+    Hooks see `self.child` (options parenting a resource under the component) and `self.tags` (the
+    stack's tags as a plain dict)."""
+
+    def __init__(self, cloud: str, spec: Any, ctx: PartContext, network: Optional[NetworkParts]):
+        super().__init__(f"gpu-training:{cloud}:Storage", f"{ctx.name}-storage", None, ctx.opts())
+        self.child = pulumi.ResourceOptions(parent=self)
+        self.tags = dict(ctx.tags)
+        bucket_dependency = []
+        if spec.checkpoint.bucket and spec.checkpoint.create:
+            # Checkpoints must outlive the stack: destroy leaves the bucket (and its data) in place.
+            bucket_dependency = [self.checkpoint_bucket(
+                spec, f"{ctx.name}-checkpoints", pulumi.ResourceOptions(parent=self, retain_on_delete=True))]
+        self.objects = upload(spec, ctx.name, all_artifacts(spec), self.put_object,
+                              pulumi.ResourceOptions(parent=self, depends_on=bucket_dependency))
+        self.address = self.shared_fs(spec, ctx, network)
+        # None is no output at all (the SDK leaves it out): a cloud without a shared FS registers none.
+        self.register_outputs({"sharedFsAddress": self.address})
+
+    def parts(self) -> StorageParts:
+        return StorageParts(shared_fs_address=self.address)
+
+    # -- what a cloud fills in
+    def checkpoint_bucket(self, spec: Any, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        """The checkpoint bucket `spec.checkpoint.bucket`, encrypted and versioned, with these options."""
+        raise NotImplementedError(f"{type(self).__module__}: this cloud does not create the checkpoint bucket")
+
+    def put_object(self, spec: Any, name: str, artifact: Artifact, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        """One file in `spec.checkpoint.bucket` at `artifact.key`, with an input that changes with its content."""
+        raise NotImplementedError(f"{type(self).__module__}: put_object is not written yet")
+
+    def shared_fs(self, spec: Any, ctx: PartContext, network: Optional[NetworkParts]) -> Optional[pulumi.Output]:
+        """The shared file system `spec.shared_storage` asks for and its mount address; None without one."""
+        return None
