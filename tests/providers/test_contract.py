@@ -69,7 +69,8 @@ def test_the_node_runtime_has_what_the_agent_calls(name):
 def test_the_profile_declares_its_name_limits_and_credentials(name):
     profile = providers.profile(name)
     assert isinstance(profile, ProviderProfile) and profile.name == name
-    assert profile.user_data.max_bytes > 0 and profile.user_data.source and "TODO" not in profile.user_data.source
+    assert profile.node.user_data.max_bytes > 0 and profile.node.user_data.source
+    assert "TODO" not in profile.node.user_data.source
     assert profile.credential_env, f"{name} declares no credential variables: the preview could not hide them"
     assert set(providers.credential_env_prefixes()) >= set(profile.credential_env)
 
