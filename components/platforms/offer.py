@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from components import datafiles
+from components import datafiles, schema
 from components.catalog import Catalog, catalog_from
 
 KINDS_FIELD = "platform.kind"
@@ -40,6 +40,9 @@ class PlatformOffer:
 
     def catalog(self) -> Catalog:
         return catalog_from(datafiles.load_path(self.directory / "flavors.yaml"), self.provider)
+
+    def __post_init__(self):
+        schema.check_refusals(f"the {self.kind} platform (platform.yaml unsupported)", self.unsupported)
 
     @property
     def default_image(self) -> str:

@@ -362,10 +362,6 @@ class Interconnect:
     placement: Optional[Placement] = None
 
 
-class UnknownStackKey(ValueError):
-    """A profile refuses a stack key (or a value) that does not exist: the refusal would never apply."""
-
-
 # Temporary: the flat names components/spec.py still reads, until its body moves to components/validation/
 # and reads the groups (then this table and ProviderProfile.__getattr__ go).
 _FLAT_NAMES = {
@@ -408,10 +404,8 @@ class ProviderProfile:
     platforms: Callable[[], Mapping[str, Any]] = dict
 
     def __post_init__(self):
-        problems = schema.unknown_refusals(self.rules.unsupported)
-        if problems:
-            raise UnknownStackKey(f"{self.name}: its profile's rules.unsupported names what no stack can set,"
-                                  f" so the refusal would never apply: {'; '.join(problems)}")
+        # Made when the registry imports the profile: a misspelt refusal stops every lookup, not one stack.
+        schema.check_refusals(f"{self.name}'s profile (rules.unsupported)", self.rules.unsupported)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: the temporary flat names of _FLAT_NAMES.
