@@ -345,10 +345,7 @@ PROFILE = ProviderProfile(
         },
         data_disk=data_disk,
     ),
-    object_storage=ObjectStorage(
-        example_bucket="my-gpu-training-checkpoints",
-        store=object_store,
-    ),
+    object_storage=ObjectStorage(example_bucket="my-gpu-training-checkpoints", store=object_store),
     node=NodeEnvironment(
         metadata_endpoint="http://100.100.100.200",
         apt_mirror="http://mirrors.cloud.aliyuncs.com",
@@ -377,16 +374,9 @@ PROFILE = ProviderProfile(
         cloud_api=cloud_api,
         cloud_api_default=cloud_api_default,
     ),
-    billing=Billing(
-        keeps_billing=keeps_billing,
-        bills_nothing_alone=BILLS_NOTHING_ALONE,
-    ),
-    naming=Naming(
-        limits=NAME_LIMITS,
-    ),
-    interconnect=Interconnect(
-        placement=PLACEMENT,
-    ),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(limits=NAME_LIMITS),
+    interconnect=Interconnect(placement=PLACEMENT),
     kubernetes=ACK,
     platforms=_platforms,
 )

@@ -202,12 +202,7 @@ PROFILE = ProviderProfile(
     region_key="baiducloud:region",  # no Pulumi provider reads it: the dynamic resources take the region
     currency="CNY",
     credential_env=("BAIDUCLOUD_", "BCE_"),
-    shared_fs=SharedStorage(
-        kinds={},
-        parallel=None,
-        default_gb={},
-        min_gb={},
-    ),
+    shared_fs=SharedStorage(),  # none offered: PFS is not built for Baidu (docs/baiducloud.md)
     disks=Disks(
         ssd_categories=tuple(_TYPE_FOR_CLASS.values()),
         sizes=DATA_DISK_SIZES,
@@ -217,10 +212,7 @@ PROFILE = ProviderProfile(
         },
         data_disk=data_disk,
     ),
-    object_storage=ObjectStorage(
-        store=object_store,
-        example_bucket="my-gpu-training-checkpoints",
-    ),
+    object_storage=ObjectStorage(store=object_store, example_bucket="my-gpu-training-checkpoints"),
     node=NodeEnvironment(
         metadata_endpoint="http://169.254.169.254",  # unverified (docs/baiducloud.md)
         apt_mirror=None,
@@ -249,10 +241,7 @@ PROFILE = ProviderProfile(
         cloud_api=cloud_api,
         cloud_api_default=cloud_api_default,
     ),
-    billing=Billing(
-        keeps_billing=keeps_billing,
-        bills_nothing_alone=BILLS_NOTHING_ALONE,
-    ),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
     naming=Naming(
         limits=NAME_LIMITS,
         type_prefixes=(TYPE_PREFIX,),

@@ -313,10 +313,7 @@ PROFILE = ProviderProfile(
         },
         data_disk=data_disk,
     ),
-    object_storage=ObjectStorage(
-        example_bucket="my-gpu-training",
-        store=object_store,
-    ),
+    object_storage=ObjectStorage(example_bucket="my-gpu-training", store=object_store),
     node=NodeEnvironment(
         metadata_endpoint="http://169.254.169.254",
         apt_mirror=None,  # Huawei's mirror (repo.huaweicloud.com) is public; not confirmed reachable in-VPC here
@@ -344,20 +341,9 @@ PROFILE = ProviderProfile(
         checks=checks,
         warnings=warnings,
     ),
-    egress=Egress(
-        routes=routes,
-        endpoint_rules=endpoint_rules,
-        cloud_api_default=cloud_api_default,
-    ),
-    billing=Billing(
-        keeps_billing=keeps_billing,
-        bills_nothing_alone=BILLS_NOTHING_ALONE,
-    ),
-    naming=Naming(
-        limits=NAME_LIMITS,
-    ),
-    interconnect=Interconnect(
-        placement=PLACEMENT,
-    ),
+    egress=Egress(routes=routes, endpoint_rules=endpoint_rules, cloud_api_default=cloud_api_default),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(limits=NAME_LIMITS),
+    interconnect=Interconnect(placement=PLACEMENT),
     platforms=_platforms,
 )

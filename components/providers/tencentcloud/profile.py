@@ -321,19 +321,8 @@ PROFILE = ProviderProfile(
         checks=checks,
         warnings=warnings,
     ),
-    egress=Egress(
-        routes=routes,
-        endpoint_rules=endpoint_rules,
-        cloud_api_default=cloud_api_default,
-    ),
-    billing=Billing(
-        keeps_billing=keeps_billing,
-        bills_nothing_alone=BILLS_NOTHING_ALONE,
-    ),
-    naming=Naming(
-        limits=NAME_LIMITS,
-    ),
-    interconnect=Interconnect(
-        placement=PLACEMENT,
-    ),
+    egress=Egress(routes=routes, endpoint_rules=endpoint_rules, cloud_api_default=cloud_api_default),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(limits=NAME_LIMITS),
+    interconnect=Interconnect(placement=PLACEMENT),
 )
