@@ -40,7 +40,8 @@ def as_output(spec) -> list[dict]:
 
 def unclassified(spec, resources: Sequence[Any]) -> list[str]:
     """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone."""
-    known = {item.type for item in keeps_billing(spec)} | set(spec.profile.billing.bills_nothing_alone) | set(STATE_ONLY)
+    known = ({item.type for item in keeps_billing(spec)} | set(spec.profile.billing.bills_nothing_alone)
+             | set(STATE_ONLY))
     return sorted({r.type for r in resources if not r.type.startswith((COMPONENT_PREFIX, *INSIDE_THE_CLUSTER))} - known)
 
 

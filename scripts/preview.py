@@ -41,7 +41,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def node_user_data(plan: Plan, spec: Spec) -> tuple[str, int] | None:
     """The encoded user-data of node 0 (the first resource that carries one) and its size; where a
-    resource holds it is the provider's `user_data_inputs` (e.g. Huawei's instanceConfig.userData)."""
+    resource holds it is the provider's `node.user_data_inputs` (e.g. Huawei's instanceConfig.userData)."""
     for resource in plan.resources:
         for path in spec.profile.node.user_data_inputs:
             value = facts.input_at(resource.inputs, path)

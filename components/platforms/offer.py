@@ -38,11 +38,11 @@ class PlatformOffer:
     # (spec) -> the job API request body (its api.yaml names the fields and their sources).
     request: Callable = lambda spec: {}
 
-    def catalog(self) -> Catalog:
-        return catalog_from(datafiles.load_path(self.directory / "flavors.yaml"), self.provider)
-
     def __post_init__(self):
         schema.check_refusals(f"the {self.kind} platform (platform.yaml unsupported)", self.unsupported)
+
+    def catalog(self) -> Catalog:
+        return catalog_from(datafiles.load_path(self.directory / "flavors.yaml"), self.provider)
 
     @property
     def default_image(self) -> str:

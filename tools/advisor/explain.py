@@ -24,8 +24,9 @@ def shared_storage(ev: Evaluation) -> tuple[str, int]:
     """The shared file system the spec will give this stack by default, and its size in GiB."""
     tier, profile = ev.offer.tier, ev.offer.profile
     assert tier is not None
-    if tier.shared_storage == "parallel" and profile.shared_fs.parallel:
-        return profile.shared_fs.parallel, int(profile.shared_fs.default_gb.get(profile.shared_fs.parallel, 0))
+    shared = profile.shared_fs
+    if tier.shared_storage == "parallel" and shared.parallel:
+        return shared.parallel, int(shared.default_gb.get(shared.parallel, 0))
     return "none", 0
 
 

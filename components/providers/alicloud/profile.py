@@ -351,8 +351,8 @@ PROFILE = ProviderProfile(
         apt_mirror="http://mirrors.cloud.aliyuncs.com",
         pip_index="http://mirrors.cloud.aliyuncs.com/pypi/simple/",
         requirements=("boto3", "tenacity", "fastcrc", "alibabacloud_ecs20140526", "alibabacloud_tea_openapi"),
-        user_data=UserDataLimit(32 * 1024, "raw", "alibabacloud_ecs20140526 7.11.8 RunInstancesRequest.user_data: 'The size"
-                                " of instance user data cannot exceed 32 KB before Base64 encoding.'"),
+        user_data=UserDataLimit(32 * 1024, "raw", "alibabacloud_ecs20140526 7.11.8 RunInstancesRequest.user_data:"
+                                " 'The size of instance user data cannot exceed 32 KB before Base64 encoding.'"),
         default_image_note="newest Alibaba Cloud public Ubuntu 22.04 image (ecs.get_images)",
     ),
     spot=Spot(

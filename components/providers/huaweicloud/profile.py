@@ -319,12 +319,14 @@ PROFILE = ProviderProfile(
         apt_mirror=None,  # Huawei's mirror (repo.huaweicloud.com) is public; not confirmed reachable in-VPC here
         pip_index=None,
         requirements=("boto3", "tenacity", "huaweicloudsdkcore", "huaweicloudsdkecs", "huaweicloudsdkas"),
-        user_data=UserDataLimit(32 * 1024, "raw", "huaweicloudsdkecs 3.1.219 PostPaidServer.user_data (ECS API 'Creating"
-                                " an ECS'): base64-encoded, 'the content before encoding at most 32KB'; text or gzip"),
+        user_data=UserDataLimit(32 * 1024, "raw", "huaweicloudsdkecs 3.1.219 PostPaidServer.user_data (ECS API"
+                                " 'Creating an ECS'): base64-encoded, 'the content before encoding at most 32KB';"
+                                " text or gzip"),
         # ECSs hold it at the top; the spot pool's AS configuration inside instance_config.
         user_data_inputs=("userData", "instanceConfig.userData"),
-        default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set gpu-training:image to an"
-                            " image with the GPU driver preinstalled and the bootstrap skips the driver install"),
+        default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set"
+                            " gpu-training:image to an image with the GPU driver preinstalled and the bootstrap skips"
+                            " the driver install"),
     ),
     spot=Spot(
         discount=1.0,
@@ -335,8 +337,8 @@ PROFILE = ProviderProfile(
     rules=Rules(
         unsupported={
             "gpu=Ascend-910B": ASCEND_REFUSED,
-            "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot capacity;"
-                                  " widen the pool with spotZones, or use billing: on-demand"),
+            "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot"
+                                  " capacity; widen the pool with spotZones, or use billing: on-demand"),
         },
         checks=checks,
         warnings=warnings,

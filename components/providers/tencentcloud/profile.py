@@ -295,10 +295,11 @@ PROFILE = ProviderProfile(
         apt_mirror="http://mirrors.tencentyun.com",
         pip_index="http://mirrors.tencentyun.com/pypi/simple",
         requirements=("boto3", "tenacity", "fastcrc", "tencentcloud-sdk-python-common", "tencentcloud-sdk-python-cvm"),
-        user_data=UserDataLimit(16 * 1024, "base64", "tencentcloud-iac-pulumi 0.2.3 cvm Instance.user_data: 'Must be base64"
-                                " encoded and up to 16 KB.'"),
-        default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set gpu-training:image"
-                            " to an image with the GPU driver preinstalled and the bootstrap skips the driver install"),
+        user_data=UserDataLimit(16 * 1024, "base64", "tencentcloud-iac-pulumi 0.2.3 cvm Instance.user_data: 'Must be"
+                                " base64 encoded and up to 16 KB.'"),
+        default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set"
+                            " gpu-training:image to an image with the GPU driver preinstalled and the bootstrap skips"
+                            " the driver install"),
     ),
     spot=Spot(
         discount=0.2,
