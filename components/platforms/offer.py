@@ -31,7 +31,8 @@ class PlatformOffer:
     package: str  # the module holding its job API client and stand-in (components.providers.<cloud>.<platform>)
     directory: Path  # where platform.yaml, flavors.yaml and api.yaml live
     data: Mapping  # platform.yaml
-    # Stack keys the platform does not honour, with why (checked like a profile's `unsupported`).
+    # Stack keys the platform does not honour, with why (checked like a profile's `rules.unsupported`; each must
+    # be a stack key, or the offer does not load).
     unsupported: Mapping[str, str] = field(default_factory=dict)
     # (spec) -> [(key, message)]: the platform's own rules on the resolved spec.
     checks: Callable = lambda spec: []

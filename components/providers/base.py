@@ -179,7 +179,8 @@ class NameLimit:
 @dataclass(frozen=True)
 class Placement:
     """The placement group a multi-node stack's nodes go in (the compute part makes it when nodes > 1),
-    and how many members one holds: components/spec.py checks `nodes` against it before anything is made.
+    and how many members one holds: components/validation/build.py checks `nodes` against it before
+    anything is made.
 
     Past `members`, on-demand nodes go in several groups, node i in group i // members: each group keeps
     its guarantee (`keeps`) for its nodes, none holds between groups, and adding nodes never moves a node
@@ -217,7 +218,7 @@ def group_suffix(group: int) -> str:
 class KubernetesOffer:
     """What a provider's managed Kubernetes offers the Kubernetes path (docs/kubernetes.md); data with sources.
 
-    A provider without one refuses the `kubernetes` key at validation (its `unsupported` says why)."""
+    A provider without one refuses the `kubernetes` key at validation (its `rules.unsupported` says why)."""
     service: str  # e.g. "ACK Pro (managed)"
     cluster_spec: str  # the provider's control plane class
     version_pattern: str  # regex for `kubernetes.version` (fullmatch)
@@ -362,20 +363,6 @@ class Interconnect:
     placement: Optional[Placement] = None
 
 
-# Temporary: the flat names components/spec.py still reads, until its body moves to components/validation/
-# and reads the groups (then this table and ProviderProfile.__getattr__ go).
-_FLAT_NAMES = {
-    "shared_storage": ("shared_fs", "kinds"), "parallel_fs": ("shared_fs", "parallel"),
-    "shared_storage_default_gb": ("shared_fs", "default_gb"), "shared_storage_min_gb": ("shared_fs", "min_gb"),
-    "ssd_disk_categories": ("disks", "ssd_categories"), "refused_disk_categories": ("disks", "refused_categories"),
-    "data_disk": ("disks", "data_disk"), "data_disk_sizes": ("disks", "sizes"),
-    "object_store": ("object_storage", "store"), "example_bucket": ("object_storage", "example_bucket"),
-    "user_data": ("node", "user_data"), "unsupported": ("rules", "unsupported"), "checks": ("rules", "checks"),
-    "warnings": ("rules", "warnings"), "rdma_enabled": ("interconnect", "rdma_enabled"),
-    "placement": ("interconnect", "placement"), "name_limits": ("naming", "limits"), "has_pool": ("spot", "has_pool"),
-}
-
-
 @dataclass(frozen=True)
 class ProviderProfile:
     """What a cloud declares: who it is (name, region key, currency, credential variables) and one group
@@ -406,13 +393,6 @@ class ProviderProfile:
     def __post_init__(self):
         # Made when the registry imports the profile: a misspelt refusal stops every lookup, not one stack.
         schema.check_refusals(f"{self.name}'s profile (rules.unsupported)", self.rules.unsupported)
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached when normal lookup fails: the temporary flat names of _FLAT_NAMES.
-        if name not in _FLAT_NAMES:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        group, attribute = _FLAT_NAMES[name]
-        return getattr(getattr(self, group), attribute)
 
     def owns(self, type_token: str) -> bool:
         return type_token.startswith(self.naming.type_prefixes or (f"{self.name}:",))

@@ -247,9 +247,9 @@ def turn_on_every_part(package: Path) -> None:
     for old, new in PROFILE_FILLED.items():
         assert old in profile, f"the template's profile no longer has {old!r}"
         profile = profile.replace(old, new)
-    refusals = re.compile(r"    unsupported=\{\n(?:        .*\n)+    \},\n")
+    refusals = re.compile(r"        unsupported=\{\n(?:            .*\n)+        \},\n")  # in rules=Rules(...)
     assert len(refusals.findall(profile)) == 1, "the template's profile no longer refuses by `unsupported`"
-    (package / "profile.py").write_text(refusals.sub("    unsupported={},\n", profile))
+    (package / "profile.py").write_text(refusals.sub("        unsupported={},\n", profile))
     catalog = (package / "catalog.yaml").read_text()
     (package / "catalog.yaml").write_text(catalog.replace("currency: TODO", "currency: USD").replace(
         "sources: {}", "sources: {S1: {title: the cloud's GPU instance page, url: 'https://stub.example/gpu'}}").replace(

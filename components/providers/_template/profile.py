@@ -16,12 +16,12 @@ from components.providers.base import (DataDisk, Disks, Interconnect, Kubernetes
 
 def data_disk(tier_disk_class: str, size_gb: int, override: Optional[str]) -> DataDisk:
     # TODO(__cloud__): map the tier's disk class (local-nvme / ssd / fast-ssd) to the cloud's category.
-    raise NotImplementedError("__cloud__: profile.disks.data_disk is not written yet (docs/providers.md)")
+    raise NotImplementedError("__cloud__: profile.data_disk is not written yet (docs/providers.md)")
 
 
 def object_store(region: str) -> ObjectStore:
     # TODO(__cloud__): the S3-compatible endpoint, its addressing style and signature; the in-VPC one.
-    raise NotImplementedError("__cloud__: profile.object_storage.store is not written yet (docs/providers.md)")
+    raise NotImplementedError("__cloud__: profile.object_store is not written yet (docs/providers.md)")
 
 
 # TODO(__cloud__): the cloud's shared file system (storage.py makes it): its name as `sharedStorage` takes it.

@@ -236,7 +236,7 @@ BILLS_NOTHING_ALONE = {
 
 
 
-# Names the program gives (components/spec.py refuses a stack whose names break a limit, naming the
+# Names the program gives (validation refuses a stack whose names break a limit, naming the
 # stack name, the usual cause). Sources: the provider at the commit of provider_facts.json, or the API doc.
 _TF = "aliyun/terraform-provider-alicloud@81c43b67"
 NAME_LIMITS = (

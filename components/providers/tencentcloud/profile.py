@@ -220,7 +220,7 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
 
 
 
-# Names the program gives (components/spec.py refuses a stack whose names break a limit, naming the
+# Names the program gives (validation refuses a stack whose names break a limit, naming the
 # stack name, the usual cause). Source: the provider at the commit of provider_facts.json; every limit
 # below is ValidateStringLengthInRange (tencentcloud/common/validators.go:104), counted in characters.
 _TF = "tencentcloudstack/terraform-provider-tencentcloud@f6970a90"
