@@ -174,7 +174,7 @@ def _check_egress(spec: Spec, problems: _Problems) -> None:
 
 
 def _check_names(spec: Spec, problems: _Problems) -> None:
-    """Every name the program gives fits the cloud's limit (provider profile `name_limits`); the stack
+    """Every name the program gives fits the cloud's limit (provider profile `naming.limits`); the stack
     name is in each, so a long stack name is the usual cause and the message says how long it may be."""
     for limit in spec.profile.naming.limits:
         name = limit.render(spec.stack, index=max(spec.nodes - 1, 0))
@@ -218,7 +218,7 @@ def _check_scale(spec: Spec, problems: _Problems) -> None:
 
 
 def _placement_groups(spec: Spec) -> int:
-    """How many placement groups the compute part makes (the profile's `placement`, base.Placement): a
+    """How many placement groups the compute part makes (the profile's `interconnect.placement`, base.Placement): a
     pool (spot pool, Kubernetes node pool) takes one in its template or none."""
     if spec.profile.interconnect.placement is None:
         return 0
@@ -288,7 +288,7 @@ def _user_text(spec: Spec) -> list[tuple[str, str]]:
 
 
 def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
-    """Each node's encoded user-data must stay under the cloud's limit (the profile's `user_data`):
+    """Each node's encoded user-data must stay under the cloud's limit (the profile's `node.user_data`):
     rendered here the way `pulumi up` renders it, and when it does not fit, the error names the value
     the user wrote that weighs most, instead of the program failing later."""
     from components.bootstrap import BootstrapConfigError, render_user_data, user_data_limit
