@@ -218,8 +218,8 @@ def _check_scale(spec: Spec, problems: _Problems) -> None:
 
 
 def _placement_groups(spec: Spec) -> int:
-    """How many placement groups the compute part makes (the profile's `interconnect.placement`, base.Placement): a
-    pool (spot pool, Kubernetes node pool) takes one in its template or none."""
+    """How many placement groups the compute part makes (the profile's `interconnect.placement`,
+    base.Placement): a pool (spot pool, Kubernetes node pool) takes one in its template or none."""
     if spec.profile.interconnect.placement is None:
         return 0
     pooled = spec.kubernetes is not None or spec.profile.spot.has_pool(spec)
