@@ -244,7 +244,7 @@ class KubernetesOffer:
 
 # ---------------------------------------------------------------- the profile's groups
 # Each group is read by one neutral module where it can be (named in its docstring); a cloud's profile.py
-# fills them in and no module reads a cloud's profile by name.
+# fills them in, and neutral code reads them through the registry (providers.profile), never a cloud by name.
 
 @dataclass(frozen=True)
 class SharedStorage:
