@@ -2,7 +2,7 @@
 
 `maxHours` and the agent's self-release end the nodes only. Shared file systems, disks, snapshots,
 network services and the data in object storage bill until `pulumi destroy` (or until you delete
-them). Each provider declares, as data in its profile, `keeps_billing(spec)` (those things, each with
+them). Each provider declares, as data in its profile's `billing` group, `keeps_billing(spec)` (those things, each with
 its size, what the bill counts, the rate with its source or None = unknown, and until when) and
 `bills_nothing_alone` (every other resource type it creates, with why it bills nothing by itself).
 The preview, the stack outputs (`keepsBilling`, read by scripts/run.py) and the tests use this
@@ -30,7 +30,7 @@ def checkpoint_data(spec) -> Lingering:
 
 
 def keeps_billing(spec) -> list[Lingering]:
-    return [*spec.profile.keeps_billing(spec), checkpoint_data(spec)]
+    return [*spec.profile.billing.keeps_billing(spec), checkpoint_data(spec)]
 
 
 def as_output(spec) -> list[dict]:
@@ -40,7 +40,8 @@ def as_output(spec) -> list[dict]:
 
 def unclassified(spec, resources: Sequence[Any]) -> list[str]:
     """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone."""
-    known = {item.type for item in keeps_billing(spec)} | set(spec.profile.bills_nothing_alone) | set(STATE_ONLY)
+    known = ({item.type for item in keeps_billing(spec)} | set(spec.profile.billing.bills_nothing_alone)
+             | set(STATE_ONLY))
     return sorted({r.type for r in resources if not r.type.startswith((COMPONENT_PREFIX, *INSIDE_THE_CLUSTER))} - known)
 
 

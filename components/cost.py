@@ -97,8 +97,8 @@ def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction
 
 def spec_cost(spec) -> ClusterCost:
     """The hourly cost of a validated Spec (components.spec.Spec)."""
-    return cluster_cost(spec.instance, spec.nodes, spec.billing, spec.profile.spot_discount,
-                        spec.profile.spot_discount_source, spec.spot_max_price)
+    return cluster_cost(spec.instance, spec.nodes, spec.billing, spec.profile.spot.discount,
+                        spec.profile.spot.discount_source, spec.spot_max_price)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class NodeHoursCost:
 def node_hours_cost(spec, node_hours: float) -> NodeHoursCost:
     """The cost of `node_hours` node-hours of the stack `spec` (its instance type and billing)."""
     profile = spec.profile
-    unit = node_hour_price(spec.instance, profile.spot_discount, profile.spot_discount_source, spec.spot_max_price)
+    unit = node_hour_price(spec.instance, profile.spot.discount, profile.spot.discount_source, spec.spot_max_price)
     rate = unit.spot if spec.billing == "spot" else unit.on_demand
     total = None if rate is None else round(rate * node_hours, 4)
     return NodeHoursCost(node_hours, spec.billing, unit.currency, rate, total, unit.source, unit.date, unit.stale,

@@ -5,7 +5,7 @@ cloud API (self-release, peers, spot pool retire), package mirrors, the CUDA rep
 path and whatever the bootstrap templates download (a shared-FS client). A node that cannot reach
 its cloud API cannot release itself, so its GPUs bill until the cloud-side TTL.
 
-Nothing here knows a cloud. Each provider declares, as data in its profile:
+Nothing here knows a cloud. Each provider declares, as data in its profile's `egress` group:
 - `routes(spec)`: the ways out its plan gives the nodes ("vpc": nothing to create; "internet": what
   the plan creates for it, as `evidence`), with what each costs;
 - `endpoint_rules(region)`: which routes reach which hosts (first matching rule);
@@ -84,7 +84,7 @@ def _declared(spec, config: dict) -> list[tuple[str, str, str, str, bool, str]]:
     items = [("instance metadata", config["endpoints"]["metadata"], "bootstrap, agent", "provider", True,
               "always: identity, role credentials, spot notice")]
     api = config["endpoints"].get("cloudApi")
-    for url in [api] if api else [f"https://{host}" for host in profile.cloud_api_default(spec)]:
+    for url in [api] if api else [f"https://{host}" for host in profile.egress.cloud_api_default(spec)]:
         items.append(("cloud API", url, "agent", "publicEgress", True,
                       "self-release when training ends, peers" + (", spot pool retire" if spec.spot else "")))
     if config["checkpoint"].get("endpoint"):
@@ -118,8 +118,8 @@ def node_endpoints(spec, config: Optional[dict] = None) -> list[NodeEndpoint]:
     from components.nodeconfig import build_node_config
 
     config = config or build_node_config(spec, shared_fs_address=SHARED_FS_PLACEHOLDER)
-    have = [route.name for route in spec.profile.routes(spec)]
-    rules = spec.profile.endpoint_rules(spec.region)
+    have = [route.name for route in spec.profile.egress.routes(spec)]
+    rules = spec.profile.egress.endpoint_rules(spec.region)
     found: dict[str, NodeEndpoint] = {}
     for name, url, used_by, key, required, when in _declared(spec, config):
         host = urlsplit(url).hostname or url
@@ -140,7 +140,7 @@ def node_endpoints(spec, config: Optional[dict] = None) -> list[NodeEndpoint]:
 
 def findings(spec) -> Iterable[tuple[str, str, str]]:
     """(level, config key, message) for every endpoint that no route of this stack reaches."""
-    routes = spec.profile.routes(spec)
+    routes = spec.profile.egress.routes(spec)
     if not routes:
         yield ("warning", "provider", f"{spec.profile.display_name} declares no egress routes: the nodes'"
                " endpoints are not checked (add routes and endpoint_rules to its profile)")
@@ -198,7 +198,7 @@ def _set(value: Any) -> bool:
 
 def describe(spec, resources: Sequence[Any] = ()) -> dict:
     """The preview's `egress` section: the routes (with cost and the resources that make them) and endpoints."""
-    routes = spec.profile.routes(spec)
+    routes = spec.profile.egress.routes(spec)
     made = routes_in_plan(routes, resources)
     return {
         "publicEgress": spec.public_egress,

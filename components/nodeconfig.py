@@ -19,7 +19,7 @@ VERSION = 1
 def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None) -> dict[str, Any]:
     instance = spec.instance
     profile = spec.profile
-    unit = cost.node_hour_price(instance, profile.spot_discount, profile.spot_discount_source, spec.spot_max_price)
+    unit = cost.node_hour_price(instance, profile.spot.discount, profile.spot.discount_source, spec.spot_max_price)
     effective = unit.spot if spec.spot else unit.on_demand
     shared_path = "/shared" if spec.shared_storage != "none" else None
     return {
@@ -42,7 +42,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
         },
         # What the node really has set up: RDMA hardware the program does not enable counts as none.
         "host": {"vcpus": instance.vcpus, "memoryGb": round(instance.memory_gb),
-                 "rdma": instance.rdma if instance.rdma in profile.rdma_enabled else "none"},
+                 "rdma": instance.rdma if instance.rdma in profile.interconnect.rdma_enabled else "none"},
         "paths": {
             "data": "/data",
             "shared": shared_path,
@@ -88,17 +88,17 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
         "data": {"stage": spec.data.stage,
                  **({"manifestSha256": spec.data.manifest_sha256} if spec.data.manifest_sha256 else {}),
                  **({"waitMinutes": spec.data.wait_minutes} if spec.data.wait_minutes is not None else {})},
-        "endpoints": {"metadata": profile.metadata_endpoint, "cloudApi": profile.cloud_api(spec.region)},
+        "endpoints": {"metadata": profile.node.metadata_endpoint, "cloudApi": profile.egress.cloud_api(spec.region)},
         "cost": {"currency": unit.currency, "onDemandPerNodeHour": unit.on_demand,
                  "effectivePerNodeHour": effective},
         "identity": {"roleName": role or role_name(spec)},
         "artifacts": artifacts.node_config_section(spec),
         "cluster": {"tagKey": tags.STACK, "tagValue": spec.stack,
-                    "poolName": pool_name(spec) if spec.profile.has_pool(spec) else None},
+                    "poolName": pool_name(spec) if spec.profile.spot.has_pool(spec) else None},
         "bootstrap": {
-            "aptMirror": profile.apt_mirror,
-            "pipIndex": profile.pip_index,
-            "nodeRequirements": list(profile.node_requirements),
+            "aptMirror": profile.node.apt_mirror,
+            "pipIndex": profile.node.pip_index,
+            "nodeRequirements": list(profile.node.requirements),
             "driverBranch": spec.bootstrap["driverBranch"],
             "cudaToolkit": spec.bootstrap["cudaToolkit"],
             "framework": spec.bootstrap["framework"],

@@ -5,8 +5,9 @@ and the README's reference table are checked against it by the tests.
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 NAMESPACE = "gpu-training"
 
@@ -80,6 +81,54 @@ KEYS: tuple[Key, ...] = (
 )
 
 BY_NAME = {key.name: key for key in KEYS}
+
+
+class UnknownStackKey(ValueError):
+    """A refusal table names a stack key, or a value, that no stack can set: the refusal would never apply."""
+
+
+def check_refusals(owner: str, declared: Iterable[str]) -> None:
+    """Raise UnknownStackKey, naming `owner` (whose table it is), when an entry of `declared` can never apply."""
+    problems = unknown_refusals(declared)
+    if problems:
+        raise UnknownStackKey(f"{owner} refuses what no stack can set, so the refusal would never apply:"
+                              f" {'; '.join(problems)}")
+
+
+def unknown_refusals(declared: Iterable[str]) -> list[str]:
+    """What is wrong with the entries of a refusal table (a profile's or a platform's `unsupported`):
+    each is "key", refusing the key whatever its value, or "key=value", refusing that value as validation
+    spells it (booleans as true/false). An entry that names no key of KEYS, or a value the key can never
+    take, would refuse nothing: one line per such entry, empty when every entry can apply."""
+    problems = []
+    for entry in declared:
+        name, has_value, value = entry.partition("=")
+        key = BY_NAME.get(name)
+        if key is None:
+            close = difflib.get_close_matches(name, list(BY_NAME), n=1)
+            problems.append(f"{entry!r}: {name!r} is not a stack key" + (f" (did you mean {close[0]!r}?)" if close
+                                                                           else " (components/schema.py KEYS)"))
+        elif has_value and _never_matches(key, value):
+            problems.append(f"{entry!r}: {name} ({key.type}) never takes {value!r}"
+                            + (f"; allowed: {', '.join(map(str, key.allowed))}" if key.allowed else ""))
+    return problems
+
+
+def _never_matches(key: Key, value: str) -> bool:
+    """Whether a "key=value" refusal can never match a stack's value (compared as its text): a value outside
+    the key's choices or its type, or any value of an array or object key (refuse such a key whole)."""
+    if key.allowed is not None:
+        return value not in key.allowed
+    if key.type == "boolean":
+        return value not in ("true", "false")
+    if key.type in ("integer", "number"):
+        try:
+            (int if key.type == "integer" else float)(value)
+        except ValueError:
+            return True
+        return False
+    return key.type in ("array", "object") or not value
+
 
 # Bootstrap defaults: a driver branch with a fabric manager package for NVSwitch machines, and the
 # CUDA toolkit/PyTorch pair PyTorch publishes wheels for.

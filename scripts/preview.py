@@ -41,9 +41,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def node_user_data(plan: Plan, spec: Spec) -> tuple[str, int] | None:
     """The encoded user-data of node 0 (the first resource that carries one) and its size; where a
-    resource holds it is the provider's `user_data_inputs` (e.g. Huawei's instanceConfig.userData)."""
+    resource holds it is the provider's `node.user_data_inputs` (e.g. Huawei's instanceConfig.userData)."""
     for resource in plan.resources:
-        for path in spec.profile.user_data_inputs:
+        for path in spec.profile.node.user_data_inputs:
             value = facts.input_at(resource.inputs, path)
             if isinstance(value, str) and value:
                 return value, len(value)
@@ -131,7 +131,7 @@ def render_human(spec: Spec, plan: Plan) -> None:
     console.print(tree)
 
     render_cost(console, spec)
-    console.print(f"image: {spec.image or spec.profile.default_image_note}")
+    console.print(f"image: {spec.image or spec.profile.node.default_image_note}")
     console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
     render_egress(console, egress.describe(spec, plan.resources))
     render_keeps_billing(console, spec, plan)

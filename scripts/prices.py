@@ -211,7 +211,7 @@ def refresh(args: argparse.Namespace) -> int:
 def disk_kinds(provider: str) -> list[tuple[str, Optional[str]]]:
     """The data disk kinds (category, performance level) the provider gives the guide's tiers."""
     profile = providers.profile(provider)
-    kinds = [profile.data_disk(t.disk_class, t.data_disk_default_gb, None) for t in tiers().values()]
+    kinds = [profile.disks.data_disk(t.disk_class, t.data_disk_default_gb, None) for t in tiers().values()]
     return list(dict.fromkeys((disk.category, disk.performance_level) for disk in kinds))
 
 

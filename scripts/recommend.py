@@ -98,7 +98,7 @@ def _hours(value) -> str:
 def _gpu_hours(ev: Evaluation, mode: str) -> str:
     text = f"{ev.gpu_hours:,.1f}"
     if mode == "gpu-hours" and ev.billing == "spot":
-        text += f" (x{ev.offer.profile.spot_discount:g})"  # the weight the ranking applied
+        text += f" (x{ev.offer.profile.spot.discount:g})"  # the weight the ranking applied
     return text
 
 

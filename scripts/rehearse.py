@@ -415,7 +415,7 @@ class Rehearsal:
         victim = first[0]
         from components import providers
 
-        if providers.profile(self.provider).reclaim_notice:
+        if providers.profile(self.provider).spot.reclaim_notice:
             self.preempt(victim)
             noticed = time.time()
             marker = self.wait_for(lambda: (m := self.marker(victim)) and m["state"] != "RUNNING" and m,
@@ -424,7 +424,7 @@ class Rehearsal:
                        f"{victim.instance_id}: {marker['state']} ({marker.get('reason')}) "
                        f"{time.time() - noticed:.1f} s after the notice")
         else:
-            # No reclaim notice reaches a node on this cloud (profile.reclaim_notice): the node stops
+            # No reclaim notice reaches a node on this cloud (profile.spot.reclaim_notice): the node stops
             # without warning, as if powered off; what was uploaded before is the resume point.
             os.killpg(victim.process.pid, signal.SIGKILL)
             victim.process.wait(timeout=30)

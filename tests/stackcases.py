@@ -67,7 +67,7 @@ def variations(stack: str) -> list[tuple[str, ...]]:
     profile = providers.profile(provider_of(stack))
     wanted = [(), ("billing=spot",), SPOT_CAPPED, ("billing=on-demand",), ("nodes=3",), SSH,
               ("checkpoint.create=true",)]
-    wanted += [(f"sharedStorage={kind}",) for kind in ("none", *profile.shared_storage)]
+    wanted += [(f"sharedStorage={kind}",) for kind in ("none", *profile.shared_fs.kinds)]
     return dedupe(stack, wanted)
 
 

@@ -147,7 +147,7 @@ def test_every_endpoint_the_nodes_use_has_a_route_the_plan_makes(provider, stack
 
     plan = plan_or_refusal(plan_for, stack, overrides)
     _, spec = stack_spec(stack, overrides)
-    routes = spec.profile.routes(spec)
+    routes = spec.profile.egress.routes(spec)
     assert routes, f"{provider} declares no egress routes in its profile"
     made = egress.routes_in_plan(routes, plan.resources)
     lost = [f"{e.name} {e.url}: needs {' or '.join(e.reached_by)} ({e.rule})"

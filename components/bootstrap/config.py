@@ -154,7 +154,7 @@ def bootstrap_values(cfg: dict) -> dict[str, Any]:
     if not isinstance(nvswitch, bool):
         r.bad("accelerator.nvswitch", nvswitch, "true or false")
     v["nvswitch"] = nvswitch is True
-    # "none", or the RDMA kind the provider set up end to end (its profile's rdma_enabled: a catalog
+    # "none", or the RDMA kind the provider set up end to end (its profile's interconnect.rdma_enabled: a catalog
     # name such as erdma); the bootstrap treats every kind alike, as verbs devices for NCCL.
     v["rdma"] = r.pattern("host.rdma", _WORD, "none or an RDMA kind the provider sets up (letters, digits, '.', '_', '-')",
                           "none")

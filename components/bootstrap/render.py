@@ -8,7 +8,7 @@ Encoding: the whole #cloud-config document is gzip-compressed once and base64-en
 cloud-init unpacks gzip user-data itself; one gzip over everything compresses better than per-file
 gz+b64 (which pays base64 twice and cannot share a dictionary across files).
 
-Size: each provider declares what its instance API accepts (profile `user_data`, with the source);
+Size: each provider declares what its instance API accepts (profile `node.user_data`, with the source);
 the boot set is sized for the smallest known limit (16 KB after base64), so the whole agent does not
 ride in user-data: the rest comes from object storage (docs/node-config.md, "Agent delivery").
 """
@@ -43,7 +43,7 @@ def user_data_limit(provider: str) -> int:
     """The longest encoded user-data the provider's instance API accepts (the smallest known limit
     for a node config of no registered provider)."""
     try:
-        return registry.profile(provider).user_data.max_encoded
+        return registry.profile(provider).node.user_data.max_encoded
     except registry.UnknownProvider:
         return MAX_ENCODED_BYTES
 

@@ -132,8 +132,8 @@ def run_script(paths: Mapping[str, str] = PATHS, python: str = "python", restart
 
 def _install_step(spec: Spec) -> str:
     """The agent's Python packages, installed before the entrypoint (the training image may lack them)."""
-    packages = [p for p in spec.profile.node_requirements if not p.startswith("alibabacloud_ecs")]
-    index = spec.profile.pip_index
+    packages = [p for p in spec.profile.node.requirements if not p.startswith("alibabacloud_ecs")]
+    index = spec.profile.node.pip_index
     options = f" --index-url {shlex.quote(index)}" if index else ""
     if index and index.startswith("http://"):  # an in-VPC mirror over plain HTTP: pip ignores it unless trusted,
         options += f" --trusted-host {shlex.quote(urlsplit(index).hostname)}"  # as the VM bootstrap's pip.conf does

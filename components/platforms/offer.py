@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
-from components import datafiles
+from components import datafiles, schema
 from components.catalog import Catalog, catalog_from
 
 KINDS_FIELD = "platform.kind"
@@ -31,12 +31,16 @@ class PlatformOffer:
     package: str  # the module holding its job API client and stand-in (components.providers.<cloud>.<platform>)
     directory: Path  # where platform.yaml, flavors.yaml and api.yaml live
     data: Mapping  # platform.yaml
-    # Stack keys the platform does not honour, with why (checked like a profile's `unsupported`).
+    # Stack keys the platform does not honour, with why (checked like a profile's `rules.unsupported`; each must
+    # be a stack key, or the offer does not load).
     unsupported: Mapping[str, str] = field(default_factory=dict)
     # (spec) -> [(key, message)]: the platform's own rules on the resolved spec.
     checks: Callable = lambda spec: []
     # (spec) -> the job API request body (its api.yaml names the fields and their sources).
     request: Callable = lambda spec: {}
+
+    def __post_init__(self):
+        schema.check_refusals(f"the {self.kind} platform (platform.yaml unsupported)", self.unsupported)
 
     def catalog(self) -> Catalog:
         return catalog_from(datafiles.load_path(self.directory / "flavors.yaml"), self.provider)

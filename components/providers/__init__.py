@@ -77,7 +77,7 @@ def profile(name: str) -> ProviderProfile:
 
 
 def owner_of(type_token: str) -> str | None:
-    """The registered provider whose parts create resources of this type (its profile's type_prefixes)."""
+    """The registered provider whose parts create resources of this type (its profile's naming.type_prefixes)."""
     return next((name for name in names() if profile(name).owns(type_token)), None)
 
 

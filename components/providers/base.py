@@ -6,6 +6,8 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import pulumi
 
+from components import schema
+
 
 @dataclass(frozen=True)
 class DataDisk:
@@ -177,7 +179,8 @@ class NameLimit:
 @dataclass(frozen=True)
 class Placement:
     """The placement group a multi-node stack's nodes go in (the compute part makes it when nodes > 1),
-    and how many members one holds: components/spec.py checks `nodes` against it before anything is made.
+    and how many members one holds: components/validation/build.py checks `nodes` against it before
+    anything is made.
 
     Past `members`, on-demand nodes go in several groups, node i in group i // members: each group keeps
     its guarantee (`keeps`) for its nodes, none holds between groups, and adding nodes never moves a node
@@ -202,7 +205,7 @@ class Placement:
 def placement_groups(spec: Any, pooled: bool, make: Callable[[int], Any]) -> tuple:
     """The ids of the placement groups `spec`'s nodes go in, each made by `make(g)` (group 0 keeps the
     resource name a one-group stack has, so a stack that grows past `members` keeps its first group)."""
-    placement = spec.profile.placement
+    placement = spec.profile.interconnect.placement
     return tuple(make(g) for g in range(placement.groups(spec.nodes, pooled) if placement else 0))
 
 
@@ -215,7 +218,7 @@ def group_suffix(group: int) -> str:
 class KubernetesOffer:
     """What a provider's managed Kubernetes offers the Kubernetes path (docs/kubernetes.md); data with sources.
 
-    A provider without one refuses the `kubernetes` key at validation (its `unsupported` says why)."""
+    A provider without one refuses the `kubernetes` key at validation (its `rules.unsupported` says why)."""
     service: str  # e.g. "ACK Pro (managed)"
     cluster_spec: str  # the provider's control plane class
     version_pattern: str  # regex for `kubernetes.version` (fullmatch)
@@ -239,90 +242,160 @@ class KubernetesOffer:
     image_pull_problem: Optional[Callable[[str, str], Optional[str]]] = None
 
 
+# ---------------------------------------------------------------- the profile's groups
+# Each group is read by one neutral module where it can be (named in its docstring); a cloud's profile.py
+# fills them in, and neutral code reads them through the registry (providers.profile), never a cloud by name.
+
 @dataclass(frozen=True)
-class ProviderProfile:
-    name: str
-    display_name: str
-    region_key: str  # the provider's own config key, e.g. "alicloud:region"
-    currency: str
-    shared_storage: Mapping[str, str]  # accepted values of `sharedStorage` (besides none) -> what it is
-    parallel_fs: Optional[str]  # what the tiers' "parallel" shared storage means here
-    shared_storage_default_gb: Mapping[str, int]
-    shared_storage_min_gb: Mapping[str, int]
-    ssd_disk_categories: tuple[str, ...]
-    refused_disk_categories: Mapping[str, str]  # category -> why it is refused (HDD class)
+class SharedStorage:
+    """The shared file systems a stack may ask for with `sharedStorage` (validation checks the value and
+    the size; the advisor explains the tier's default). The defaults: none offered."""
+    kinds: Mapping[str, str] = field(default_factory=dict)  # accepted values (besides none) -> what each is
+    parallel: Optional[str] = None  # what the tiers' "parallel" shared storage means here
+    default_gb: Mapping[str, int] = field(default_factory=dict)
+    min_gb: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Disks:
+    """The nodes' data disk: the category a tier's disk class maps to, which categories a stack may name
+    (`dataDiskCategory`), and the sizes each accepts (validation; scripts/prices.py prices them)."""
     data_disk: Callable[[str, int, Optional[str]], DataDisk]  # (tier disk class, size, override)
-    object_store: Callable[[str], ObjectStore]  # region -> endpoint settings
+    ssd_categories: tuple[str, ...] = ()
+    refused_categories: Mapping[str, str] = field(default_factory=dict)  # category -> why (HDD class)
+    # (min, max) GiB per category, checked at validation (a disk outside them is an error, never a
+    # warning). A category not listed has no declared range.
+    sizes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ObjectStorage:
+    """The checkpoint bucket's store: how boto3 reaches it in a region, and the bucket the shipped stack
+    files name (validation warns while a stack still uses it)."""
+    store: Callable[[str], ObjectStore]  # region -> endpoint settings
+    example_bucket: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class NodeEnvironment:
+    """What a node finds and is given: read by components/nodeconfig.py (the node config), the bootstrap
+    renderer and the preview."""
     metadata_endpoint: str
-    apt_mirror: Optional[str]
-    pip_index: Optional[str]
-    node_requirements: tuple[str, ...]  # pip packages the agent needs on this cloud
-    spot_discount: float  # typical spot price as a fraction of on-demand
-    spot_discount_source: str
     user_data: UserDataLimit  # what the instance API accepts (components/bootstrap/render.py checks it)
-    unsupported: Mapping[str, str] = field(default_factory=dict)  # "key=value" or "key" -> reason
-    # Data disk sizes the cloud accepts, per category: (min, max) GiB, checked at validation (a disk
-    # outside them is an error, never a warning). A category not listed has no declared range.
-    data_disk_sizes: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    apt_mirror: Optional[str] = None
+    pip_index: Optional[str] = None
+    requirements: tuple[str, ...] = ()  # pip packages the agent needs on this cloud
+    # Where a resource of this cloud holds the nodes' user data: input paths (`a.b` inside an object),
+    # tried in order on each resource (the preview's --user-data and its size line read it there).
+    user_data_inputs: tuple[str, ...] = ("userData", "user_data")
+    default_image_note: str = ""  # what the preview says the image is when `image` is not set
+
+
+@dataclass(frozen=True)
+class Spot:
+    """Spot nodes: the price estimate (components/cost.py), who keeps them and whether they are warned."""
+    discount: float  # typical spot price as a fraction of on-demand
+    discount_source: str
+    # Spot nodes are kept by a pool that replaces reclaimed ones and that the agent retires before it
+    # releases its node (cluster.poolName). False: spot nodes are single instances (no pool to retire).
+    pool: bool = True
+    # Whether a given spot stack's nodes are in that pool: a cloud may offer single capped spot instances
+    # beside it (Huawei: an AS configuration takes no price cap, an ECS does). Used through has_pool().
+    pool_for: Callable[[Any], bool] = always_pooled
+    # A reclaimed spot node is told first (a notice in its metadata: node_runtime.spot_notice). False: it
+    # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
+    reclaim_notice: bool = True
+
+    def has_pool(self, spec: Any) -> bool:
+        """A pool keeps this stack's spot nodes (the agent retires it: cluster.poolName)."""
+        return bool(spec.spot) and self.pool and self.pool_for(spec)
+
+
+@dataclass(frozen=True)
+class Egress:
+    """Egress (components/egress.py): the routes a stack's plan gives its nodes, which routes reach which
+    hosts (a host no rule matches needs the Internet), and the cloud API the node agent calls."""
+    routes: Callable[[Any], tuple[Route, ...]] = no_routes
+    endpoint_rules: Callable[[str], tuple[EndpointRule, ...]] = internet_only
+    cloud_api: Callable[[str], Optional[str]] = sdk_default  # node config endpoints.cloudApi
+    cloud_api_default: Callable[[Any], tuple[str, ...]] = no_endpoints  # (spec) hosts the SDK calls when that is None
+
+
+@dataclass(frozen=True)
+class Billing:
+    """Billing (components/billing.py): what keeps billing once the nodes are gone, and every other
+    resource type the program creates with why it bills nothing by itself (or only with the nodes)."""
+    keeps_billing: Callable[[Any], tuple[Lingering, ...]] = nothing_lingers
+    bills_nothing_alone: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Naming:
+    """What the program's resources of this cloud are called: the limits on the names it gives
+    (validation checks them; tests check the plan uses these templates) and the type tokens' prefixes."""
+    limits: tuple[NameLimit, ...] = ()
+    # Prefixes of the type tokens of the resources its parts create; empty: "<name>:" (a bridged Pulumi
+    # provider's package). A provider of dynamic resources names its own (pulumi-python:dynamic/<module>:).
+    type_prefixes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What validation refuses or warns about on this cloud beyond the common rules."""
+    # "key" or "key=value" (a stack key of components/schema.py, and a value it can take) -> why it is
+    # refused. ProviderProfile checks the keys when it is made: a misspelt one would refuse nothing.
+    unsupported: Mapping[str, str] = field(default_factory=dict)
     # Rules that depend on values or on the resolved spec (bucket naming, size steps, a required spot
     # cap), which `unsupported` cannot express: checks(spec) -> (dotted key, message) errors.
     checks: Callable[[Any], Iterable[tuple[str, str]]] = no_checks
     # The same for warnings: something the stack silently does not get (a disk option a pool drops).
     warnings: Callable[[Any], Iterable[tuple[str, str]]] = no_checks
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    """How the nodes of a multi-node stack reach each other (validation, the node config, the advisor)."""
     # RDMA kinds (catalog `rdma`) the program sets up end to end: interface + driver. A catalog row's
     # other kind is hardware the nodes do not use: they get host.rdma "none" and NCCL uses TCP.
     rdma_enabled: tuple[str, ...] = ()
-    default_image_note: str = ""
-    # Egress (components/egress.py): the routes a stack's plan gives its nodes, which routes reach
-    # which hosts (a host no rule matches needs the Internet), and the cloud API the node agent calls.
-    routes: Callable[[Any], tuple[Route, ...]] = no_routes
-    endpoint_rules: Callable[[str], tuple[EndpointRule, ...]] = internet_only
-    cloud_api: Callable[[str], Optional[str]] = sdk_default  # node config endpoints.cloudApi
-    cloud_api_default: Callable[[Any], tuple[str, ...]] = no_endpoints  # (spec) hosts the SDK calls when that is None
-    # Billing (components/billing.py): what keeps billing once the nodes are gone, and every other
-    # resource type the program creates with why it bills nothing by itself (or only with the nodes).
-    keeps_billing: Callable[[Any], tuple[Lingering, ...]] = nothing_lingers
-    bills_nothing_alone: Mapping[str, str] = field(default_factory=dict)
-    # Names (components/spec.py checks them at validation; tests check the plan uses these templates).
-    name_limits: tuple[NameLimit, ...] = ()
-    # Prefixes of the environment variables that carry this cloud's credentials (its Pulumi provider
-    # and SDKs read them): the preview hides them from the program, the rehearsal from its agents.
-    credential_env: tuple[str, ...] = ()
-    # The checkpoint bucket the shipped stack files name: validation warns while a stack still uses it.
-    example_bucket: Optional[str] = None
-    # Prefixes of the type tokens of the resources its parts create; empty: "<name>:" (a bridged Pulumi
-    # provider's package). A provider of dynamic resources names its own (pulumi-python:dynamic/<module>:).
-    type_prefixes: tuple[str, ...] = ()
-    # Spot nodes are kept by a pool that replaces reclaimed ones and that the agent retires before it
-    # releases its node (cluster.poolName). False: spot nodes are single instances (no pool to retire).
-    spot_pool: bool = True
-    # Whether a given spot stack's nodes are in that pool: a cloud may offer single capped spot instances
-    # beside it (Huawei: an AS configuration takes no price cap, an ECS does). Used through has_pool().
-    spot_pool_for: Callable[[Any], bool] = always_pooled
-    # A reclaimed spot node is told first (a notice in its metadata: node_runtime.spot_notice). False: it
-    # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
-    reclaim_notice: bool = True
-
-    # Where a resource of this cloud holds the nodes' user data: input paths (`a.b` inside an object),
-    # tried in order on each resource (the preview's --user-data and its size line read it there).
-    user_data_inputs: tuple[str, ...] = ("userData", "user_data")
-
     # The placement group multi-node stacks' nodes go in and its member limit (Placement); None: the
     # compute part makes none (the nodes go where the cloud puts them).
     placement: Optional[Placement] = None
 
+
+@dataclass(frozen=True)
+class ProviderProfile:
+    """What a cloud declares: who it is (name, region key, currency, credential variables) and one group
+    per concern, each read by the module named in its docstring."""
+    name: str
+    display_name: str
+    region_key: str  # the provider's own config key, e.g. "alicloud:region"
+    currency: str
+    disks: Disks
+    object_storage: ObjectStorage
+    node: NodeEnvironment
+    spot: Spot
+    # Prefixes of the environment variables that carry this cloud's credentials (its Pulumi provider
+    # and SDKs read them): the preview hides them from the program, the rehearsal from its agents.
+    credential_env: tuple[str, ...] = ()
+    shared_fs: SharedStorage = SharedStorage()
+    rules: Rules = Rules()
+    egress: Egress = Egress()
+    billing: Billing = Billing()
+    naming: Naming = Naming()
+    interconnect: Interconnect = Interconnect()
     # The managed Kubernetes the `kubernetes` key deploys to (components/kubernetes/); None: not offered yet.
     kubernetes: Optional[KubernetesOffer] = None
     # The managed training platforms the `platform` key submits jobs to (components/platforms/offer.py),
     # by platform.kind; a callable so the profile does not load the platforms' data files on import.
     platforms: Callable[[], Mapping[str, Any]] = dict
 
-    def has_pool(self, spec: Any) -> bool:
-        """A pool keeps this stack's spot nodes (the agent retires it: cluster.poolName)."""
-        return bool(spec.spot) and self.spot_pool and self.spot_pool_for(spec)
+    def __post_init__(self):
+        # Made when the registry imports the profile: a misspelt refusal stops every lookup, not one stack.
+        schema.check_refusals(f"{self.name}'s profile (rules.unsupported)", self.rules.unsupported)
 
     def owns(self, type_token: str) -> bool:
-        return type_token.startswith(self.type_prefixes or (f"{self.name}:",))
+        return type_token.startswith(self.naming.type_prefixes or (f"{self.name}:",))
 
 
 @dataclass(frozen=True)
@@ -396,7 +469,7 @@ class NodeLaunch:
         """The placement group of on-demand node `index` (node i is in group i // members), or None."""
         if not self.placement:
             return None
-        return self.placement[index // self.spec.profile.placement.members] if len(self.placement) > 1 \
+        return self.placement[index // self.spec.profile.interconnect.placement.members] if len(self.placement) > 1 \
             else self.placement[0]
 
     def pool_group(self) -> Any:

@@ -65,7 +65,7 @@ def load(cloud: str) -> "ProviderFacts":
 
 def for_type(type_token: str) -> Optional["ProviderFacts"]:
     """The facts of the provider a Pulumi type token belongs to (alicloud:ecs/... -> alicloud; a dynamic
-    resource's pulumi-python:dynamic/baiducloud:... -> baiducloud, by its profile's type_prefixes)."""
+    resource's pulumi-python:dynamic/baiducloud:... -> baiducloud, by its profile's naming.type_prefixes)."""
     from components.providers import owner_of
 
     cloud = owner_of(type_token)

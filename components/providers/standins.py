@@ -31,5 +31,5 @@ def new_instance_id(cloud: str) -> str:
 def ObjectStorage(cloud: str, target: str) -> S3Proxy:
     """The object storage of `cloud` in front of the S3 server at `target`: it vouches for content the way
     the cloud's profile declares (the CRC-64 header of OSS or COS), and injects faults like S3Proxy."""
-    verification = providers.profile(cloud).object_store("local").verification
+    verification = providers.profile(cloud).object_storage.store("local").verification
     return S3Proxy(target, crc64_header=verification.header if verification.method == "crc64ecma" else None)

@@ -59,7 +59,10 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     tier = tier_table[tier_name]
     # A platform stack is judged by the platform's declared limits and its flavors instead of the VM ones.
     offer = _platform_offer(values, profile)
-    _check_capabilities(values, offer or profile, problems)
+    if offer:
+        _check_capabilities(values, offer.display_name, offer.unsupported, problems)
+    else:
+        _check_capabilities(values, profile.display_name, profile.rules.unsupported, problems)
     region = _resolve_region(config, profile, problems)
 
     catalog = catalog or (offer.catalog() if offer else load_catalog(provider))
@@ -151,9 +154,9 @@ def _check_resolved(spec: Spec, problems: _Problems) -> None:
                       f" {spec.nodes} worker(s) of {spec.instance.name} ({spec.nodes * spec.gpus_per_node}"
                       f" {spec.gpu.name}); check the platform's quota before `pulumi up`")
         return
-    for key, message in spec.profile.checks(spec):
+    for key, message in spec.profile.rules.checks(spec):
         problems.error(key, message)
-    for key, message in spec.profile.warnings(spec):
+    for key, message in spec.profile.rules.warnings(spec):
         problems.warning(key, message)
     _check_egress(spec, problems)
     _check_names(spec, problems)
@@ -171,9 +174,9 @@ def _check_egress(spec: Spec, problems: _Problems) -> None:
 
 
 def _check_names(spec: Spec, problems: _Problems) -> None:
-    """Every name the program gives fits the cloud's limit (provider profile `name_limits`); the stack
+    """Every name the program gives fits the cloud's limit (provider profile `naming.limits`); the stack
     name is in each, so a long stack name is the usual cause and the message says how long it may be."""
-    for limit in spec.profile.name_limits:
+    for limit in spec.profile.naming.limits:
         name = limit.render(spec.stack, index=max(spec.nodes - 1, 0))
         if limit.min <= len(name) <= limit.max:
             continue
@@ -215,18 +218,18 @@ def _check_scale(spec: Spec, problems: _Problems) -> None:
 
 
 def _placement_groups(spec: Spec) -> int:
-    """How many placement groups the compute part makes (the profile's `placement`, base.Placement): a
-    pool (spot pool, Kubernetes node pool) takes one in its template or none."""
-    if spec.profile.placement is None:
+    """How many placement groups the compute part makes (the profile's `interconnect.placement`,
+    base.Placement): a pool (spot pool, Kubernetes node pool) takes one in its template or none."""
+    if spec.profile.interconnect.placement is None:
         return 0
-    pooled = spec.kubernetes is not None or spec.profile.has_pool(spec)
-    return spec.profile.placement.groups(spec.nodes, pooled)
+    pooled = spec.kubernetes is not None or spec.profile.spot.has_pool(spec)
+    return spec.profile.interconnect.placement.groups(spec.nodes, pooled)
 
 
 def _check_placement_groups(spec: Spec, problems: _Problems) -> None:
     """More nodes than the cloud's placement group holds plan all the same (several groups, or none for a
     pool), never a `pulumi up` that fails at the first node past the limit: the warning says what is lost."""
-    placement = spec.profile.placement
+    placement = spec.profile.interconnect.placement
     if placement is None or placement.members is None or spec.nodes <= placement.members:
         return
     count = _placement_groups(spec)
@@ -254,7 +257,7 @@ def _quota_note(spec: Spec) -> str:
         addresses = f"{spec.nodes} public IP(s) (EIPs), one per node (publicEgress or sshAllowCidrs)"
     else:
         addresses = "no public IP"
-    offered, groups = spec.profile.placement, _placement_groups(spec)
+    offered, groups = spec.profile.interconnect.placement, _placement_groups(spec)
     if not groups:
         placement = ""
     elif offered.members is None:
@@ -285,7 +288,7 @@ def _user_text(spec: Spec) -> list[tuple[str, str]]:
 
 
 def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
-    """Each node's encoded user-data must stay under the cloud's limit (the profile's `user_data`):
+    """Each node's encoded user-data must stay under the cloud's limit (the profile's `node.user_data`):
     rendered here the way `pulumi up` renders it, and when it does not fit, the error names the value
     the user wrote that weighs most, instead of the program failing later."""
     from components.bootstrap import BootstrapConfigError, render_user_data, user_data_limit
@@ -306,7 +309,7 @@ def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
     weight, key, value = weights[0]
     others = [f"{k} (~{w:,} bytes)" for w, k, _ in weights[1:4] if w > 200]
     problems.error(key, f"{len(value):,} characters make the node's user-data {rendered.encoded_size:,} bytes"
-                   f" encoded; the cloud's limit is {limit:,} ({spec.profile.user_data.describe()}; it also carries the"
+                   f" encoded; the cloud's limit is {limit:,} ({spec.profile.node.user_data.describe()}; it also carries the"
                    f" node config and the"
                    f" agent's boot set). This value weighs ~{weight:,} bytes compressed"
                    + (f"; next: {', '.join(others)}" if others else "")

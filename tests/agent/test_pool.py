@@ -15,8 +15,8 @@ from components import providers
 from components.providers.standins import CloudApi, Metadata
 
 POOL = 'gpu-training-agent-test'
-# The clouds whose spot nodes a pool keeps (profile.spot_pool); the others have nothing to retire.
-POOL_CLOUDS = [name for name in providers.names() if providers.profile(name).spot_pool]
+# The clouds whose spot nodes a pool keeps (profile.spot.pool); the others have nothing to retire.
+POOL_CLOUDS = [name for name in providers.names() if providers.profile(name).spot.pool]
 RETIRE = {'alicloud': ('DescribeAutoProvisioningGroups', 'DeleteAutoProvisioningGroup', 'DeleteInstance'),
           'tencentcloud': ('DescribeAutoScalingGroups', 'DisableAutoScalingGroup', 'TerminateInstances'),
           'huaweicloud': ('ListScalingGroups', 'ScalingGroupAction', 'DeleteServers')}

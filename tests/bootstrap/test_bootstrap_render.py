@@ -58,7 +58,7 @@ def test_encoded_user_data_is_under_16_kb_and_decodes(name):
     print(f"{name}: {r.encoded_size} bytes encoded")
     # Under 16 KB everywhere the cloud takes no more; a cloud that takes more (Huawei: 32 KB before
     # base64) has its own limit, the one validation checks.
-    limit = max(LIMIT, providers.profile(cfg["provider"]).user_data.max_encoded)
+    limit = max(LIMIT, providers.profile(cfg["provider"]).node.user_data.max_encoded)
     assert r.encoded_size == len(r.encoded) < limit
     assert decode(r.encoded) == r.cloud_config
     assert r.cloud_config.startswith("#cloud-config\n")

@@ -56,16 +56,16 @@ def test_every_endpoint_a_node_uses_has_a_route_in_the_plan(plan_for, stack, ove
 
     _, spec = stack_spec(stack, overrides)
     plan = plan_for(stack, *overrides)
-    made = egress.routes_in_plan(spec.profile.routes(spec), plan.resources)
+    made = egress.routes_in_plan(spec.profile.egress.routes(spec), plan.resources)
     nodes = [r for r in plan.resources if r.type in NODE_TYPES]
     assert nodes, "the plan creates no node"
-    rules = spec.profile.endpoint_rules(spec.region)
+    rules = spec.profile.egress.endpoint_rules(spec.region)
     unreachable = []
     for node in nodes:
         text = user_data_of(node)
         urls = set(URL.findall(text))
         api = node_json(text)["endpoints"]["cloudApi"]
-        urls |= {api} if api else {f"https://{host}" for host in spec.profile.cloud_api_default(spec)}
+        urls |= {api} if api else {f"https://{host}" for host in spec.profile.egress.cloud_api_default(spec)}
         for url in sorted(urls):
             host = urlsplit(url).hostname
             rule = next((r for r in rules if re.match(r.pattern, host)), None)

@@ -1,6 +1,6 @@
 """Names and their limits (issue 10 item 7): every name the program gives fits the cloud's limit, or
 validation refuses the stack naming the key and the stack name (the usual cause), before anything is
-created. The limits are data in each provider profile (`name_limits`, with their source); here they
+created. The limits are data in each provider profile (`naming.limits`, with their source); here they
 are checked against the provider facts, against the names the plan really carries, and at the edge."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from components.providers import facts
 from tools.stackfiles import apply_overrides, load_stack_config
 from stackcases import SPOT_CAPPED, plan_or_refusal, stacks_of, variations
 
-PROVIDERS = [p for p in providers.names() if providers.profile(p).name_limits]
+PROVIDERS = [p for p in providers.names() if providers.profile(p).naming.limits]
 CASES = [(stack, overrides) for provider in PROVIDERS for stack in stacks_of(provider)
          for overrides in variations(stack)]
 
@@ -27,7 +27,7 @@ def test_every_provider_with_facts_declares_name_limits():
 def test_the_limits_agree_with_the_provider_facts(provider):
     """Where the provider's schema has a length rule for the input, the profile states the same one."""
     loaded = facts.load(provider)
-    for limit in providers.profile(provider).name_limits:
+    for limit in providers.profile(provider).naming.limits:
         assert limit.source, limit
         field = loaded.inputs(limit.type)[limit.input]
         rules = [field.get("validate", {})] + field.get("validate", {}).get("of", [])
@@ -41,7 +41,7 @@ def test_the_plan_gives_exactly_the_names_the_limits_check(stack, overrides, pla
     plan = plan_or_refusal(plan_for, stack, overrides)
     profile = providers.profile(load_stack_config(stack).get("gpu-training:provider", "alicloud"))
     allowed: dict[tuple[str, str], set[str]] = {}
-    for limit in profile.name_limits:
+    for limit in profile.naming.limits:
         allowed.setdefault((limit.type, limit.input), set()).update(limit.render(stack, i) for i in range(8))
     for (type_, input_), names in allowed.items():
         for resource in plan.of_type(type_):
@@ -54,9 +54,9 @@ def test_a_name_one_character_too_long_is_refused_naming_the_stack(provider):
     stack = stacks_of(provider)[0]
     profile = providers.profile(provider)
     # Spot with a cap plans the most names; a cloud that cannot take a cap (Huawei's pool) plans spot without.
-    spot = SPOT_CAPPED if "spotMaxPricePerHour" not in profile.unsupported else ("billing=spot",)
+    spot = SPOT_CAPPED if "spotMaxPricePerHour" not in profile.rules.unsupported else ("billing=spot",)
     config = apply_overrides(load_stack_config(stack), spot)
-    tightest = min(profile.name_limits, key=lambda l: l.max - len(l.render("")))
+    tightest = min(profile.naming.limits, key=lambda l: l.max - len(l.render("")))
     longest, source = tightest.max - len(tightest.render("")), tightest.source
     # The stack name is also the value of the stack tag (components/tags.py): the cloud's tag rule may be tighter.
     tag_value = tags.rules(provider).value

@@ -1,7 +1,7 @@
 """Scale is checked before anything is created: the subnets are sized from `nodes` (components/cidrs.py),
 a 64-node plan of every multi-node stack is valid, and the preview names the quota a plan needs.
 
-Placement groups (issue 22 review): each cloud's member limit is data in its profile (`placement`,
+Placement groups (issue 22 review): each cloud's member limit is data in its profile (`interconnect.placement`,
 base.Placement, with its source, or None where no primary source states one). Past a known limit
 on-demand nodes take several groups, node i in group i // members, and a pool takes none; the
 preview warns with the limit and its source. An unknown limit keeps one group and the preview's
@@ -98,7 +98,7 @@ GROUP_TYPES = {"alicloud": "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet",
 
 
 def placement_of(stack: str) -> object:
-    return providers.profile(provider_of(stack)).placement
+    return providers.profile(provider_of(stack)).interconnect.placement
 
 
 def is_k8s(stack: str) -> bool:
@@ -119,7 +119,7 @@ def groups_and_nodes(plan, stack: str) -> tuple[list[str], dict[int, list[str]]]
 
 def placement_warnings(stack: str, overrides: tuple[str, ...]) -> list[str]:
     _, spec = stack_spec(stack, overrides)
-    placement = spec.profile.placement
+    placement = spec.profile.interconnect.placement
     return [f.message for f in spec.findings
             if f.level == "warning" and f.key == "nodes" and placement.construct in f.message]
 
@@ -131,7 +131,7 @@ ON_DEMAND_KNOWN = [s for s in KNOWN if not is_k8s(s)]
 
 def test_every_multi_node_cloud_states_its_placement_limit_with_a_source_or_says_it_is_unknown():
     for provider in {provider_of(s) for s in MULTI_NODE}:
-        placement = providers.profile(provider).placement
+        placement = providers.profile(provider).interconnect.placement
         assert placement is not None and placement.construct and placement.keeps, provider
         assert "https://" in placement.source, provider
         assert placement.members is None and placement.source.startswith("not published") or placement.members > 1
@@ -184,7 +184,7 @@ def test_an_unknown_limit_keeps_one_group_and_the_preview_says_where_the_account
     assert len(groups) == 1 and len(nodes) == 64 and all(v == groups for v in nodes.values())
     _, spec = stack_spec(stack, ("billing=on-demand", "nodes=64"))
     (note,) = [f.message for f in spec.findings if f.key == "nodes" and "quota" in f.message]
-    assert "member limit is not known here" in note and spec.profile.placement.source in note
+    assert "member limit is not known here" in note and spec.profile.interconnect.placement.source in note
     assert not placement_warnings(stack, ("billing=on-demand", "nodes=64"))
 
 

@@ -9,8 +9,8 @@ from components import providers
 from tools.stackfiles import stack_spec
 from stackcases import SPOT_CAPPED, plan_or_refusal, provider_of, vm_stack_names
 
-# Stacks of clouds whose spot nodes a pool draws (profile.spot_pool; Baidu's bid instances have none).
-POOL_STACKS = [stack for stack in vm_stack_names() if providers.profile(provider_of(stack)).spot_pool]
+# Stacks of clouds whose spot nodes a pool draws (profile.spot.pool; Baidu's bid instances have none).
+POOL_STACKS = [stack for stack in vm_stack_names() if providers.profile(provider_of(stack)).spot.pool]
 
 # Where each cloud's pool resource lists the types it may draw: type -> (its inputs -> the type names).
 POOL_TYPE_INPUTS = {
@@ -33,7 +33,7 @@ def drawn_types(plan) -> set[str]:
 def pooled_spot(stack: str) -> tuple[str, ...]:
     """Spot with a price cap, or without one where a cap means single capped instances, not the pool (Huawei)."""
     _, spec = stack_spec(stack, SPOT_CAPPED)
-    return SPOT_CAPPED if spec.profile.has_pool(spec) else ("billing=spot",)
+    return SPOT_CAPPED if spec.profile.spot.has_pool(spec) else ("billing=spot",)
 
 
 @pytest.mark.parametrize("stack", POOL_STACKS)

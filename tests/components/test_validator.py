@@ -182,7 +182,7 @@ def test_what_the_bootstrap_accepts_the_spec_accepts():
 def test_user_data_over_the_limit_is_refused_naming_the_heavy_value(stack, sets, key):
     from components import providers
 
-    limit = providers.profile(stack_spec(stack)[1].provider).user_data
+    limit = providers.profile(stack_spec(stack)[1].provider).node.user_data
     message = assert_refused(stack, sets, key, f"the cloud's limit is {limit.max_encoded:,} ({limit.describe()}")
     assert "characters make the node's user-data" in message
 

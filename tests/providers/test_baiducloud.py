@@ -349,7 +349,7 @@ def test_the_preview_names_what_is_unverified_and_the_public_address_bandwidth()
 
     _, spec = stack_spec("bd-large-a100", ())
     found = {}
-    for key, message in spec.profile.warnings(spec):
+    for key, message in spec.profile.rules.warnings(spec):
         found.setdefault(key, []).append(message)
     identity = " ".join(found["identity"])
     assert "OPERATE" in identity and "mjxkcdfp8" in identity and "maxHours (24 h)" in identity

@@ -69,7 +69,8 @@ def test_the_node_runtime_has_what_the_agent_calls(name):
 def test_the_profile_declares_its_name_limits_and_credentials(name):
     profile = providers.profile(name)
     assert isinstance(profile, ProviderProfile) and profile.name == name
-    assert profile.user_data.max_bytes > 0 and profile.user_data.source and "TODO" not in profile.user_data.source
+    assert profile.node.user_data.max_bytes > 0 and profile.node.user_data.source
+    assert "TODO" not in profile.node.user_data.source
     assert profile.credential_env, f"{name} declares no credential variables: the preview could not hide them"
     assert set(providers.credential_env_prefixes()) >= set(profile.credential_env)
 
@@ -246,9 +247,9 @@ def turn_on_every_part(package: Path) -> None:
     for old, new in PROFILE_FILLED.items():
         assert old in profile, f"the template's profile no longer has {old!r}"
         profile = profile.replace(old, new)
-    refusals = re.compile(r"    unsupported=\{\n(?:        .*\n)+    \},\n")
+    refusals = re.compile(r"        unsupported=\{\n(?:            .*\n)+        \},\n")  # in rules=Rules(...)
     assert len(refusals.findall(profile)) == 1, "the template's profile no longer refuses by `unsupported`"
-    (package / "profile.py").write_text(refusals.sub("    unsupported={},\n", profile))
+    (package / "profile.py").write_text(refusals.sub("        unsupported={},\n", profile))
     catalog = (package / "catalog.yaml").read_text()
     (package / "catalog.yaml").write_text(catalog.replace("currency: TODO", "currency: USD").replace(
         "sources: {}", "sources: {S1: {title: the cloud's GPU instance page, url: 'https://stub.example/gpu'}}").replace(

@@ -123,7 +123,7 @@ def test_the_pools_internet_route_is_its_configurations_public_ip(plan_for):
 
     plan = plan_for("hw-medium-v100")
     _, spec = stack_spec("hw-medium-v100", ())
-    routes = spec.profile.routes(spec)
+    routes = spec.profile.egress.routes(spec)
     assert egress.routes_in_plan(routes, plan.resources)["internet"] == ["hw-medium-v100-spot-config"]
     config = one(plan, CONFIG)
     bare = {k: v for k, v in config.inputs["instanceConfig"].items() if k != "publicIp"}
@@ -346,14 +346,14 @@ def test_the_preview_says_bulk_downloads_go_through_the_nodes_100_mbit_eip(stack
 
 def test_preview_prints_the_user_data_of_the_spot_pools_configuration():
     """The newcomer trial's hole: `preview --user-data` on a spot stack said "no node user-data in the
-    plan"; the profile's user_data_inputs names instanceConfig.userData."""
+    plan"; the profile's node.user_data_inputs names instanceConfig.userData."""
     import subprocess
 
     shown = subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), "hw-medium-v100", "--user-data"],
                            capture_output=True, text=True, timeout=120, cwd=REPO)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("#cloud-config") and "hw-medium-v100" in shown.stdout
-    assert profile.PROFILE.user_data_inputs == ("userData", "instanceConfig.userData")
+    assert profile.PROFILE.node.user_data_inputs == ("userData", "instanceConfig.userData")
 
 
 BASE = {"gpu-training:provider": "huaweicloud", "huaweicloud:region": "cn-north-4", "gpu-training:tier": "entry",

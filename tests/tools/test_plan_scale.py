@@ -54,7 +54,7 @@ def test_a_64_node_plan_is_the_2_node_plan_with_more_of_the_same_node(plan_for):
     node/node_agent/agent.py)."""
     from components import providers
 
-    members = providers.profile("alicloud").placement.members
+    members = providers.profile("alicloud").interconnect.placement.members
     small_others, small_nodes, small_groups = split(plan_for(STACK, "nodes=2"))
     large_others, large_nodes, large_groups = split(plan_for(STACK, "nodes=64"))
     assert large_others == small_others and not small_groups

@@ -24,8 +24,9 @@ def shared_storage(ev: Evaluation) -> tuple[str, int]:
     """The shared file system the spec will give this stack by default, and its size in GiB."""
     tier, profile = ev.offer.tier, ev.offer.profile
     assert tier is not None
-    if tier.shared_storage == "parallel" and profile.parallel_fs:
-        return profile.parallel_fs, int(profile.shared_storage_default_gb.get(profile.parallel_fs, 0))
+    shared = profile.shared_fs
+    if tier.shared_storage == "parallel" and shared.parallel:
+        return shared.parallel, int(shared.default_gb.get(shared.parallel, 0))
     return "none", 0
 
 
@@ -51,10 +52,10 @@ def reasons(ev: Evaluation, request) -> list[str]:
     low, high = ram_range(tier, request.dataset_gb_int)
     lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x the {request.dataset_gb_int} GB"
                  f" data set{floor}); {row.memory_gib:g} GiB within the tier's {low:.0f}-{high:.0f}")
-    disk = ev.offer.profile.data_disk(tier.disk_class, fit.data_disk_gb, None)
+    disk = ev.offer.profile.disks.data_disk(tier.disk_class, fit.data_disk_gb, None)
     level = f" {disk.performance_level}" if disk.performance_level else ""
     fs, fs_gb = shared_storage(ev)
-    fs_text = (f"shared FS: {fs} {fs_gb:,} GiB at /shared ({ev.offer.profile.shared_storage.get(fs, fs)})"
+    fs_text = (f"shared FS: {fs} {fs_gb:,} GiB at /shared ({ev.offer.profile.shared_fs.kinds.get(fs, fs)})"
                if fs != "none" else "shared FS: none (single node; data on the local disk)")
     lines.append(f"disk: {fit.data_disk_gb:,} GiB {disk.category}{level} per node (data set x1.5 + 50 GB for"
                  f" checkpoints, tier minimum {tier.data_disk_min_gb}); {fs_text}")

@@ -106,7 +106,7 @@ class Evaluation:
         hours = self.gpu_hours
         if hours is None:
             return None
-        return hours * (self.offer.profile.spot_discount if self.billing == "spot" else 1.0)
+        return hours * (self.offer.profile.spot.discount if self.billing == "spot" else 1.0)
 
     @property
     def cpu_bound(self) -> bool:
@@ -242,7 +242,7 @@ def evaluate(offer: Offer, fit: Fit, nodes: int, billing: str, request: Request)
     row = offer.instance
     assert offer.gpu is not None
     scale = perfmod.scaling(perf, request.model, offer.gpu, row, nodes, fit.per_gpu, fit.batch,
-                            providers.profile(offer.provider).rdma_enabled)
+                            providers.profile(offer.provider).interconnect.rdma_enabled)
     if scale is None:
         return None
     gpu_rate = nodes * row.gpu_count * fit.per_gpu * scale.efficiency
@@ -250,7 +250,7 @@ def evaluate(offer: Offer, fit: Fit, nodes: int, billing: str, request: Request)
     rate = min(gpu_rate, cpu_rate)
     train_hours = request.samples / rate / 3600
     run = cost.training_run_cost(row, nodes, train_hours, perf.startup_minutes / 60,
-                                 offer.profile.spot_discount, offer.profile.spot_discount_source, spot_risk())
+                                 offer.profile.spot.discount, offer.profile.spot.discount_source, spot_risk())
     return Evaluation(offer, fit, nodes, billing, scale, rate, gpu_rate, cpu_rate, train_hours, run)
 
 

@@ -215,8 +215,8 @@ def link_gbps(perf: PerfModel, gpu: GpuPerf, instance: InstanceType) -> tuple[fl
 
 
 def network_kind(instance: InstanceType, rdma_enabled: tuple[str, ...]) -> str:
-    """RDMA only where the provider sets the fabric up end to end (profile.rdma_enabled); otherwise the
-    nodes get host.rdma none and NCCL runs over TCP, whatever the hardware has."""
+    """RDMA only where the provider sets the fabric up end to end (profile.interconnect.rdma_enabled);
+    otherwise the nodes get host.rdma none and NCCL runs over TCP, whatever the hardware has."""
     return "rdma" if instance.rdma in rdma_enabled else "tcp"
 
 

@@ -59,7 +59,7 @@ class ManagedCluster(pulumi.ComponentResource):
             "__cloud__:kubernetes:NodePool", f"{ctx.name}-system-pool",
             {"name": f"{spec.stack}-system", "subnetIds": subnets[:1], "instanceTypes": [k8s.system_instance_type],
              "size": k8s.system_nodes, "labels": {manifests.POOL_LABEL: "system"}, **pool}, child)
-        # The pool takes one placement group: none past what one holds (profile.placement).
+        # The pool takes one placement group: none past what one holds (profile.interconnect.placement).
         placement = next(iter(placement_groups(spec, True, lambda g: Placeholder(
             "__cloud__:compute:PlacementGroup", f"{ctx.name}-gpu-placement", {"name": f"gpu-training-{spec.stack}",
                                                                            "tags": tags}, child).id)), None)

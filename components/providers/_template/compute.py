@@ -32,7 +32,7 @@ class Nodes(NodesComponent):
     def __init__(self, spec, ctx: PartContext, network: NetworkParts, identity: IdentityParts,
                  user_data: pulumi.Output, expires_at: pulumi.Output):
         super().__init__("__cloud__", ctx)
-        groups = placement_groups(spec, spec.profile.has_pool(spec), lambda g: Placeholder(
+        groups = placement_groups(spec, spec.profile.spot.has_pool(spec), lambda g: Placeholder(
             "__cloud__:compute:PlacementGroup", f"{ctx.name}-placement{group_suffix(g)}",
             {"name": f"gpu-training-{spec.stack}{group_suffix(g)}", "tags": self.tags}, self.child).id)
         # TODO(__cloud__): the GPU image (a data source of the SDK; preview.py answers it offline).

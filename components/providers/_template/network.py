@@ -37,7 +37,8 @@ class Network(pulumi.ComponentResource):
             {"vpcId": self.vpc.id, "name": f"gpu-training-{spec.stack}", "tags": tags,
              "ingress": [{"from": "members", "protocol": "all"},
                          *({"cidr": cidr, "protocol": "tcp", "port": 22} for cidr in spec.ssh_allow_cidrs)]}, child)
-        # TODO(__cloud__): the nodes' outbound path (NAT or endpoints) the profile's routes() declare (docs/egress.md).
+        # TODO(__cloud__): the nodes' outbound path (NAT or endpoints) the profile's egress.routes() declare
+        # (docs/egress.md).
         self.register_outputs({"vpcId": self.vpc.id, "securityGroupId": self.security_group.id})
 
     def parts(self) -> NetworkParts:

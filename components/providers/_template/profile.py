@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import DataDisk, KubernetesOffer, ObjectStore, ProviderProfile, UserDataLimit
+from components.providers.base import (DataDisk, Disks, Interconnect, KubernetesOffer, NodeEnvironment, ObjectStorage,
+                                       ObjectStore, ProviderProfile, Rules, SharedStorage, Spot, UserDataLimit)
 
 
 def data_disk(tier_disk_class: str, size_gb: int, override: Optional[str]) -> DataDisk:
@@ -49,32 +50,44 @@ PROFILE = ProviderProfile(
     name="__cloud__",
     display_name="__Cloud__",
     region_key="__cloud__:region",  # the Pulumi provider's own config key
-    # TODO(__cloud__): the placement group compute.py puts multi-node stacks' nodes in, as
-    # base.Placement(construct, keeps, members, source) with members from the cloud's limits doc (None
-    # when no primary source states it); None: compute.py makes none.
-    placement=None,
     currency="TODO",  # TODO(__cloud__): the currency the price API answers in
-    shared_storage={SHARED_FS: "TODO(__cloud__): what the shared file system is (NFS, Lustre...)"},
-    parallel_fs=None,  # TODO(__cloud__): SHARED_FS once it is a parallel file system (the tiers' "parallel")
-    shared_storage_default_gb={SHARED_FS: 1024},  # TODO(__cloud__): the size a stack gets without sharedStorageGb
-    shared_storage_min_gb={SHARED_FS: 0},  # TODO(__cloud__): the smallest file system the cloud sells
-    ssd_disk_categories=(),
-    refused_disk_categories={},
-    data_disk=data_disk,
-    object_store=object_store,
-    metadata_endpoint="http://169.254.169.254",  # TODO(__cloud__): confirm from the metadata doc
-    apt_mirror=None,
-    pip_index=None,
-    node_requirements=("boto3", "tenacity"),  # plus the cloud SDK the node runtime calls
-    spot_discount=1.0,  # TODO(__cloud__): spot as a fraction of on-demand, with its source (1.0 = no saving)
-    spot_discount_source="TODO(__cloud__): unknown; spot is priced as on-demand until a source says otherwise",
-    # The smallest limit known (Tencent CVM: 16 KB after base64) until the instance API's doc says.
-    user_data=UserDataLimit(16384, "base64", "TODO(__cloud__): the instance API's user-data limit"),
-    unsupported={
-        "billing=spot": "TODO(__cloud__): the spot pool of compute.py is placeholders until the cloud's is written",
-        f"sharedStorage={SHARED_FS}": "TODO(__cloud__): storage.py's file system is a placeholder until it is written",
-        "kubernetes": "TODO(__cloud__): cluster.py is placeholders until the managed Kubernetes is written",
-    },
     credential_env=(),  # TODO(__cloud__): prefixes of the variables its SDK and Pulumi provider read
+    shared_fs=SharedStorage(
+        kinds={SHARED_FS: "TODO(__cloud__): what the shared file system is (NFS, Lustre...)"},
+        parallel=None,  # TODO(__cloud__): SHARED_FS once it is a parallel file system (the tiers' "parallel")
+        default_gb={SHARED_FS: 1024},  # TODO(__cloud__): the size a stack gets without sharedStorageGb
+        min_gb={SHARED_FS: 0},  # TODO(__cloud__): the smallest file system the cloud sells
+    ),
+    disks=Disks(
+        ssd_categories=(),
+        refused_categories={},
+        data_disk=data_disk,
+    ),
+    object_storage=ObjectStorage(store=object_store),
+    node=NodeEnvironment(
+        metadata_endpoint="http://169.254.169.254",  # TODO(__cloud__): confirm from the metadata doc
+        apt_mirror=None,
+        pip_index=None,
+        requirements=("boto3", "tenacity"),  # plus the cloud SDK the node runtime calls
+        # The smallest limit known (Tencent CVM: 16 KB after base64) until the instance API's doc says.
+        user_data=UserDataLimit(16384, "base64", "TODO(__cloud__): the instance API's user-data limit"),
+    ),
+    spot=Spot(
+        discount=1.0,  # TODO(__cloud__): spot as a fraction of on-demand, with its source (1.0 = no saving)
+        discount_source="TODO(__cloud__): unknown; spot is priced as on-demand until a source says otherwise",
+    ),
+    rules=Rules(
+        unsupported={
+            "billing=spot": "TODO(__cloud__): the spot pool of compute.py is placeholders until the cloud's is written",
+            f"sharedStorage={SHARED_FS}": "TODO(__cloud__): storage.py's file system is a placeholder until it is written",
+            "kubernetes": "TODO(__cloud__): cluster.py is placeholders until the managed Kubernetes is written",
+        },
+    ),
+    interconnect=Interconnect(
+        # TODO(__cloud__): the placement group compute.py puts multi-node stacks' nodes in, as
+        # base.Placement(construct, keeps, members, source) with members from the cloud's limits doc (None
+        # when no primary source states it); None: compute.py makes none.
+        placement=None,
+    ),
     kubernetes=KUBERNETES,
 )

@@ -35,7 +35,7 @@ class Storage(StorageComponent):
     def shared_fs(self, spec, ctx: PartContext, network: NetworkParts) -> Optional[pulumi.Output]:
         if spec.shared_storage == "none":
             return None
-        # TODO(__cloud__): the file system of profile.shared_storage, reachable from the VPC only.
+        # TODO(__cloud__): the file system of profile.shared_fs.kinds, reachable from the VPC only.
         fs = Placeholder(SHARED_FS_TYPE, f"{ctx.name}-shared-fs",
                          {"name": f"gpu-training-{spec.stack}", "kind": spec.shared_storage,
                           "capacityGb": spec.shared_storage_gb, "vpcId": network.vpc_id, "zone": network.zone,

@@ -102,7 +102,7 @@ class Nodes(NodesComponent):
         super().__init__("alicloud", ctx)
         key_name = self.login_key(spec, ctx)
         # One LowLatency set holds at most 20 nodes (profile.PLACEMENT): more on-demand nodes take several.
-        deployment_set_ids = placement_groups(spec, spec.profile.has_pool(spec),
+        deployment_set_ids = placement_groups(spec, spec.profile.spot.has_pool(spec),
                                               lambda g: deployment_set(spec, ctx, g, self.child))
         # Outbound-only public address (profile.py, "egress"): the CUDA repository and other downloads.
         public_bandwidth = public_bandwidth_mbps(spec)

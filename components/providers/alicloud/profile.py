@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, KubernetesOffer, Lingering,
-                                       NameLimit,
-                                       ObjectStore, Placement, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       Interconnect, KubernetesOffer, Lingering, NameLimit, Naming, NodeEnvironment,
+                                       ObjectStorage, ObjectStore, Placement, ProviderProfile, Route, Rules,
+                                       SharedStorage, Spot, StoreVerification, UserDataLimit, has_public_address,
+                                       inbound_note)
 from components.providers.alicloud import registry
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
@@ -235,7 +236,7 @@ BILLS_NOTHING_ALONE = {
 
 
 
-# Names the program gives (components/spec.py refuses a stack whose names break a limit, naming the
+# Names the program gives (validation refuses a stack whose names break a limit, naming the
 # stack name, the usual cause). Sources: the provider at the commit of provider_facts.json, or the API doc.
 _TF = "aliyun/terraform-provider-alicloud@81c43b67"
 NAME_LIMITS = (
@@ -323,49 +324,59 @@ def _platforms():
 PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
-    name_limits=NAME_LIMITS,
-    placement=PLACEMENT,
-    example_bucket="my-gpu-training-checkpoints",
-    credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
     region_key="alicloud:region",
     currency="CNY",
-    shared_storage={
-        "cpfs": "CPFS general-purpose parallel file system (nas.FileSystem file_system_type=cpfs)",
-        "nas": "NAS Performance (NFS v3), for shared code and small data",
-    },
-    parallel_fs="cpfs",
-    shared_storage_default_gb={"cpfs": 3600, "nas": 0},
-    shared_storage_min_gb={"cpfs": 3600, "nas": 0},
-    ssd_disk_categories=("cloud_essd", "cloud_auto", "cloud_ssd"),
-    data_disk_sizes=DATA_DISK_SIZES,
-    refused_disk_categories={
-        "cloud": "basic disk: HDD-backed",
-        "cloud_efficiency": "ultra disk: HDD/SSD hybrid, too slow for training data",
-    },
-    data_disk=data_disk,
-    object_store=object_store,
-    metadata_endpoint="http://100.100.100.200",
-    apt_mirror="http://mirrors.cloud.aliyuncs.com",
-    pip_index="http://mirrors.cloud.aliyuncs.com/pypi/simple/",
-    node_requirements=("boto3", "tenacity", "fastcrc", "alibabacloud_ecs20140526", "alibabacloud_tea_openapi"),
-    spot_discount=0.3,
-    spot_discount_source=("the cloud GPU selection guide (the project brief): spot costs 10-30% of pay-as-you-go;"
-                          " the upper bound is used as the estimate"),
-    user_data=UserDataLimit(32 * 1024, "raw", "alibabacloud_ecs20140526 7.11.8 RunInstancesRequest.user_data: 'The size"
-                            " of instance user data cannot exceed 32 KB before Base64 encoding.'"),
-    unsupported={
-        "spotFallback=true": ("pulumi-alicloud 4.0's AutoProvisioningGroup does not expose Alibaba's"
-                              " CompensateWithOnDemand, so pay-as-you-go cannot automatically fill spot capacity"
-                              " that is missing; widen the spot pool with spotZones, or use billing: on-demand"),
-    },
-    default_image_note="newest Alibaba Cloud public Ubuntu 22.04 image (ecs.get_images)",
-    routes=routes,
-    endpoint_rules=endpoint_rules,
-    cloud_api=cloud_api,
-    cloud_api_default=cloud_api_default,
-    keeps_billing=keeps_billing,
-    platforms=_platforms,
-    bills_nothing_alone=BILLS_NOTHING_ALONE,
-    warnings=warnings,
+    credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
+    shared_fs=SharedStorage(
+        kinds={
+            "cpfs": "CPFS general-purpose parallel file system (nas.FileSystem file_system_type=cpfs)",
+            "nas": "NAS Performance (NFS v3), for shared code and small data",
+        },
+        parallel="cpfs",
+        default_gb={"cpfs": 3600, "nas": 0},
+        min_gb={"cpfs": 3600, "nas": 0},
+    ),
+    disks=Disks(
+        ssd_categories=("cloud_essd", "cloud_auto", "cloud_ssd"),
+        sizes=DATA_DISK_SIZES,
+        refused_categories={
+            "cloud": "basic disk: HDD-backed",
+            "cloud_efficiency": "ultra disk: HDD/SSD hybrid, too slow for training data",
+        },
+        data_disk=data_disk,
+    ),
+    object_storage=ObjectStorage(example_bucket="my-gpu-training-checkpoints", store=object_store),
+    node=NodeEnvironment(
+        metadata_endpoint="http://100.100.100.200",
+        apt_mirror="http://mirrors.cloud.aliyuncs.com",
+        pip_index="http://mirrors.cloud.aliyuncs.com/pypi/simple/",
+        requirements=("boto3", "tenacity", "fastcrc", "alibabacloud_ecs20140526", "alibabacloud_tea_openapi"),
+        user_data=UserDataLimit(32 * 1024, "raw", "alibabacloud_ecs20140526 7.11.8 RunInstancesRequest.user_data:"
+                                " 'The size of instance user data cannot exceed 32 KB before Base64 encoding.'"),
+        default_image_note="newest Alibaba Cloud public Ubuntu 22.04 image (ecs.get_images)",
+    ),
+    spot=Spot(
+        discount=0.3,
+        discount_source=("the cloud GPU selection guide (the project brief): spot costs 10-30% of pay-as-you-go;"
+                         " the upper bound is used as the estimate"),
+    ),
+    rules=Rules(
+        unsupported={
+            "spotFallback=true": ("pulumi-alicloud 4.0's AutoProvisioningGroup does not expose Alibaba's"
+                                  " CompensateWithOnDemand, so pay-as-you-go cannot automatically fill spot capacity"
+                                  " that is missing; widen the spot pool with spotZones, or use billing: on-demand"),
+        },
+        warnings=warnings,
+    ),
+    egress=Egress(
+        routes=routes,
+        endpoint_rules=endpoint_rules,
+        cloud_api=cloud_api,
+        cloud_api_default=cloud_api_default,
+    ),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(limits=NAME_LIMITS),
+    interconnect=Interconnect(placement=PLACEMENT),
     kubernetes=ACK,
+    platforms=_platforms,
 )

@@ -555,7 +555,7 @@ S3_ENDPOINT_ENV = "BAIDUCLOUD_S3_ENDPOINT"
 
 
 class BucketObjectProvider(BaiduProvider, kind="BucketObject"):
-    """One object in BOS, put through the S3-compatible API (profile.object_store: SigV4, virtual hosts)."""
+    """One object in BOS, put through the S3-compatible API (profile.object_storage: SigV4, virtual hosts)."""
 
     def _s3(self):
         import os

@@ -5,7 +5,7 @@ has no tag condition in the IAM sources read here, so the role names the instanc
 
 Policy format: IAM "accessControlList" documents (bce-python-sdk 0.9.79 iam_client create_policy takes
 the document as a string). Two things no source read settles, so the preview says them as findings
-(profile.warnings): the trust document's grantee for the BCC service (Baidu documents the console's
+(profile.rules.warnings): the trust document's grantee for the BCC service (Baidu documents the console's
 "carrier: BCC" only, BCC "Set IAM Role", https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en),
 and which permission level releasing an instance needs (BCC's IAM page names full control, operation
 and maintenance and read-only without the table: https://intl.cloud.baidu.com/en/doc/BCC/s/mjxkcdfp8-intl-en).

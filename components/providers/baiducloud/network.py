@@ -1,7 +1,7 @@
 """Baidu AI Cloud network: a VPC, one subnet in the stack's zone (one per spot zone for bid nodes), and a
 security group that admits the VPC's own traffic (NCCL between members) and SSH only from sshAllowCidrs.
 
-The zone is the stack's `zone` (validation requires it on Baidu: no zone lookup is built; profile.checks).
+The zone is the stack's `zone` (validation requires it on Baidu: no zone lookup is built; profile.rules.checks).
 """
 from __future__ import annotations
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note, spot_cap, transfer_seconds)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       Interconnect, Lingering, NameLimit, Naming, NodeEnvironment, ObjectStorage,
+                                       ObjectStore, ProviderProfile, Route, Rules, SharedStorage, Spot,
+                                       StoreVerification, UserDataLimit, has_public_address, inbound_note, spot_cap,
+                                       transfer_seconds)
 
 # The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
 TYPE_PREFIX = "pulumi-python:dynamic/baiducloud:"
@@ -199,43 +201,52 @@ PROFILE = ProviderProfile(
     display_name="Baidu AI Cloud",
     region_key="baiducloud:region",  # no Pulumi provider reads it: the dynamic resources take the region
     currency="CNY",
-    shared_storage={},
-    parallel_fs=None,
-    shared_storage_default_gb={},
-    shared_storage_min_gb={},
-    ssd_disk_categories=tuple(_TYPE_FOR_CLASS.values()),
-    data_disk_sizes=DATA_DISK_SIZES,
-    refused_disk_categories={
-        "hp1": "high-performance cloud disk: not an SSD class in the BCC storage types",
-        "sata": "HDD-backed", "hdd": "HDD-backed", "std1": "HDD-backed",
-    },
-    data_disk=data_disk,
-    object_store=object_store,
-    metadata_endpoint="http://169.254.169.254",  # unverified (docs/baiducloud.md)
-    apt_mirror=None,
-    pip_index=None,
-    node_requirements=("boto3", "tenacity", "bce-python-sdk"),
-    spot_discount=1.0,
-    spot_discount_source="unknown: no Baidu source for bid prices was found; spot is priced as pay-as-you-go",
-    user_data=UserDataLimit(16384, "base64", "not stated in the BCC docs read here: the smallest known limit"
-                                             " (Tencent CVM, 16 KB after base64) applies"),
-    unsupported={
-        "spotFallback=true": "BCC has no pool that falls back from bid to pay-as-you-go instances",
-    },
-    checks=checks,
-    warnings=warnings,
-    default_image_note="an Ubuntu 22.04 BCC public image id: set gpu-training:image (m-...)",
-    routes=routes,
-    endpoint_rules=endpoint_rules,
-    cloud_api=cloud_api,
-    cloud_api_default=cloud_api_default,
-    keeps_billing=keeps_billing,
-    bills_nothing_alone=BILLS_NOTHING_ALONE,
-    name_limits=NAME_LIMITS,
-    placement=None,  # compute.py makes no deployment set: BCC nodes go where the cloud puts them
     credential_env=("BAIDUCLOUD_", "BCE_"),
-    example_bucket="my-gpu-training-checkpoints",
-    type_prefixes=(TYPE_PREFIX,),
-    spot_pool=False,  # bid instances, no pool (compute.py)
-    reclaim_notice=False,  # none documented for bid instances (node_runtime.py)
+    shared_fs=SharedStorage(),  # none offered: PFS is not built for Baidu (docs/baiducloud.md)
+    disks=Disks(
+        ssd_categories=tuple(_TYPE_FOR_CLASS.values()),
+        sizes=DATA_DISK_SIZES,
+        refused_categories={
+            "hp1": "high-performance cloud disk: not an SSD class in the BCC storage types",
+            "sata": "HDD-backed", "hdd": "HDD-backed", "std1": "HDD-backed",
+        },
+        data_disk=data_disk,
+    ),
+    object_storage=ObjectStorage(store=object_store, example_bucket="my-gpu-training-checkpoints"),
+    node=NodeEnvironment(
+        metadata_endpoint="http://169.254.169.254",  # unverified (docs/baiducloud.md)
+        apt_mirror=None,
+        pip_index=None,
+        requirements=("boto3", "tenacity", "bce-python-sdk"),
+        user_data=UserDataLimit(16384, "base64", "not stated in the BCC docs read here: the smallest known limit"
+                                                 " (Tencent CVM, 16 KB after base64) applies"),
+        default_image_note="an Ubuntu 22.04 BCC public image id: set gpu-training:image (m-...)",
+    ),
+    spot=Spot(
+        discount=1.0,
+        discount_source="unknown: no Baidu source for bid prices was found; spot is priced as pay-as-you-go",
+        pool=False,  # bid instances, no pool (compute.py)
+        reclaim_notice=False,  # none documented for bid instances (node_runtime.py)
+    ),
+    rules=Rules(
+        unsupported={
+            "spotFallback=true": "BCC has no pool that falls back from bid to pay-as-you-go instances",
+        },
+        checks=checks,
+        warnings=warnings,
+    ),
+    egress=Egress(
+        routes=routes,
+        endpoint_rules=endpoint_rules,
+        cloud_api=cloud_api,
+        cloud_api_default=cloud_api_default,
+    ),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(
+        limits=NAME_LIMITS,
+        type_prefixes=(TYPE_PREFIX,),
+    ),
+    interconnect=Interconnect(
+        placement=None,  # compute.py makes no deployment set: BCC nodes go where the cloud puts them
+    ),
 )

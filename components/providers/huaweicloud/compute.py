@@ -92,7 +92,7 @@ class Nodes(NodesComponent):
                                 pending_days=KMS_PENDING_DAYS, tags=self.tags, opts=self.child)
         key_name = self.login_key(spec, ctx)
         # One group (profile.PLACEMENT: its member limit differs by region and is not a published number).
-        group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: ecs.Servergroup(
+        group_ids = placement_groups(spec, spec.profile.spot.has_pool(spec), lambda g: ecs.Servergroup(
             f"{ctx.name}-servergroup{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}",
             policies=["anti-affinity"], opts=self.child).id)
         bandwidth = public_bandwidth_mbps(spec)
@@ -101,7 +101,7 @@ class Nodes(NodesComponent):
 
     def public_key(self, spec: Spec, ctx: PartContext) -> object:
         """The user's key; for a pool without one, a key nobody holds (the module docstring says why)."""
-        if not spec.ssh_public_key and spec.profile.has_pool(spec):
+        if not spec.ssh_public_key and spec.profile.spot.has_pool(spec):
             return GeneratedPublicKey(f"{ctx.name}-pool-login-key", comment=f"gpu-training-{spec.stack}-no-private-key",
                                       opts=self.child).public_key
         return spec.ssh_public_key

@@ -44,7 +44,7 @@ def project_policy(spec: Spec) -> dict:
         {"Effect": "Allow", "Action": list(RELEASE_ACTIONS)},
         {"Effect": "Allow", "Action": ["ecs:cloudServers:list", "ecs:cloudServers:get"]},
     ]
-    if spec.profile.has_pool(spec):  # capped spot nodes have no pool to retire
+    if spec.profile.spot.has_pool(spec):  # capped spot nodes have no pool to retire
         statements += [{"Effect": "Allow", "Action": list(POOL_ACTIONS)},
                        {"Effect": "Allow", "Action": ["as:groups:list", "as:groups:get"]}]
     return {"Version": "1.1", "Statement": statements}

@@ -24,9 +24,11 @@ import math
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, Placement, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note, transfer_seconds)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       Interconnect, Lingering, NameLimit, Naming, NodeEnvironment, ObjectStorage,
+                                       ObjectStore, Placement, ProviderProfile, Route, Rules, SharedStorage, Spot,
+                                       StoreVerification, UserDataLimit, has_public_address, inbound_note,
+                                       transfer_seconds)
 
 _TF = "huaweicloud/terraform-provider-huaweicloud@v1.73.3 (7cb68681)"
 
@@ -293,49 +295,57 @@ PLACEMENT = Placement(
 PROFILE = ProviderProfile(
     name="huaweicloud",
     display_name="Huawei Cloud",
-    name_limits=NAME_LIMITS,
-    placement=PLACEMENT,
-    example_bucket="my-gpu-training",
-    credential_env=("HW_", "HUAWEICLOUD_"),  # the Pulumi provider (HW_ACCESS_KEY, ...) and huaweicloudsdk
     region_key="huaweicloud:region",
     currency="CNY",
-    shared_storage={TURBO: f"SFS Turbo HPC ({TURBO_HPC_BANDWIDTH} per TiB): NFS in the stack's VPC"},
-    parallel_fs=TURBO,
-    shared_storage_default_gb={TURBO: TURBO_DEFAULT_GIB},
-    shared_storage_min_gb={TURBO: TURBO_MIN_GIB},
-    ssd_disk_categories=SSD_CATEGORIES,
-    data_disk_sizes={category: (DISK_MIN_GIB, DISK_MAX_GIB) for category in SSD_CATEGORIES},
-    refused_disk_categories={
-        "SAS": "high I/O (SAS): HDD-class throughput, too slow for training data",
-        "SATA": "common I/O (SATA): HDD, retired class",
-    },
-    data_disk=data_disk,
-    object_store=object_store,
-    metadata_endpoint="http://169.254.169.254",
-    apt_mirror=None,  # Huawei's mirror (repo.huaweicloud.com) is public; not confirmed reachable in-VPC here
-    pip_index=None,
-    node_requirements=("boto3", "tenacity", "huaweicloudsdkcore", "huaweicloudsdkecs", "huaweicloudsdkas"),
-    spot_discount=1.0,
-    spot_discount_source=("unknown: no dated Huawei spot/pay-per-use price ratio was found; spot is priced as"
-                          " pay-per-use until a source says otherwise"),
-    user_data=UserDataLimit(32 * 1024, "raw", "huaweicloudsdkecs 3.1.219 PostPaidServer.user_data (ECS API 'Creating"
-                            " an ECS'): base64-encoded, 'the content before encoding at most 32KB'; text or gzip"),
-    unsupported={
-        "gpu=Ascend-910B": ASCEND_REFUSED,
-        "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot capacity;"
-                              " widen the pool with spotZones, or use billing: on-demand"),
-    },
-    # ECSs hold it at the top; the spot pool's AS configuration inside instance_config.
-    user_data_inputs=("userData", "instanceConfig.userData"),
-    spot_pool_for=pooled,  # spotMaxPricePerHour: single capped spot ECSs (compute.py), no pool
-    checks=checks,
-    warnings=warnings,
-    routes=routes,
-    endpoint_rules=endpoint_rules,
-    cloud_api_default=cloud_api_default,
-    keeps_billing=keeps_billing,
+    credential_env=("HW_", "HUAWEICLOUD_"),  # the Pulumi provider (HW_ACCESS_KEY, ...) and huaweicloudsdk
+    shared_fs=SharedStorage(
+        kinds={TURBO: f"SFS Turbo HPC ({TURBO_HPC_BANDWIDTH} per TiB): NFS in the stack's VPC"},
+        parallel=TURBO,
+        default_gb={TURBO: TURBO_DEFAULT_GIB},
+        min_gb={TURBO: TURBO_MIN_GIB},
+    ),
+    disks=Disks(
+        ssd_categories=SSD_CATEGORIES,
+        sizes={category: (DISK_MIN_GIB, DISK_MAX_GIB) for category in SSD_CATEGORIES},
+        refused_categories={
+            "SAS": "high I/O (SAS): HDD-class throughput, too slow for training data",
+            "SATA": "common I/O (SATA): HDD, retired class",
+        },
+        data_disk=data_disk,
+    ),
+    object_storage=ObjectStorage(example_bucket="my-gpu-training", store=object_store),
+    node=NodeEnvironment(
+        metadata_endpoint="http://169.254.169.254",
+        apt_mirror=None,  # Huawei's mirror (repo.huaweicloud.com) is public; not confirmed reachable in-VPC here
+        pip_index=None,
+        requirements=("boto3", "tenacity", "huaweicloudsdkcore", "huaweicloudsdkecs", "huaweicloudsdkas"),
+        user_data=UserDataLimit(32 * 1024, "raw", "huaweicloudsdkecs 3.1.219 PostPaidServer.user_data (ECS API"
+                                " 'Creating an ECS'): base64-encoded, 'the content before encoding at most 32KB';"
+                                " text or gzip"),
+        # ECSs hold it at the top; the spot pool's AS configuration inside instance_config.
+        user_data_inputs=("userData", "instanceConfig.userData"),
+        default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set"
+                            " gpu-training:image to an image with the GPU driver preinstalled and the bootstrap skips"
+                            " the driver install"),
+    ),
+    spot=Spot(
+        discount=1.0,
+        discount_source=("unknown: no dated Huawei spot/pay-per-use price ratio was found; spot is priced as"
+                         " pay-per-use until a source says otherwise"),
+        pool_for=pooled,  # spotMaxPricePerHour: single capped spot ECSs (compute.py), no pool
+    ),
+    rules=Rules(
+        unsupported={
+            "gpu=Ascend-910B": ASCEND_REFUSED,
+            "spotFallback=true": ("an AS configuration has one charging mode: pay-per-use cannot fill missing spot"
+                                  " capacity; widen the pool with spotZones, or use billing: on-demand"),
+        },
+        checks=checks,
+        warnings=warnings,
+    ),
+    egress=Egress(routes=routes, endpoint_rules=endpoint_rules, cloud_api_default=cloud_api_default),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(limits=NAME_LIMITS),
+    interconnect=Interconnect(placement=PLACEMENT),
     platforms=_platforms,
-    bills_nothing_alone=BILLS_NOTHING_ALONE,
-    default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set gpu-training:image to an"
-                        " image with the GPU driver preinstalled and the bootstrap skips the driver install"),
 )

@@ -89,7 +89,7 @@ class Nodes(NodesComponent):
         super().__init__("tencentcloud", ctx)
         key_ids = self.login_key(spec, ctx)
         # One group (profile.PLACEMENT: its member limit is the account's quota, not a published number).
-        group_ids = placement_groups(spec, spec.profile.has_pool(spec), lambda g: placement.Group(
+        group_ids = placement_groups(spec, spec.profile.spot.has_pool(spec), lambda g: placement.Group(
             f"{ctx.name}-placement{group_suffix(g)}", name=f"gpu-training-{spec.stack}{group_suffix(g)}", type="HOST",
             tags=self.tags, opts=self.child).id)
         # Outbound-only public address (profile.py, "egress"): the CVM/AS APIs and the CUDA repository.

@@ -20,9 +20,10 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, DataDisk, EndpointRule, Lingering, NameLimit,
-                                       ObjectStore, Placement, ProviderProfile, Route, StoreVerification, UserDataLimit,
-                                       has_public_address, inbound_note, spot_cap)
+from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       Interconnect, Lingering, NameLimit, Naming, NodeEnvironment, ObjectStorage,
+                                       ObjectStore, Placement, ProviderProfile, Route, Rules, SharedStorage, Spot,
+                                       StoreVerification, UserDataLimit, has_public_address, inbound_note, spot_cap)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -219,7 +220,7 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
 
 
 
-# Names the program gives (components/spec.py refuses a stack whose names break a limit, naming the
+# Names the program gives (validation refuses a stack whose names break a limit, naming the
 # stack name, the usual cause). Source: the provider at the commit of provider_facts.json; every limit
 # below is ValidateStringLengthInRange (tencentcloud/common/validators.go:104), counted in characters.
 _TF = "tencentcloudstack/terraform-provider-tencentcloud@f6970a90"
@@ -265,54 +266,64 @@ PLACEMENT = Placement(
 PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
-    name_limits=NAME_LIMITS,
-    placement=PLACEMENT,
-    example_bucket="my-gpu-training-1250000000",  # <name>-<APPID>, with the APPID of COS's docs
-    credential_env=("TENCENTCLOUD_",),  # the Pulumi provider's and the SDKs' variables
     region_key="tencentcloud:region",
     currency="CNY",
-    shared_storage={
-        TURBO: "CFS Turbo, High-Performance (TP): parallel file system reached over a CCN, Lustre client",
-    },
-    parallel_fs=TURBO,
-    shared_storage_default_gb={TURBO: TURBO_MIN_GIB},
-    shared_storage_min_gb={TURBO: TURBO_MIN_GIB},
-    ssd_disk_categories=("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD"),
-    data_disk_sizes={category: (DISK_MIN_GIB, DISK_MAX_GIB) for category in ("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD")},
-    refused_disk_categories={
-        "CLOUD_BASIC": "basic cloud disk: HDD",
-        "CLOUD_PREMIUM": "premium cloud disk: HDD with an SSD cache, too slow for training data",
-    },
-    data_disk=data_disk,
-    object_store=object_store,
-    metadata_endpoint="http://metadata.tencentyun.com",
-    apt_mirror="http://mirrors.tencentyun.com",
-    pip_index="http://mirrors.tencentyun.com/pypi/simple",
-    node_requirements=("boto3", "tenacity", "fastcrc", "tencentcloud-sdk-python-common", "tencentcloud-sdk-python-cvm"),
-    spot_discount=0.2,
-    spot_discount_source=("Tencent CVM doc 213/15373 (2024): spot is typically 3% to 20% of the pay-as-you-go"
-                          " price; the upper bound is used as the estimate"),
-    user_data=UserDataLimit(16 * 1024, "base64", "tencentcloud-iac-pulumi 0.2.3 cvm Instance.user_data: 'Must be base64"
-                            " encoded and up to 16 KB.'"),
-    unsupported={
-        "kubernetes": ("the Kubernetes path runs on ACK only so far; TKE (kubernetes.Cluster + NodePool in"
-                       " tencentcloud-iac-pulumi) is not built yet: docs/kubernetes.md, 'TKE: not yet'"),
-        "spotFallback=true": ("tencentcloud-iac-pulumi 0.2.3's as_.ScalingGroup exposes no mixed spot/pay-as-you-go"
-                              " allocation, so pay-as-you-go cannot fill missing spot capacity; widen the pool"
-                              " with spotZones, or use billing: on-demand"),
-        "dataDiskCategory=CLOUD_TSSD": ("Tremendous SSD is sold only with some storage and standard families"
-                                        " (S5se, S6, M6, SA3, ...), not with GPU instances; the extreme tier uses"
-                                        " CLOUD_HSSD with extra throughput instead"),
-        "dataDiskCategory=LOCAL_NVME": ("local NVMe comes with the instance type itself, not as a CBS data disk;"
-                                        " the catalog's GPU families have none"),
-    },
-    checks=checks,
-    warnings=warnings,
-    routes=routes,
-    endpoint_rules=endpoint_rules,
-    cloud_api_default=cloud_api_default,
-    keeps_billing=keeps_billing,
-    bills_nothing_alone=BILLS_NOTHING_ALONE,
-    default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set gpu-training:image"
-                        " to an image with the GPU driver preinstalled and the bootstrap skips the driver install"),
+    credential_env=("TENCENTCLOUD_",),  # the Pulumi provider's and the SDKs' variables
+    shared_fs=SharedStorage(
+        kinds={
+            TURBO: "CFS Turbo, High-Performance (TP): parallel file system reached over a CCN, Lustre client",
+        },
+        parallel=TURBO,
+        default_gb={TURBO: TURBO_MIN_GIB},
+        min_gb={TURBO: TURBO_MIN_GIB},
+    ),
+    disks=Disks(
+        ssd_categories=("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD"),
+        sizes={category: (DISK_MIN_GIB, DISK_MAX_GIB) for category in ("CLOUD_HSSD", "CLOUD_BSSD", "CLOUD_SSD")},
+        refused_categories={
+            "CLOUD_BASIC": "basic cloud disk: HDD",
+            "CLOUD_PREMIUM": "premium cloud disk: HDD with an SSD cache, too slow for training data",
+        },
+        data_disk=data_disk,
+    ),
+    object_storage=ObjectStorage(
+        example_bucket="my-gpu-training-1250000000",  # <name>-<APPID>, with the APPID of COS's docs
+        store=object_store,
+    ),
+    node=NodeEnvironment(
+        metadata_endpoint="http://metadata.tencentyun.com",
+        apt_mirror="http://mirrors.tencentyun.com",
+        pip_index="http://mirrors.tencentyun.com/pypi/simple",
+        requirements=("boto3", "tenacity", "fastcrc", "tencentcloud-sdk-python-common", "tencentcloud-sdk-python-cvm"),
+        user_data=UserDataLimit(16 * 1024, "base64", "tencentcloud-iac-pulumi 0.2.3 cvm Instance.user_data: 'Must be"
+                                " base64 encoded and up to 16 KB.'"),
+        default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set"
+                            " gpu-training:image to an image with the GPU driver preinstalled and the bootstrap skips"
+                            " the driver install"),
+    ),
+    spot=Spot(
+        discount=0.2,
+        discount_source=("Tencent CVM doc 213/15373 (2024): spot is typically 3% to 20% of the pay-as-you-go"
+                         " price; the upper bound is used as the estimate"),
+    ),
+    rules=Rules(
+        unsupported={
+            "kubernetes": ("the Kubernetes path runs on ACK only so far; TKE (kubernetes.Cluster + NodePool in"
+                           " tencentcloud-iac-pulumi) is not built yet: docs/kubernetes.md, 'TKE: not yet'"),
+            "spotFallback=true": ("tencentcloud-iac-pulumi 0.2.3's as_.ScalingGroup exposes no mixed spot/pay-as-you-go"
+                                  " allocation, so pay-as-you-go cannot fill missing spot capacity; widen the pool"
+                                  " with spotZones, or use billing: on-demand"),
+            "dataDiskCategory=CLOUD_TSSD": ("Tremendous SSD is sold only with some storage and standard families"
+                                            " (S5se, S6, M6, SA3, ...), not with GPU instances; the extreme tier uses"
+                                            " CLOUD_HSSD with extra throughput instead"),
+            "dataDiskCategory=LOCAL_NVME": ("local NVMe comes with the instance type itself, not as a CBS data disk;"
+                                            " the catalog's GPU families have none"),
+        },
+        checks=checks,
+        warnings=warnings,
+    ),
+    egress=Egress(routes=routes, endpoint_rules=endpoint_rules, cloud_api_default=cloud_api_default),
+    billing=Billing(keeps_billing=keeps_billing, bills_nothing_alone=BILLS_NOTHING_ALONE),
+    naming=Naming(limits=NAME_LIMITS),
+    interconnect=Interconnect(placement=PLACEMENT),
 )

@@ -56,13 +56,13 @@ def _cite(source: str) -> str:
     return url.group(0) if url else source.split(";")[0].strip()[:100]
 
 
-def _check_capabilities(values: dict, profile: ProviderProfile, problems: _Problems) -> None:
+def _check_capabilities(values: dict, who: str, unsupported: Mapping[str, str], problems: _Problems) -> None:
+    """Refuse each key (or key=value) that `who` (the cloud, or the platform of a platform stack) does not support."""
     for name, value in values.items():
         shown = str(value).lower() if isinstance(value, bool) else value
         for declared in (f"{name}={shown}", name):
-            if declared in profile.unsupported:
-                problems.error(name, f"{profile.display_name} does not support {declared}:"
-                               f" {profile.unsupported[declared]}")
+            if declared in unsupported:
+                problems.error(name, f"{who} does not support {declared}: {unsupported[declared]}")
 
 
 def _resolve_region(config: Mapping[str, Any], profile: ProviderProfile, problems: _Problems) -> str:

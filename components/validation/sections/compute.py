@@ -154,7 +154,7 @@ def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes
         if instance.rdma in ("none", "unknown"):
             speed = f"{instance.network_gbps} Gbit/s" if instance.network_gbps is not None else "a speed the catalog does not know"
             problems.warning("nodes", f"{instance.name} has no confirmed RDMA: inter-node traffic uses TCP at {speed}")
-        elif instance.rdma not in profile.rdma_enabled:
+        elif instance.rdma not in profile.interconnect.rdma_enabled:
             problems.warning("nodes", f"{instance.name} supports {instance.rdma}, but {profile.display_name} stacks"
                              " do not set it up (no RDMA interface, no driver): NCCL between nodes uses TCP"
                              f" at {instance.network_gbps} Gbit/s")

@@ -35,7 +35,7 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
         problems.error("checkpoint.bucket", "not set: the node agent, the training code, checkpoints, markers"
                        " and reports travel through this bucket; give a bucket you own in the stack's region"
                        " (or set checkpoint.create: true to create one that outlives the stack)")
-    if bucket and bucket == profile.example_bucket and not raw.get("create"):
+    if bucket and bucket == profile.object_storage.example_bucket and not raw.get("create"):
         # A warning, not an error: the shipped stacks must preview offline as they are.
         problems.warning("checkpoint.bucket", f"{bucket!r} is the example name the stack files ship with;"
                          " `pulumi up` fails (NoSuchBucket or AccessDenied) at the first upload until it names a"
@@ -45,7 +45,7 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
         problems.error("checkpoint.prefix", f"{_show(prefix)} is not allowed; allowed: path segments of letters,"
                        " digits, '.', '_' and '-' joined by '/', none of them '.' or '..' (the node role's storage"
                        " policy is scoped to this prefix, so it may hold no wildcard)")
-    store: ObjectStore = profile.object_store(region)
+    store: ObjectStore = profile.object_storage.store(region)
     endpoint = raw.get("endpoint") or store.endpoint
     if not _ENDPOINT_RE.fullmatch(endpoint):
         problems.error("checkpoint.endpoint", f"{_show(endpoint)} is not an http(s) URL (e.g."
@@ -64,15 +64,15 @@ def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problem
     elif size < tier.data_disk_min_gb:
         problems.warning("dataDiskGb", f"{size} GiB is below the {tier.name} tier's {tier.data_disk_min_gb} GiB")
     category = values.get("dataDiskCategory")
-    if category is not None and category in profile.refused_disk_categories:
-        problems.error("dataDiskCategory", f"{category!r} is refused ({profile.refused_disk_categories[category]});"
-                       f" only SSD classes: {', '.join(profile.ssd_disk_categories)}")
+    if category is not None and category in profile.disks.refused_categories:
+        problems.error("dataDiskCategory", f"{category!r} is refused ({profile.disks.refused_categories[category]});"
+                       f" only SSD classes: {', '.join(profile.disks.ssd_categories)}")
         category = None
-    elif category is not None and category not in profile.ssd_disk_categories:
+    elif category is not None and category not in profile.disks.ssd_categories:
         problems.error("dataDiskCategory", f"{category!r} is not allowed; SSD classes:"
-                       f" {', '.join(profile.ssd_disk_categories)}" + _suggest(category, profile.ssd_disk_categories))
+                       f" {', '.join(profile.disks.ssd_categories)}" + _suggest(category, profile.disks.ssd_categories))
         category = None
-    data_disk = profile.data_disk(tier.disk_class, max(size, 1), category)
+    data_disk = profile.disks.data_disk(tier.disk_class, max(size, 1), category)
     if size > 0:
         _check_disk_size_for_category(size, data_disk.category, profile, problems, sized_for_data)
     if data_disk.note:
@@ -83,7 +83,7 @@ def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problem
 def _check_disk_size_for_category(size: int, category: str, profile: ProviderProfile, problems: _Problems,
                                   sized_for_data: bool = False) -> None:
     """The provider's declared size range for the disk's category: outside it the cloud refuses the disk."""
-    limits = profile.data_disk_sizes.get(category)
+    limits = profile.disks.sizes.get(category)
     if limits is None:
         return  # no declared range for this category (the profile says why)
     low, high = limits
@@ -161,19 +161,19 @@ def _check_dataset(values: dict, problems: _Problems) -> Optional[float]:
 
 def _check_shared_storage(values: dict, tier: Tier, profile: ProviderProfile,
                           problems: _Problems) -> tuple[str, int]:
-    shared_default = profile.parallel_fs if tier.shared_storage == "parallel" else "none"
+    shared_default = profile.shared_fs.parallel if tier.shared_storage == "parallel" else "none"
     shared = values.get("sharedStorage", shared_default or "none")
-    allowed_shared = ["none", *profile.shared_storage]
+    allowed_shared = ["none", *profile.shared_fs.kinds]
     if shared not in allowed_shared:
         problems.error("sharedStorage", f"{shared!r} is not offered on {profile.display_name}; allowed:"
                        f" {', '.join(allowed_shared)}" + _suggest(shared, allowed_shared))
         shared = "none"
-    shared_gb = values.get("sharedStorageGb", profile.shared_storage_default_gb.get(shared, 0))
+    shared_gb = values.get("sharedStorageGb", profile.shared_fs.default_gb.get(shared, 0))
     if shared_gb < 0:
         problems.error("sharedStorageGb", f"{shared_gb} must be 0 or more (GiB)")
-    elif shared != "none" and shared_gb < profile.shared_storage_min_gb.get(shared, 0):
+    elif shared != "none" and shared_gb < profile.shared_fs.min_gb.get(shared, 0):
         problems.error("sharedStorageGb", f"{shared_gb} is below the {shared} minimum of"
-                       f" {profile.shared_storage_min_gb[shared]} GiB")
+                       f" {profile.shared_fs.min_gb[shared]} GiB")
     if tier.name == "large" and shared == "none":
         problems.info("sharedStorage", "none: the guide pairs the large tier with a parallel FS or object"
                       " storage plus a local cache")
