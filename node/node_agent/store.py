@@ -78,12 +78,29 @@ class Store:
         if self.integrity.content_md5:
             for operation in ('PutObject', 'UploadPart'):
                 self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.add_content_md5)
+        # object key -> the store's answer to the request that completed the object (PutObject or
+        # CompleteMultipartUpload): s3transfer sends those requests and keeps their answers to itself.
+        self.answers, self.refused = {}, set()  # refused: keys whose upload did not verify (put())
+        for operation in ('PutObject', 'CompleteMultipartUpload'):
+            self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.note_key)
+            self.s3.meta.events.register(f'after-call.s3.{operation}', self.keep_answer)
 
     def add_content_md5(self, params, **_):
         """Content-MD5 of the bytes we hashed, so the store refuses any others (s3transfer sends the requests)."""
         digests = self.in_flight.get(params.get('Key'))
         if digests and 'ContentMD5' not in params:
             params['ContentMD5'] = digests.content_md5(params.get('PartNumber'))
+
+    @staticmethod
+    def note_key(params, context, **_):
+        """Remember the request's object key in its context: the answer's event does not carry the parameters."""
+        context['object_key'] = params.get('Key')
+
+    def keep_answer(self, parsed, context, **_):
+        """Keep a successful answer that completed one of our uploads, for confirm()."""
+        key = context.get('object_key')
+        if key in self.in_flight and parsed.get('ResponseMetadata', {}).get('HTTPStatusCode', 500) < 300:
+            self.answers[key] = parsed
 
     def stream(self, key, size, sink):
         """Hand the object's bytes to sink.write in their order, in one pass: a small object in one GET,
@@ -133,11 +150,25 @@ class Store:
         sha = self.read_back(key, head['ContentLength'])
         return None if sha == digests.sha256 else f'read back with sha256 {sha}, not {digests.sha256}'
 
+    def confirm(self, key, digests, answer):
+        """None when the store's answer to the upload (PutObject or CompleteMultipartUpload: the ETag, or
+        the CRC-64 header OSS and COS send on both, docs/agent.md) vouches for exactly these bytes; what
+        differs when it vouches for others. Without a comparable answer: the HEAD (and read-back) of check()."""
+        want = self.integrity.expected(digests)
+        said = self.integrity.stored(answer) if answer else None
+        if want is None or said is None or not self.integrity.comparable(want, said):
+            return self.check(key, digests)
+        return None if said == want else f'the store answered {self.integrity.method} {said} to the upload, not {want}'
+
     def put(self, key, src, digests):
-        """Upload bytes or an open file unless the object already holds this content; then have the store confirm it."""
-        if (key, digests.sha256) in self.verified or self.check(key, digests) is None:
+        """Upload bytes or an open file unless the object already holds this content; then have the store confirm it.
+
+        An object whose upload the store's answer contradicted is uploaded again, never taken on a later
+        HEAD's word: a store whose answers disagree about the same bytes is trusted by neither."""
+        if (key, digests.sha256) in self.verified or (key not in self.refused and self.check(key, digests) is None):
             return self.verified.add((key, digests.sha256))
         self.in_flight[key] = digests
+        self.answers.pop(key, None)  # an earlier try's answer says nothing about this one
         if isinstance(src, bytes):
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=src, Metadata={'sha256': digests.sha256})
         else:
@@ -145,8 +176,9 @@ class Store:
             src.seek(0)
             self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.transfer,
                                 ExtraArgs={'Metadata': {'sha256': digests.sha256}})
-        problem = self.check(key, digests)
+        problem = self.confirm(key, digests, self.answers.pop(key, None))
         if problem:
+            self.refused.add(key)
             raise OSError(f'{key}: the uploaded object does not verify: {problem}')
         self.verified.add((key, digests.sha256))
 

@@ -13,6 +13,7 @@ import os
 
 import pytest
 from fastcrc import crc64
+from conftest import WrongAnswers
 from localcloud import ObjectStorage, S3Proxy
 
 from node_agent.integrity import THREADED, HashingSink, Integrity
@@ -134,3 +135,30 @@ def test_the_stand_in_answers_the_crc64_of_what_the_store_holds(moto_url, s3, bu
         assert said('single') == str(crc64.xz(b'x' + data[1:1000]))
     finally:
         oss.stop()
+
+
+@pytest.mark.parametrize('size', [MB + 7, 8 * MB + 99])  # one PutObject; a multipart upload's Complete
+@pytest.mark.parametrize('verify', [{'method': 'etag-md5', 'contentMd5': True},
+                                    {'method': 'crc64ecma', 'header': 'x-oss-hash-crc64ecma'}])
+def test_a_wrong_checksum_in_the_stores_answer_to_an_upload_is_refused(verify, size, moto_url, bucket, tmp_path):
+    """The upload's own answer is the store's word (no HEAD after it): a wrong one refuses the upload,
+    even though a HEAD would vouch for the bytes, until the store answers the right one."""
+    from boto3.s3.transfer import TransferConfig
+    liar = WrongAnswers(moto_url, crc64_header=verify.get('header'))
+    try:
+        store = store_for(liar.url, bucket, verify, TransferConfig(multipart_threshold=8 * MB, multipart_chunksize=8 * MB))
+        path = tmp_path / 'ckpt.bin'
+        path.write_bytes(os.urandom(size))
+        with open(path, 'rb') as f:
+            digests = store.integrity.digest(f, size)
+            key = store.objects + digests.sha256
+            with pytest.raises(OSError, match='answered .* to the upload, not'):
+                store.put(key, f, digests)
+            assert store.check(key, digests) is None, 'the stand-in holds the right bytes and says so on HEAD'
+            with pytest.raises(OSError, match='answered .* to the upload, not'):
+                store.put(key, f, digests)  # uploaded again, not taken on that HEAD's word
+            liar.lying = False
+            store.put(key, f, digests)
+        assert (key, digests.sha256) in store.verified
+    finally:
+        liar.stop()
