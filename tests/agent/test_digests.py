@@ -162,3 +162,45 @@ def test_a_wrong_checksum_in_the_stores_answer_to_an_upload_is_refused(verify, s
         assert (key, digests.sha256) in store.verified
     finally:
         liar.stop()
+
+
+def test_a_file_written_in_place_while_it_uploads_is_refused_and_hashed_again(moto_url, s3, bucket, tmp_path):
+    """The upload's MD5s are those of the bytes sent, its key the sha256 of an earlier pass: a file
+    written in between must not be stored under the old key as if verified."""
+    store = store_for(moto_url, bucket, {'method': 'etag-md5', 'contentMd5': True})
+    path = tmp_path / 'ckpt.bin'
+    path.write_bytes(os.urandom(MB))
+    os.utime(path, (1e9, 1e9))  # not "just written"
+
+    def trainer_writes(**_):
+        with open(path, 'r+b') as f:
+            f.write(b'a newer step')
+    event = 'before-parameter-build.s3.PutObject'
+    store.s3.meta.events.register_first(event, trainer_writes)
+    with pytest.raises(OSError, match='changed while it was uploaded'):
+        store.put_file(str(path), final=True)
+    store.s3.meta.events.unregister(event, trainer_writes)
+    _, digests = store.put_file(str(path), final=True)
+    data = path.read_bytes()
+    assert digests.sha256 == hashlib.sha256(data).hexdigest() and digests.md5 == hashlib.md5(data).digest()
+    stored = s3.get_object(Bucket=bucket, Key=store.objects + digests.sha256)['Body'].read()
+    assert stored == data
+
+
+def test_an_object_already_stored_is_confirmed_by_the_md5s_of_a_pass_over_the_file(moto_url, s3, bucket, tmp_path):
+    """A new process (no upload of its own to take MD5s from) finds the content stored: its ETag is
+    compared with the file's MD5s, and a stored object with other bytes is uploaded again."""
+    verify = {'method': 'etag-md5', 'contentMd5': True}
+    path = tmp_path / 'ckpt.bin'
+    path.write_bytes(os.urandom(MB + 1))
+    os.utime(path, (1e9, 1e9))
+    _, first = store_for(moto_url, bucket, verify).put_file(str(path), final=True)
+    again = store_for(moto_url, bucket, verify)
+    key = again.objects + first.sha256
+    s3.put_object(Bucket=bucket, Key=key, Body=b'x' + path.read_bytes()[1:])  # damage at rest, same size
+    _, digests = again.put_file(str(path), final=True)
+    assert s3.get_object(Bucket=bucket, Key=key)['Body'].read() == path.read_bytes(), 'not uploaded again'
+    assert digests.md5 == first.md5 == hashlib.md5(path.read_bytes()).digest()
+    third = store_for(moto_url, bucket, verify)
+    third.s3.meta.events.register('before-parameter-build.s3.PutObject', lambda **_: pytest.fail('uploaded again'))
+    assert third.put_file(str(path), final=True)[1].md5 == first.md5
