@@ -97,7 +97,8 @@ class Md5Lane:
 
 @dataclass
 class Digests:
-    """One file's size and digests, computed in a single read."""
+    """One file's size and digests: SHA-256 and CRC-64 from one read; the MD5s from the same read
+    (digest(md5s=True)) or from the requests of its upload (with_sent_md5s)."""
     size: int
     sha256: str
     md5: bytes | None = None          # whole file: a single-part upload's ETag
