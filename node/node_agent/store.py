@@ -61,14 +61,6 @@ def file_signature(f):
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def size_of(path):
-    """The file's size; 0 when it is gone (renamed away since it was listed)."""
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
-
 def missing(error):
     return isinstance(error, ClientError) and error.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound')
 
@@ -266,9 +258,6 @@ class Store:
             paths = [p for r, dirs, names in os.walk(ckpt_dir) for n in names
                      if not (n.startswith('.') or n.endswith(TEMP)) and os.path.isfile(p := os.path.join(r, n))
                      and STAGING not in os.path.relpath(r, ckpt_dir).split(os.sep)]
-            # Largest first: the longest upload starts at once and the small files fill the other
-            # workers around it, instead of a large one found last running alone at the end.
-            paths.sort(key=size_of, reverse=True)
             # One open file per worker: a checkpoint of thousands of files stays within the fd limit.
             with ThreadPoolExecutor(4) as pool:
                 done = [x for x in pool.map(lambda p: self.retry(self.put_file)(p, final), paths) if x]
@@ -365,7 +354,6 @@ class Store:
                 os.makedirs(os.path.dirname(tmp), exist_ok=True)
                 jobs.append((rel, v, tmp))
                 todo[tmp] = dst
-            jobs.sort(key=lambda job: job[1]['size'], reverse=True)  # largest first, as in snapshot()
             with ThreadPoolExecutor(4) as pool:
                 list(pool.map(lambda job: self.download(*job), jobs))  # list(): the first failure raises here
             # Every file verified: only now does any of them take its place.
