@@ -5,6 +5,8 @@ on a second thread: they must equal hashlib's and fastcrc's over the file, at ev
 boundary. Downloads are hashed while they arrive, in order (Store.stream into a HashingSink): a restore and a read-back must still
 see damaged bytes. The OSS/COS stand-in computes its CRC-64 when an object is written: an object
 written behind its back must still be answered with the CRC-64 of what the store holds.
+An upload is confirmed by the store's answer to it (its MD5s taken from the bytes sent): a wrong
+answer refuses it, and so does a file written while it uploads.
 """
 import hashlib
 import io
