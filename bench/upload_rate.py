@@ -1,14 +1,15 @@
 """Checkpoint upload and restore: the agent's verified Store against plain boto3, per verification kind.
 
 The servers run in their own process on 127.0.0.1 (so their CPU is not the client's GIL): moto's S3
-(localcloud.LocalS3) and, for crc64ecma, the OSS stand-in in front of it (localcloud.ObjectStorage:
+(localcloud.LocalS3) and, for crc64ecma, the OSS stand-in in front of it (components.providers.standins.ObjectStorage:
 the CRC-64 header OSS and COS answer). One checkpoint of representative sizes (default one 128 MiB
 file, two of 24 MiB, four of 2 MiB: random bytes, in the page cache for both sides; --big-mb 256 for
 a larger one, at about twice the run time) is written once. About 3 minutes on 2 shared cores.
 Each round then, for each kind, interleaved (the order of the two sides flips every round):
   - upload: boto3 `upload_file` of every file, one after another, with boto3's default transfer
-    settings, against Store.snapshot() of the folder (digests, the store's confirmation, manifest)
-    under a fresh stack prefix, so nothing is deduplicated;
+    settings, against Store.snapshot() of the folder (the sha256 pass, the HEAD asking whether it is
+    stored, the MD5s on the upload's threads, the store's answer to the upload, the manifest) under a
+    fresh stack prefix, so nothing is deduplicated;
   - restore: boto3 `download_file` of the same objects against Store.restore() into a fresh folder
     (HEAD of each object against the manifest, download, the sha256 check, the move into place).
 Both sides use the same client settings (node_agent.s3.client: the store's checksum settings).
@@ -191,7 +192,7 @@ def main():
                     assert len(list(out.iterdir())) == len(files), 'a file was not brought back'
                     shutil.rmtree(out)
                 empty(s3, bucket)
-            print(f'round {r + 1}/{a.rounds} done', flush=True)
+            print(f'round {r + 1}/{a.rounds} done, load average {os.getloadavg()[0]:.1f}', flush=True)
         med = statistics.median
         for kind in kinds:
             for way, name in (('up', 'upload'), ('down', 'restore')):

@@ -217,27 +217,30 @@ class S3Proxy(Stub):
 
     def written(self, method, path, headers, body, response, data):
         """Remember the CRC-64 of what the store now holds after a PUT, an UploadPart or a
-        CompleteMultipartUpload that succeeded (body: the bytes as forwarded, after any damage)."""
+        CompleteMultipartUpload that succeeded (body: the bytes as forwarded, after any damage), and
+        return it: OSS and COS answer it on those requests too, not only on HEAD and GET."""
         from urllib.parse import parse_qs
 
         from fastcrc import crc64
 
         lower = {k.lower(): v for k, v in headers.items()}
         if response.status != 200 or "x-amz-copy-source" in lower or "aws-chunked" in lower.get("content-encoding", ""):
-            return
+            return None
         where, query = urlsplit(path).path, parse_qs(urlsplit(path).query)
         upload, part = (query.get("uploadId") or [None])[0], (query.get("partNumber") or [None])[0]
         if method == "PUT" and upload and part:
             self.part_crcs[where, upload, int(part)] = crc64.xz(body), len(body)
+            return self.part_crcs[where, upload, int(part)][0]
         elif method == "PUT" and not query and response.getheader("ETag"):
             self.crcs[where] = response.getheader("ETag"), crc64.xz(body)
+            return self.crcs[where][1]
         elif method == "POST" and upload:
             import re
 
             numbers = [int(n) for n in re.findall(rb"<PartNumber>\s*(\d+)\s*</PartNumber>", body)]
             etag = re.search(rb"<ETag>(.*?)</ETag>", data)
             if not etag or not all((where, upload, n) in self.part_crcs for n in numbers):
-                return
+                return None
             crc = 0
             for n in numbers:
                 # CRC-64/XZ of A+B from the parts' own: crc(A+B) = xz(0^len B, crc A) ^ xz(0^len B) ^ crc B.
@@ -245,6 +248,8 @@ class S3Proxy(Stub):
                 zeros = bytes(length)
                 crc = crc64.xz(zeros, crc) ^ crc64.xz(zeros) ^ part_crc
             self.crcs[where] = etag.group(1).decode().replace("&quot;", '"'), crc
+            return crc
+        return None
 
     def forward(self, method, path, headers, body):
         target = urlsplit(self.target)
@@ -278,7 +283,9 @@ class S3Proxy(Stub):
                 if k.lower() not in drop}
         is_object = "?" not in path and path.count("/") >= 2 and not path.endswith("/")
         if self.crc64_header and method in ("PUT", "POST"):
-            self.written(method, path, headers, body, response, data)
+            crc = self.written(method, path, headers, body, response, data)
+            if crc is not None:
+                keep[self.crc64_header] = str(crc)
         if self.crc64_header and method in ("HEAD", "GET") and response.status == 200 and is_object:
             from fastcrc import crc64
 

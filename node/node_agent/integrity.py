@@ -10,12 +10,16 @@ written from the provider profile, which records the sources; docs/agent.md, "Ve
   read-back  the store offers nothing we can check: the object is read back and hashed.
 `verify.contentMd5`: send Content-MD5 with each request that carries bytes, so the store refuses
 damaged bytes at once (InvalidDigest / BadDigest) instead of storing them.
+An upload's MD5s (Content-MD5, the expected ETag) are those of the bytes as each request sends them
+(`body_md5`), computed on the upload's own threads, so they cost no pass of their own before it; the
+SHA-256 (the object's key) comes from the pass before, and the Store checks that the file did not
+change in between (store.py). Where no upload happens (the object is already stored), the MD5s come
+from a pass over the file (`digest(..., md5s=True)`).
 A store that gives no answer for one object (the header missing) is checked by read-back for it:
 an upload never counts as verified on our own say-so.
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import threading
@@ -93,17 +97,13 @@ class Md5Lane:
 
 @dataclass
 class Digests:
-    """One file's size and digests, computed in a single read."""
+    """One file's size and digests: SHA-256 and CRC-64 from one read; the MD5s from the same read
+    (digest(md5s=True)) or from the requests of its upload (with_sent_md5s)."""
     size: int
     sha256: str
-    md5: bytes | None = None          # whole file: a single-part upload's ETag and Content-MD5
+    md5: bytes | None = None          # whole file: a single-part upload's ETag
     part_md5s: list | None = None     # each part of a multipart upload
     crc64: int | None = None
-
-    def content_md5(self, part=None):
-        """The Content-MD5 header of the whole file (part None) or of one part (numbered from 1)."""
-        raw = self.md5 if part is None else self.part_md5s[part - 1]
-        return base64.b64encode(raw).decode()
 
 
 class Integrity:
@@ -119,8 +119,14 @@ class Integrity:
             log.warning('fastcrc is not installed: uploads are verified by reading them back (slower)')
             self.method = 'read-back'
 
-    def digest(self, f, size):
-        """Digests of an open binary file from its current position, everything this method needs.
+    @property
+    def needs_md5(self):
+        """Whether this method compares or sends MD5s (the ETag, Content-MD5)."""
+        return self.method == 'etag-md5' or self.content_md5
+
+    def digest(self, f, size, md5s=True):
+        """Digests of an open binary file from its current position, everything this method needs
+        (md5s False: all but the MD5s, which an upload then takes from the bytes it sends).
 
         One read of the file: each block goes to SHA-256 (and CRC-64) here and, when MD5s are needed,
         the same block objects go to MD5 threads (hashlib releases the GIL), so every digest describes
@@ -132,7 +138,7 @@ class Integrity:
         sha = hashlib.sha256()
         crc = 0 if self.crc64 else None
         part_size = self.part_size_of(size) if size >= self.threshold else None
-        need_md5 = self.method == 'etag-md5' or self.content_md5
+        need_md5 = md5s and self.needs_md5
         lanes = [Md5Lane(threaded=size >= THREADED) for _ in range(MD5_THREADS if part_size else 1)] if need_md5 \
             else []
         offset = 0
@@ -163,6 +169,8 @@ class Integrity:
         if self.method == 'crc64ecma':
             return str(d.crc64)
         if self.method == 'etag-md5':
+            if d.part_md5s is None and d.md5 is None:
+                return None  # no MD5s (an upload that sent no whole object): nothing to expect
             if d.part_md5s is None:
                 return d.md5.hex()
             return f"{hashlib.md5(b''.join(d.part_md5s)).hexdigest()}-{len(d.part_md5s)}"
@@ -182,3 +190,30 @@ class Integrity:
         if self.method != 'etag-md5':
             return True
         return bool(re.fullmatch(r'[0-9a-f]{32}(-[0-9]+)?', said)) and want.partition('-')[2] == said.partition('-')[2]
+
+
+def body_md5(body):
+    """MD5 digest of one request's body: bytes, or a file-like part (s3transfer's ReadFileChunk) read
+    from where it stands and put back there, as botocore does for its own Content-MD5."""
+    md5 = hashlib.md5()
+    if isinstance(body, (bytes, bytearray)):
+        md5.update(body)
+        return md5.digest()
+    start = body.tell()
+    for block in iter(lambda: body.read(BLOCK), b''):
+        md5.update(block)  # hashlib releases the GIL: the other parts' threads keep sending meanwhile
+    body.seek(start)
+    return md5.digest()
+
+
+def with_sent_md5s(digests, sent):
+    """Fill digests.md5 (one PUT: part 0) or digests.part_md5s (parts 1..N) from {part: MD5 of the bytes
+    sent}; False when what was sent is not one whole object (a part missing), so nothing can be expected."""
+    if list(sent) == [0]:
+        digests.md5, digests.part_md5s = sent[0], None
+        return True
+    numbers = sorted(sent)
+    if not numbers or numbers != list(range(1, len(numbers) + 1)):
+        return False
+    digests.md5, digests.part_md5s = None, [sent[n] for n in numbers]
+    return True

@@ -16,6 +16,7 @@ wrong bytes) is quarantined, so the next node skips it at once and `run.py` show
 unreachable store, or downloads that keep arriving damaged while the store vouches for its copy,
 stop the node instead (never train from an older state than the one it could reach).
 """
+import base64
 import io
 import json
 import logging
@@ -32,7 +33,7 @@ from botocore.exceptions import ClientError
 from s3transfer.utils import ChunksizeAdjuster
 
 from . import layout
-from .integrity import HashingSink, Integrity
+from .integrity import HashingSink, Integrity, body_md5, with_sent_md5s
 from .s3 import client, retrying, root
 
 log = logging.getLogger('agent')
@@ -54,6 +55,12 @@ def inside(base, rel):
     return p if p.startswith(os.path.realpath(base) + os.sep) else None
 
 
+def file_signature(f):
+    """(inode, size, mtime ns) of an open file: what says it was not written since."""
+    st = os.fstat(f.fileno())
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
 def missing(error):
     return isinstance(error, ClientError) and error.response['Error']['Code'] in ('404', 'NoSuchKey', 'NotFound')
 
@@ -70,20 +77,46 @@ class Store:
         adjuster = ChunksizeAdjuster()
         self.integrity = Integrity(cfg['checkpoint']['verify'], self.transfer.multipart_threshold,
                                    lambda size: adjuster.adjust_chunksize(part, size), log)
-        self.hashes, self.verified, self.last = {}, set(), (None, None)
+        # verified: (key, sha256) -> the Digests the store confirmed (their MD5s too, for another file
+        # with the same content, whose own pass left them out).
+        self.hashes, self.verified, self.last = {}, {}, (None, None)
         # Contents this node restored rather than produced: a snapshot of only these would be a newer
         # manifest with older content (a multi-node peer whose rank writes no checkpoints).
         self.restored = set()
-        self.in_flight = {}  # object key -> Digests: the Content-MD5 of each request comes from here
-        if self.integrity.content_md5:
+        self.in_flight = {}  # object key -> Digests of the upload under way
+        self.sent = {}  # object key -> {part number (0: a single PUT): MD5 of the bytes that request sent}
+        if self.integrity.needs_md5:
             for operation in ('PutObject', 'UploadPart'):
-                self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.add_content_md5)
+                self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.md5_of_request)
+        # object key -> the store's answer to the request that completed the object (PutObject or
+        # CompleteMultipartUpload): s3transfer sends those requests and keeps their answers to itself.
+        self.answers, self.refused = {}, set()  # refused: keys whose upload did not verify (put())
+        for operation in ('PutObject', 'CompleteMultipartUpload'):
+            self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.note_key)
+            self.s3.meta.events.register(f'after-call.s3.{operation}', self.keep_answer)
 
-    def add_content_md5(self, params, **_):
-        """Content-MD5 of the bytes we hashed, so the store refuses any others (s3transfer sends the requests)."""
-        digests = self.in_flight.get(params.get('Key'))
-        if digests and 'ContentMD5' not in params:
-            params['ContentMD5'] = digests.content_md5(params.get('PartNumber'))
+    def md5_of_request(self, params, **_):
+        """The MD5 of the bytes this request sends (a PUT or one part; s3transfer sends them), on the
+        sending thread while the other parts travel: kept for the expected ETag and, with contentMd5,
+        sent as Content-MD5 so the store refuses any other bytes."""
+        sent = self.sent.get(params.get('Key'))
+        if sent is None or 'Body' not in params:
+            return
+        md5 = body_md5(params['Body'])
+        sent[params.get('PartNumber') or 0] = md5
+        if self.integrity.content_md5:
+            params['ContentMD5'] = base64.b64encode(md5).decode()
+
+    @staticmethod
+    def note_key(params, context, **_):
+        """Remember the request's object key in its context: the answer's event does not carry the parameters."""
+        context['object_key'] = params.get('Key')
+
+    def keep_answer(self, parsed, context, **_):
+        """Keep a successful answer that completed one of our uploads, for confirm()."""
+        key = context.get('object_key')
+        if key in self.in_flight and parsed.get('ResponseMetadata', {}).get('HTTPStatusCode', 500) < 300:
+            self.answers[key] = parsed
 
     def stream(self, key, size, sink):
         """Hand the object's bytes to sink.write in their order, in one pass: a small object in one GET,
@@ -116,9 +149,10 @@ class Store:
         self.stream(key, size, sink)
         return sink.hexdigest()
 
-    def check(self, key, digests):
+    def check(self, key, digests, src=None):
         """None when the object at `key` holds exactly these bytes by the store's word (or a read-back);
-        'absent'; or what differs."""
+        'absent'; or what differs. src: the bytes or open file, to take the MD5s from when the digests
+        lack them (the ETag of an object already stored)."""
         try:
             head = self.s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as e:
@@ -127,17 +161,50 @@ class Store:
             raise
         if head['ContentLength'] != digests.size:
             return f"the store holds {head['ContentLength']} bytes, not {digests.size}"
+        if self.integrity.method == 'etag-md5' and digests.md5 is None and digests.part_md5s is None and src is not None:
+            self.add_md5s(src, digests)
         want, said = self.integrity.expected(digests), self.integrity.stored(head)
         if want is not None and said is not None and self.integrity.comparable(want, said):
             return None if said == want else f'the store reports {self.integrity.method} {said}, not {want}'
         sha = self.read_back(key, head['ContentLength'])
         return None if sha == digests.sha256 else f'read back with sha256 {sha}, not {digests.sha256}'
 
-    def put(self, key, src, digests):
-        """Upload bytes or an open file unless the object already holds this content; then have the store confirm it."""
-        if (key, digests.sha256) in self.verified or self.check(key, digests) is None:
-            return self.verified.add((key, digests.sha256))
-        self.in_flight[key] = digests
+    def confirm(self, key, digests, answer):
+        """None when the store's answer to the upload (PutObject or CompleteMultipartUpload: the ETag, or
+        the CRC-64 header OSS and COS send on both, docs/agent.md) vouches for exactly these bytes; what
+        differs when it vouches for others. Without a comparable answer: the HEAD (and read-back) of check()."""
+        want = self.integrity.expected(digests)
+        said = self.integrity.stored(answer) if answer else None
+        if want is None or said is None or not self.integrity.comparable(want, said):
+            return self.check(key, digests)
+        return None if said == want else f'the store answered {self.integrity.method} {said} to the upload, not {want}'
+
+    def add_md5s(self, src, digests):
+        """Fill the MD5s the digests lack by a pass over src; OSError when it no longer has their sha256."""
+        f = io.BytesIO(src) if isinstance(src, bytes) else src
+        f.seek(0)
+        full = self.integrity.digest(f, digests.size)
+        if full.sha256 != digests.sha256:
+            raise OSError(f'the file changed since it was hashed (sha256 {full.sha256}, not {digests.sha256})')
+        digests.md5, digests.part_md5s = full.md5, full.part_md5s
+
+    def put(self, key, src, digests, signature=None):
+        """Upload bytes or an open file unless the object already holds this content; then have the store confirm it.
+
+        An object whose upload the store's answer contradicted is uploaded again, never taken on a later
+        HEAD's word: a store whose answers disagree about the same bytes is trusted by neither.
+        signature: the file's (inode, size, mtime) when it was hashed: the MD5s of the upload are taken
+        from the bytes sent, so a file that changed since then is refused (it is hashed again)."""
+        known = self.verified.get((key, digests.sha256))
+        if known is not None:
+            if digests.md5 is None and digests.part_md5s is None:
+                digests.md5, digests.part_md5s = known.md5, known.part_md5s
+            return
+        if key not in self.refused and self.check(key, digests, src) is None:
+            self.verified[key, digests.sha256] = digests
+            return
+        self.in_flight[key], self.sent[key] = digests, {}
+        self.answers.pop(key, None)  # an earlier try's answer says nothing about this one
         if isinstance(src, bytes):
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=src, Metadata={'sha256': digests.sha256})
         else:
@@ -145,13 +212,20 @@ class Store:
             src.seek(0)
             self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.transfer,
                                 ExtraArgs={'Metadata': {'sha256': digests.sha256}})
-        problem = self.check(key, digests)
+        # pop(key, {}): two files of the same content may upload the same key at once (same bytes, same MD5s).
+        sent = self.sent.pop(key, {})
+        if signature is not None and file_signature(src) != signature:
+            raise OSError(f'{key}: the file changed while it was uploaded: hashing it again')
+        if self.integrity.needs_md5 and not with_sent_md5s(digests, sent):
+            digests.md5 = digests.part_md5s = None  # nothing to expect of the ETag: confirm() reads it back
+        problem = self.confirm(key, digests, self.answers.pop(key, None))
         if problem:
+            self.refused.add(key)
             raise OSError(f'{key}: the uploaded object does not verify: {problem}')
-        self.verified.add((key, digests.sha256))
+        self.verified[key, digests.sha256] = digests
 
     def put_data(self, rel, body):
-        self.retry(self.put)(self.root + rel, body, self.integrity.digest(io.BytesIO(body), len(body)))
+        self.retry(self.put)(self.root + rel, body, self.integrity.digest(io.BytesIO(body), len(body), md5s=False))
 
     def put_file(self, path, final):
         """(path, Digests) of one file, uploaded and verified; None when it is gone or too fresh."""
@@ -160,15 +234,14 @@ class Store:
         except FileNotFoundError:
             return None  # renamed away between listing and opening
         with f:
-            st = os.fstat(f.fileno())
+            signature = file_signature(f)
             # Touched within the last second: may still be written in place (final: the trainer is gone).
-            if not final and time.time() - st.st_mtime < 1:
+            if not final and time.time() - signature[2] / 1e9 < 1:
                 return None
-            signature = st.st_ino, st.st_size, st.st_mtime_ns
             if self.hashes.get(path, (0,))[0] != signature:
-                self.hashes[path] = signature, self.integrity.digest(f, st.st_size)
+                self.hashes[path] = signature, self.integrity.digest(f, signature[1], md5s=False)
             digests = self.hashes[path][1]
-            self.put(self.objects + digests.sha256, f, digests)
+            self.put(self.objects + digests.sha256, f, digests, signature)
             return path, digests
 
     def entry(self, digests):

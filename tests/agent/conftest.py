@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -53,6 +54,26 @@ def proxy(moto_url):
     p = S3Proxy(moto_url)
     yield p
     p.stop()
+
+
+class WrongAnswers(S3Proxy):
+    """A store that holds the bytes it was sent but, while `lying`, answers the request that completes an
+    object (PutObject, CompleteMultipartUpload) with another checksum: a wrong ETag and, with
+    `crc64_header`, a wrong CRC-64. HEAD and GET still tell the truth. Only paths holding `match`."""
+
+    lying = True
+
+    def answer(self, method, path, headers, body):
+        status, data, keep = super().answer(method, path, headers, body)
+        completes = (method == 'PUT' and '?' not in path) or (method == 'POST' and 'uploadId=' in path)
+        if self.lying and completes and status == 200 and self.match in path:
+            for name in keep:
+                if name.lower() == 'etag':
+                    keep[name] = '"' + '0' * 32 + '"'
+                elif self.crc64_header and name.lower() == self.crc64_header:
+                    keep[name] = str(int(keep[name]) ^ 1)
+            data = re.sub(rb'(<ETag>[^0-9a-f<]*)[0-9a-f]{32}', rb'\g<1>' + b'0' * 32, data)  # a Complete's ETag
+        return status, data, keep
 
 
 class Node:

@@ -5,6 +5,8 @@ on a second thread: they must equal hashlib's and fastcrc's over the file, at ev
 boundary. Downloads are hashed while they arrive, in order (Store.stream into a HashingSink): a restore and a read-back must still
 see damaged bytes. The OSS/COS stand-in computes its CRC-64 when an object is written: an object
 written behind its back must still be answered with the CRC-64 of what the store holds.
+An upload is confirmed by the store's answer to it (its MD5s taken from the bytes sent): a wrong
+answer refuses it, and so does a file written while it uploads.
 """
 import hashlib
 import io
@@ -14,6 +16,7 @@ import os
 import pytest
 from fastcrc import crc64
 from components.providers.standins import ObjectStorage
+from conftest import WrongAnswers
 from localcloud import S3Proxy
 
 from node_agent.integrity import THREADED, HashingSink, Integrity
@@ -135,3 +138,72 @@ def test_the_stand_in_answers_the_crc64_of_what_the_store_holds(moto_url, s3, bu
         assert said('single') == str(crc64.xz(b'x' + data[1:1000]))
     finally:
         oss.stop()
+
+
+@pytest.mark.parametrize('size', [MB + 7, 8 * MB + 99])  # one PutObject; a multipart upload's Complete
+@pytest.mark.parametrize('verify', [{'method': 'etag-md5', 'contentMd5': True},
+                                    {'method': 'crc64ecma', 'header': 'x-oss-hash-crc64ecma'}])
+def test_a_wrong_checksum_in_the_stores_answer_to_an_upload_is_refused(verify, size, moto_url, bucket, tmp_path):
+    """The upload's own answer is the store's word (no HEAD after it): a wrong one refuses the upload,
+    even though a HEAD would vouch for the bytes, until the store answers the right one."""
+    from boto3.s3.transfer import TransferConfig
+    liar = WrongAnswers(moto_url, crc64_header=verify.get('header'))
+    try:
+        store = store_for(liar.url, bucket, verify, TransferConfig(multipart_threshold=8 * MB, multipart_chunksize=8 * MB))
+        path = tmp_path / 'ckpt.bin'
+        path.write_bytes(os.urandom(size))
+        with open(path, 'rb') as f:
+            digests = store.integrity.digest(f, size)
+            key = store.objects + digests.sha256
+            with pytest.raises(OSError, match='answered .* to the upload, not'):
+                store.put(key, f, digests)
+            assert store.check(key, digests) is None, 'the stand-in holds the right bytes and says so on HEAD'
+            with pytest.raises(OSError, match='answered .* to the upload, not'):
+                store.put(key, f, digests)  # uploaded again, not taken on that HEAD's word
+            liar.lying = False
+            store.put(key, f, digests)
+        assert (key, digests.sha256) in store.verified
+    finally:
+        liar.stop()
+
+
+def test_a_file_written_in_place_while_it_uploads_is_refused_and_hashed_again(moto_url, s3, bucket, tmp_path):
+    """The upload's MD5s are those of the bytes sent, its key the sha256 of an earlier pass: a file
+    written in between must not be stored under the old key as if verified."""
+    store = store_for(moto_url, bucket, {'method': 'etag-md5', 'contentMd5': True})
+    path = tmp_path / 'ckpt.bin'
+    path.write_bytes(os.urandom(MB))
+    os.utime(path, (1e9, 1e9))  # not "just written"
+
+    def trainer_writes(**_):
+        with open(path, 'r+b') as f:
+            f.write(b'a newer step')
+    event = 'before-parameter-build.s3.PutObject'
+    store.s3.meta.events.register_first(event, trainer_writes)
+    with pytest.raises(OSError, match='changed while it was uploaded'):
+        store.put_file(str(path), final=True)
+    store.s3.meta.events.unregister(event, trainer_writes)
+    _, digests = store.put_file(str(path), final=True)
+    data = path.read_bytes()
+    assert digests.sha256 == hashlib.sha256(data).hexdigest() and digests.md5 == hashlib.md5(data).digest()
+    stored = s3.get_object(Bucket=bucket, Key=store.objects + digests.sha256)['Body'].read()
+    assert stored == data
+
+
+def test_an_object_already_stored_is_confirmed_by_the_md5s_of_a_pass_over_the_file(moto_url, s3, bucket, tmp_path):
+    """A new process (no upload of its own to take MD5s from) finds the content stored: its ETag is
+    compared with the file's MD5s, and a stored object with other bytes is uploaded again."""
+    verify = {'method': 'etag-md5', 'contentMd5': True}
+    path = tmp_path / 'ckpt.bin'
+    path.write_bytes(os.urandom(MB + 1))
+    os.utime(path, (1e9, 1e9))
+    _, first = store_for(moto_url, bucket, verify).put_file(str(path), final=True)
+    again = store_for(moto_url, bucket, verify)
+    key = again.objects + first.sha256
+    s3.put_object(Bucket=bucket, Key=key, Body=b'x' + path.read_bytes()[1:])  # damage at rest, same size
+    _, digests = again.put_file(str(path), final=True)
+    assert s3.get_object(Bucket=bucket, Key=key)['Body'].read() == path.read_bytes(), 'not uploaded again'
+    assert digests.md5 == first.md5 == hashlib.md5(path.read_bytes()).digest()
+    third = store_for(moto_url, bucket, verify)
+    third.s3.meta.events.register('before-parameter-build.s3.PutObject', lambda **_: pytest.fail('uploaded again'))
+    assert third.put_file(str(path), final=True)[1].md5 == first.md5

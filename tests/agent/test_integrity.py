@@ -9,7 +9,7 @@ import hashlib
 import json
 
 import pytest
-from conftest import checkpoint_ok, verify_snapshot
+from conftest import WrongAnswers, checkpoint_ok, verify_snapshot
 from fastcrc import crc64
 from components.providers.standins import ObjectStorage
 from localcloud import S3Proxy
@@ -89,6 +89,28 @@ def test_uploads_damaged_for_good_keep_the_node_and_say_sync_failed(name, make_n
     assert node.run() == 0, node.output()
     assert max(checkpoint_ok(x) for x in verify_snapshot(node, node.marker()['lastCheckpoint']).values()) == (10, True)
     assert len(api.calls('DeleteInstance')) == 1
+
+
+def test_a_store_that_answers_uploads_with_a_wrong_checksum_is_never_trusted(make_node, api_stub, moto_url):
+    """The OSS stand-in holds the right bytes and says so on HEAD, but answers each upload with a wrong
+    CRC-64: no upload counts as verified, so nothing is released until its answers are right."""
+    liar = WrongAnswers(moto_url, crc64_header=OSS_VERIFICATION.header)
+    try:
+        api = api_stub('alicloud')
+        node = make_node(api=api, endpoint=liar.url, syncIntervalSeconds=0)
+        node.cfg['checkpoint']['verify'] = OSS_VERIFICATION.node_config()
+        node.train(FT_STEPS=10)
+        liar.match = OBJECTS
+        assert node.run() == 3, node.output()
+        m = node.marker()
+        assert m['state'] == 'SYNC_FAILED' and 'to the upload, not' in m['reason'], m
+        assert not api.requests, 'released a node whose checkpoint the store never answered for rightly'
+        liar.lying = False
+        assert node.run() == 0, node.output()
+        assert max(checkpoint_ok(x) for x in verify_snapshot(node, node.marker()['lastCheckpoint']).values()) == (10, True)
+        assert len(api.calls('DeleteInstance')) == 1
+    finally:
+        liar.stop()
 
 
 def test_multipart_uploads_are_confirmed_part_by_part_and_whole(make_node, api_stub, store):
