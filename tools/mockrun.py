@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import pulumi
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc as pulumi_rpc
 from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc_manager import RPCManager
 from pulumi.runtime.sync_await import _sync_await
 
@@ -159,6 +161,7 @@ class _ParentTrackingMonitor(pulumi_mocks.MockMonitor):
     """The stock mock monitor does not tell mocks a resource's parent; remember it from the request.
 
     Registrations arrive on several threads, so parents are keyed by (type, name), unique in a plan.
+    A preview's registrations are answered here (engine_answer) rather than by the stock monitor.
     """
 
     def __init__(self, mocks: _Recorder):
@@ -169,11 +172,108 @@ class _ParentTrackingMonitor(pulumi_mocks.MockMonitor):
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack" or not pulumi.runtime.is_dry_run():
+            # The stack itself, and a run as `pulumi up` (preview=False): the stock monitor's answer.
+            self._remember(urn, request)
+            return super().RegisterResource(request)
+        self._remember(urn, request)
+        _worker_loop()  # deserialising a resource reference makes futures, which need this thread's loop
+        inputs = engine_inputs(request.object)
+        transforms = pulumi_mocks._resolve_callbacks(request.transforms) if request.transforms else None
+        id_, state = self.mocks.new_resource(pulumi_mocks.MockResourceArgs(
+            typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
+            resource_id=request.importId, custom=request.custom or False, transforms=transforms))
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=engine_answer(state))
+
+    def _remember(self, urn: str, request) -> None:
         if request.type != "pulumi:pulumi:Stack":
             self.names_by_urn[urn] = request.name
             self.parents[(request.type, request.name)] = self.names_by_urn.get(request.parent)
             self.options[(request.type, request.name)] = _options(request)
-        return super().RegisterResource(request)
+
+
+def _worker_loop() -> None:
+    """The calling thread's event loop, made if it has none (the engine's worker threads); closed at exit."""
+    try:
+        asyncio.get_event_loop()
+    except RuntimeError:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        _LOOPS.add(loop)
+
+
+def is_plain(value: Any) -> bool:
+    """Made only of what a protobuf Struct holds as it is (text, numbers, booleans, null, lists, objects
+    with text keys): no Output, unknown, resource, asset or archive, which only the SDK can serialise."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(is_plain(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and is_plain(item) for key, item in value.items())
+    return False
+
+
+class _NotPlain(Exception):
+    """A registration's object holds an unknown, a secret, a resource reference, an asset or an archive."""
+
+
+def _plain_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        if value.string_value == pulumi_rpc.UNKNOWN:
+            raise _NotPlain
+        return value.string_value
+    if kind == "struct_value":
+        return _plain_object(value.struct_value)
+    if kind == "list_value":
+        return [_plain_value(item) for item in value.list_value.values]
+    if kind == "number_value":
+        return value.number_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "null_value":
+        return None
+    raise _NotPlain
+
+
+def _plain_object(struct: struct_pb2.Struct) -> dict:
+    fields = struct.fields
+    if pulumi_rpc._special_sig_key in fields:
+        raise _NotPlain
+    # A property that is null is left out of an object (not of a list), as the SDK's reader leaves it out.
+    return {key: plain for key, item in fields.items() if (plain := _plain_value(item)) is not None}
+
+
+def engine_inputs(sent: struct_pb2.Struct) -> dict:
+    """A registration's inputs as Python values, as the SDK's reader (pulumi.runtime.rpc.deserialize_properties)
+    gives them: read here when they are plain data (no unknown, secret, resource, asset or archive, each
+    marked on the wire), by the SDK's reader otherwise. The SDK's reader asks of every value whether it is
+    the unknown marker and which special kind it is: most of the mock monitor's time per node.
+    """
+    try:
+        return _plain_object(sent)
+    except _NotPlain:
+        return pulumi_rpc.deserialize_properties(sent)
+
+
+def engine_answer(state: Mapping[str, Any]) -> struct_pb2.Struct:
+    """A resource's state as the engine answers a registration: the SDK's wire form of `state`.
+
+    The SDK's serialiser (pulumi.runtime.rpc.serialize_properties) is a coroutine, which the stock
+    mock monitor runs on an event loop of the worker thread, once per resource: about half of the
+    monitor's time per node, for values that are almost always plain data already. Plain values are
+    written as the serialiser writes them (a property that is None is left out, as it leaves it out);
+    any other value still goes through the serialiser.
+    """
+    answer = struct_pb2.Struct()
+    plain = {key: value for key, value in state.items() if value is not None and is_plain(value)}
+    answer.update(plain)
+    rest = {key: value for key, value in state.items() if key not in plain and value is not None}
+    if rest:
+        answer.MergeFrom(_sync_await(pulumi_rpc.serialize_properties(rest, {})))
+    return answer
 
 
 def _options(request) -> dict:
