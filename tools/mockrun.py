@@ -133,6 +133,7 @@ class _Recorder(pulumi_mocks.Mocks):
         self.computed = computed
         self.prior = prior
         self.order: dict[tuple[str, str], int] = {}  # (type, name) -> construction order
+        self.id_formats = id_formats()
 
     def constructed(self, args: pulumi.ResourceTransformationArgs) -> None:
         """A stack transformation: runs in the program's own thread, in construction order."""
@@ -149,7 +150,7 @@ class _Recorder(pulumi_mocks.Mocks):
             state.update(NEUTRAL_OUTPUTS[args.typ](dict(args.inputs), earlier))
         self.plan.resources.append(PlannedResource(args.typ, args.name, None, dict(args.inputs),
                                                    bool(args.custom), outputs=state))
-        return resource_id(args.typ, args.name), state
+        return resource_id(args.typ, args.name, self.id_formats), state
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         self.plan.calls.append((args.token, dict(args.args)))
@@ -287,15 +288,23 @@ def _options(request) -> dict:
             "protect": request.protect if request.HasField("protect") else False}
 
 
-def resource_id(type_token: str, name: str) -> str:
+def resource_id(type_token: str, name: str, formats: Optional[Mapping[str, str]] = None) -> str:
     """The id the mock engine gives a resource: `<name>-id`, or in the cloud's format where a provider
     declares one (preview.py ID_FORMATS: a validator downstream checks it, e.g. ACK's vsw-... vSwitch ids),
-    with a digest of the name in place of the cloud's random part, so a plan is the same on every run."""
-    for name_ in providers.names():
-        template = getattr(providers.preview_module(name_), "ID_FORMATS", {}).get(type_token)
-        if template:
-            return template.format(digest=hashlib.sha256(name.encode()).hexdigest()[:20])
+    with a digest of the name in place of the cloud's random part, so a plan is the same on every run.
+    formats: id_formats(), read once by a run rather than for each resource."""
+    template = (id_formats() if formats is None else formats).get(type_token)
+    if template:
+        return template.format(digest=hashlib.sha256(name.encode()).hexdigest()[:20])
     return f"{name}-id"
+
+
+def id_formats() -> dict[str, str]:
+    """Every registered provider's ID_FORMATS, by type."""
+    formats: dict[str, str] = {}
+    for name in reversed(providers.names()):  # the first provider that declares a type wins, as before
+        formats.update(getattr(providers.preview_module(name), "ID_FORMATS", {}))
+    return formats
 
 
 def provider_answers() -> tuple[dict, dict]:
