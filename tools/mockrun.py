@@ -3,7 +3,9 @@
 No CLI, no credentials, no network: the mock monitor receives every resource registration (type,
 name, parent, the inputs the engine would send to the provider) and answers the few data-source
 calls the program makes (zones, images, prices) with placeholders that say where the real value
-comes from. Used by scripts/preview.py and by the tests.
+comes from. Used by scripts/preview.py and by the tests. In a preview it reads a registration and
+writes its answer itself where they are plain data, in the same wire form as the SDK's reader and
+serialiser (engine_inputs, engine_answer): they were most of the monitor's time per node.
 
 A plan is reproducible: resources are listed in the order the program constructs them (the engine
 receives registrations on several threads, in an order that varies between runs), with the
