@@ -84,6 +84,9 @@ class Store:
         # manifest with older content (a multi-node peer whose rank writes no checkpoints).
         self.restored = set()
         self.in_flight = {}  # object key -> Digests of the upload under way
+        # One upload of an object key at a time (put()): two files of one content share a key, and the MD5s
+        # sent and the store's answer are kept by key, so they must belong to one upload.
+        self.key_locks, self.key_locks_lock = {}, threading.Lock()
         self.sent = {}  # object key -> {part number (0: a single PUT): MD5 of the bytes that request sent}
         if self.integrity.needs_md5:
             for operation in ('PutObject', 'UploadPart'):
@@ -190,6 +193,14 @@ class Store:
 
     def put(self, key, src, digests, signature=None):
         """Upload bytes or an open file unless the object already holds this content; then have the store confirm it.
+        One put of a key at a time: a second file of the same content waits, then finds it verified."""
+        with self.key_locks_lock:  # not self.lock: snapshot() holds that while its threads put
+            key_lock = self.key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            self.put_alone(key, src, digests, signature)
+
+    def put_alone(self, key, src, digests, signature=None):
+        """put() with no other put of `key` under way.
 
         An object whose upload the store's answer contradicted is uploaded again, never taken on a later
         HEAD's word: a store whose answers disagree about the same bytes is trusted by neither.
@@ -212,13 +223,13 @@ class Store:
             src.seek(0)
             self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.transfer,
                                 ExtraArgs={'Metadata': {'sha256': digests.sha256}})
-        # pop(key, {}): two files of the same content may upload the same key at once (same bytes, same MD5s).
-        sent = self.sent.pop(key, {})
+        sent, answer = self.sent.pop(key), self.answers.pop(key, None)
+        self.in_flight.pop(key, None)
         if signature is not None and file_signature(src) != signature:
             raise OSError(f'{key}: the file changed while it was uploaded: hashing it again')
         if self.integrity.needs_md5 and not with_sent_md5s(digests, sent):
             digests.md5 = digests.part_md5s = None  # nothing to expect of the ETag: confirm() reads it back
-        problem = self.confirm(key, digests, self.answers.pop(key, None))
+        problem = self.confirm(key, digests, answer)
         if problem:
             self.refused.add(key)
             raise OSError(f'{key}: the uploaded object does not verify: {problem}')
