@@ -211,9 +211,9 @@ def test_a_cloud_from_the_template_touches_only_the_registry_line_and_meets_the_
 # currency and credential prefix, the catalog's rows, and dropping the refusals of spot, shared FS and
 # Kubernetes. Every edit is inside the new package (the test checks the rest of the tree is untouched).
 PROFILE_FILLED = {
-    'raise NotImplementedError("stubcloud: profile.data_disk is not written yet (docs/providers.md)")':
+    'raise NotImplementedError("stubcloud: data_disk in profile.py is not written yet (docs/providers.md)")':
         'return DataDisk("ssd", None, size_gb)',
-    'raise NotImplementedError("stubcloud: profile.object_store is not written yet (docs/providers.md)")':
+    'raise NotImplementedError("stubcloud: object_store in profile.py is not written yet (docs/providers.md)")':
         'return ObjectStore(f"https://s3.{region}.stub.example", "virtual", "s3v4")',
     'currency="TODO"': 'currency="USD"',
     "credential_env=(),": 'credential_env=("STUBCLOUD_",),',

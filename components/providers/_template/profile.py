@@ -1,7 +1,7 @@
 """__Cloud__'s declared capabilities, disk classes, endpoints and mirrors (pure data, no SDK import).
 
 Every value below that the cloud's docs have not confirmed is marked TODO and chosen to refuse
-rather than to guess: no disk category, no mirror, and `unsupported` refuses the spot pool, the shared
+rather than to guess: no disk category, no mirror, and `rules.unsupported` refuses the spot pool, the shared
 file system and the Kubernetes path that the parts offer (compute.py, storage.py, cluster.py) until
 their facts are filled in. Replace each with the cloud's fact and its source (URL, doc title or
 repo@commit) in a comment, and drop the refusal.
@@ -16,12 +16,12 @@ from components.providers.base import (DataDisk, Disks, Interconnect, Kubernetes
 
 def data_disk(tier_disk_class: str, size_gb: int, override: Optional[str]) -> DataDisk:
     # TODO(__cloud__): map the tier's disk class (local-nvme / ssd / fast-ssd) to the cloud's category.
-    raise NotImplementedError("__cloud__: profile.data_disk is not written yet (docs/providers.md)")
+    raise NotImplementedError("__cloud__: data_disk in profile.py is not written yet (docs/providers.md)")
 
 
 def object_store(region: str) -> ObjectStore:
     # TODO(__cloud__): the S3-compatible endpoint, its addressing style and signature; the in-VPC one.
-    raise NotImplementedError("__cloud__: profile.object_store is not written yet (docs/providers.md)")
+    raise NotImplementedError("__cloud__: object_store in profile.py is not written yet (docs/providers.md)")
 
 
 # TODO(__cloud__): the cloud's shared file system (storage.py makes it): its name as `sharedStorage` takes it.
