@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -45,16 +46,25 @@ class StandIn:
     phase_field: str  # the state answer's phase field, dotted
     mounts: dict  # container path -> local folder
     workdir: Path
+    # The variables the platform sets for torchrun (platform.yaml launcherEnv: neutral name -> its variable):
+    # for a one-node job the stand-in sets them as the platform would, the master port a free one of
+    # 127.0.0.1 at each start (a fixed default port collides with another job's on the same machine).
+    launcher_env: dict = field(default_factory=dict)
     jobs: dict = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
     def for_api(cls, api: ApiReference, unpack: Callable[[dict], tuple[str, dict]], id_field: str, phase_field: str,
-                mounts: dict, workdir: Path) -> "StandIn":
+                mounts: dict, workdir: Path, launcher_env: Optional[dict] = None) -> "StandIn":
         """A stand-in that reports, for each neutral state, the platform's own phase name from its api.yaml."""
         phases = {neutral: "Running" if "Running" in names else names[0]
                   for neutral, names in api.data["phases"].items()}
-        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir)
+        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir, dict(launcher_env or {}))
+
+    def platform_env(self) -> dict:
+        """What the platform sets in a one-node job's environment for its launcher (launcher_env)."""
+        values = {"nnodes": "1", "nodeRank": "0", "masterAddr": "127.0.0.1", "masterPort": str(free_port())}
+        return {variable: values[name] for name, variable in self.launcher_env.items() if name in values}
 
     def _localize(self, text: str) -> str:
         for container, local in sorted(self.mounts.items(), key=lambda item: -len(item[0])):
@@ -63,7 +73,8 @@ class StandIn:
 
     def _start(self, job: Job) -> None:
         handle = job.log.open("ab")
-        job.process = subprocess.Popen(["sh", "-c", job.command], env={**os.environ, **job.env}, stdout=handle,
+        job.process = subprocess.Popen(["sh", "-c", job.command], env={**os.environ, **self.platform_env(), **job.env},
+                                       stdout=handle,
                                        stderr=subprocess.STDOUT, start_new_session=True)
         job.phase = self.phases["running"]
         threading.Thread(target=self._watch, args=(job, job.process), daemon=True).start()
@@ -179,6 +190,13 @@ def _descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free now (the kernel's pick)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:

@@ -99,3 +99,21 @@ def test_rehearse_on_a_platform_stack_runs_the_job_drill_and_the_fault_kills_eve
     summaries = [json.loads(line) for line in log.splitlines() if '"train_cnn.summary"' in line]
     assert len(summaries) == 1, "only the restarted run may finish: the killed one must not write a summary"
     assert summaries[0]["resumed_from_step"] and summaries[0]["step"] == 80
+
+
+@pytest.mark.parametrize("stack", ["hw-large-910b-modelarts", "large-a100-dlc"])
+def test_the_stand_in_sets_the_launcher_variables_the_job_reads_with_a_free_master_port(stack, tmp_path):
+    """The platform sets the launcher's variables in a job (platform.yaml launcherEnv); the stand-in does too,
+    so a job never falls back to the command's default master port (29500), which two jobs on one machine
+    would both bind."""
+    from components.platforms.contract import command
+
+    config = {**load_stack_config(stack), "gpu-training:train": {"command": SMALL, "launcher": "torchrun"}}
+    spec = build_spec(config, stack=stack)
+    env = _job(spec).stand_in(tmp_path / "bucket", tmp_path).platform_env()
+    names = spec.platform.offer.data["launcherEnv"]
+    assert set(env) == set(names.values())
+    assert env[names["nnodes"]] == "1" and env[names["nodeRank"]] == "0"
+    assert env[names["masterAddr"]] == "127.0.0.1" and 1024 <= int(env[names["masterPort"]]) <= 65535
+    rendered = command(spec, spec.platform.offer.data["mounts"]["stack"])
+    assert all(f"${{{variable}:-" in rendered for variable in env), rendered

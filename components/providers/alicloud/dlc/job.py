@@ -106,7 +106,8 @@ def stand_in(bucket_dir: Path, workdir: Path):
     from components.platforms.standin import StandIn
 
     return StandIn.for_api(API, lambda body: (body["UserCommand"], body["Envs"]), "JobId", "Status",
-                           {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir)
+                           {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir,
+                           launcher_env=OFFER.data["launcherEnv"])
 
 
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)

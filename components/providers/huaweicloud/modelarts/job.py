@@ -126,7 +126,8 @@ def stand_in(bucket_dir: Path, workdir: Path):
     from components.platforms.standin import StandIn
 
     return StandIn.for_api(API, lambda body: (body["algorithm"]["command"], body["algorithm"]["environments"]),
-                           "metadata.id", "status.phase", {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir)
+                           "metadata.id", "status.phase", {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir,
+                           launcher_env=OFFER.data["launcherEnv"])
 
 
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)
