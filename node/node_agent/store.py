@@ -83,11 +83,12 @@ class Store:
         # Contents this node restored rather than produced: a snapshot of only these would be a newer
         # manifest with older content (a multi-node peer whose rank writes no checkpoints).
         self.restored = set()
-        self.in_flight = {}  # object key -> Digests of the upload under way
         # One upload of an object key at a time (put()): two files of one content share a key, and the MD5s
         # sent and the store's answer are kept by key, so they must belong to one upload.
         self.key_locks, self.key_locks_lock = {}, threading.Lock()
-        self.sent = {}  # object key -> {part number (0: a single PUT): MD5 of the bytes that request sent}
+        # object key -> {part number (0: a single PUT): MD5 of the bytes that request sent}, for the upload
+        # under way of that key (so also: which keys are being uploaded now).
+        self.sent = {}
         if self.integrity.needs_md5:
             for operation in ('PutObject', 'UploadPart'):
                 self.s3.meta.events.register(f'before-parameter-build.s3.{operation}', self.md5_of_request)
@@ -118,7 +119,7 @@ class Store:
     def keep_answer(self, parsed, context, **_):
         """Keep a successful answer that completed one of our uploads, for confirm()."""
         key = context.get('object_key')
-        if key in self.in_flight and parsed.get('ResponseMetadata', {}).get('HTTPStatusCode', 500) < 300:
+        if key in self.sent and parsed.get('ResponseMetadata', {}).get('HTTPStatusCode', 500) < 300:
             self.answers[key] = parsed
 
     def stream(self, key, size, sink):
@@ -214,7 +215,7 @@ class Store:
         if key not in self.refused and self.check(key, digests, src) is None:
             self.verified[key, digests.sha256] = digests
             return
-        self.in_flight[key], self.sent[key] = digests, {}
+        self.sent[key] = {}
         self.answers.pop(key, None)  # an earlier try's answer says nothing about this one
         if isinstance(src, bytes):
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=src, Metadata={'sha256': digests.sha256})
@@ -224,7 +225,6 @@ class Store:
             self.s3.upload_file(f'/proc/self/fd/{src.fileno()}', self.bucket, key, Config=self.transfer,
                                 ExtraArgs={'Metadata': {'sha256': digests.sha256}})
         sent, answer = self.sent.pop(key), self.answers.pop(key, None)
-        self.in_flight.pop(key, None)
         if signature is not None and file_signature(src) != signature:
             raise OSError(f'{key}: the file changed while it was uploaded: hashing it again')
         if self.integrity.needs_md5 and not with_sent_md5s(digests, sent):
