@@ -175,11 +175,10 @@ class _ParentTrackingMonitor(pulumi_mocks.MockMonitor):
 
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
+        self._remember(urn, request)
         if request.type == "pulumi:pulumi:Stack" or not pulumi.runtime.is_dry_run():
             # The stack itself, and a run as `pulumi up` (preview=False): the stock monitor's answer.
-            self._remember(urn, request)
             return super().RegisterResource(request)
-        self._remember(urn, request)
         _worker_loop()  # deserialising a resource reference makes futures, which need this thread's loop
         inputs = engine_inputs(request.object)
         transforms = pulumi_mocks._resolve_callbacks(request.transforms) if request.transforms else None
