@@ -353,6 +353,25 @@ def _resolve(value: Any) -> Any:
     return _sync_await(pulumi.Output.from_input(value).future())
 
 
+def settle_failed_run() -> None:
+    """Mark the failed run's futures' exceptions as seen, so none is reported later from a finalizer.
+
+    A program that raises leaves its failure in many of the engine's futures (every Output that depends
+    on the failed one), and only one reaches the caller. The others would be reported by their
+    finalizers ("Future exception was never retrieved", asyncio's logger with the traceback) whenever
+    the collector next frees them: at any allocation, in whatever the process does next. On CPython
+    3.11 formatting a traceback calls ast.parse (the caret anchors), and ast's object builder keeps its
+    recursion count in module-wide state, so a report set off inside another ast.parse ends that one
+    with `SystemError: AST constructor recursion depth mismatch` (seen in CI: tests/test_import_graph.py
+    after a test of a refused `pulumi up`; python/cpython#106905 and pytest-dev/pytest#10763 show the
+    same error). The run's own exception is raised to the caller; these copies carry nothing more.
+    """
+    for item in gc.get_objects():
+        if (isinstance(item, asyncio.Future) and item.done() and not item.cancelled()
+                and item.get_loop() in _LOOPS):
+            item.exception()  # marks it retrieved
+
+
 def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-training",
                 call_answers: Optional[Mapping[str, Any]] = None, preview: bool = True,
                 prior: Optional[Plan] = None) -> Plan:
@@ -400,6 +419,9 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
                 record.parent = monitor.parents.get((record.type, record.name))
                 record.options = monitor.options.get((record.type, record.name), {})
             plan.resources.sort(key=lambda r: recorder.order.get((r.type, r.name), len(recorder.order)))
+    except BaseException:
+        settle_failed_run()
+        raise
     finally:
         os.chdir(cwd)
         os.environ.update(hidden)

@@ -23,3 +23,42 @@ def test_a_preview_closes_the_engine_loop_before_interpreter_shutdown():
                           env=os.environ)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "loop closed at exit: True" in done.stdout, done.stdout + done.stderr[-1000:]
+
+
+def test_a_refused_run_leaves_no_unreported_failure_for_a_later_parse_to_trip_on():
+    """CI failed once in tests/test_import_graph.py with `SystemError: AST constructor recursion depth
+    mismatch`: a refused `pulumi up` (an apply that raises) left its exception in futures nobody read; the
+    collector freed them during a later ast.parse, asyncio's report formatted the traceback, and on
+    CPython 3.11 that parses the source again inside the first parse. The probe replays it: the refused
+    run, a good run (which drops the old run's references), then parses with the collector on a short
+    fuse, and counts asyncio's reports."""
+    probe = (
+        "import ast, gc, logging, os, sys\n"
+        "from datetime import timedelta\n"
+        "from pathlib import Path\n"
+        "from components import clock\n"
+        "from tools.mockrun import run_program\n"
+        "from tools.stackfiles import apply_overrides, load_stack_config\n"
+        "reports = []\n"
+        "logging.getLogger('asyncio').addHandler(logging.Handler())\n"
+        "logging.getLogger('asyncio').handlers[-1].emit = reports.append\n"
+        "config = apply_overrides(load_stack_config('hw-entry-t4'), ('billing=spot', 'spotMaxPricePerHour=5'))\n"
+        "first = run_program(config, 'hw-entry-t4')\n"
+        "now = os.environ[clock.CLOCK_ENV]\n"
+        "os.environ[clock.CLOCK_ENV] = clock.rfc3339(clock.parse(first.outputs['expiresAt']) + timedelta(hours=1))\n"
+        "try:\n"
+        "    run_program(config, 'hw-entry-t4', prior=first)\n"
+        "    sys.exit('the run past the TTL was not refused')\n"
+        "except Exception as refused:\n"
+        "    assert 'refusing to start capped spot' in str(refused), refused\n"
+        "os.environ[clock.CLOCK_ENV] = now\n"
+        "run_program(config, 'hw-entry-t4')\n"
+        "gc.set_threshold(50, 2, 2)\n"
+        "for path in sorted(Path('components').rglob('*.py')):\n"
+        "    ast.parse(path.read_text())\n"
+        "gc.collect()\n"
+        "print('asyncio reports:', len([r for r in reports if 'never retrieved' in r.getMessage()]))\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=180,
+                          env=os.environ)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "asyncio reports: 0" in done.stdout, done.stdout + done.stderr[-1000:]
