@@ -46,7 +46,7 @@ def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
         'paths': {'checkpoints': f'{tmp}/ckpt', 'state': f'{tmp}/state', 'logs': f'{tmp}/logs', 'trainEnv': f'{tmp}/none'},
         'checkpoint': {'bucket': bucket, 'prefix': 'bench', 'endpoint': s3_url, 'region': 'us-east-1',
                        'addressingStyle': 'path', 'signatureVersion': 's3v4',
-                       'verify': {'method': 'etag-md5', 'contentMd5': True}},  # moto keeps S3's word on content
+                       'verify': {'method': 'etag-md5', 'contentMd5': True}},  # moto keeps S3's ETag (it ignores Content-MD5)
         'train': {'command': f'{sys.executable} {ROOT}/tests/agent/fake_trainer.py', 'workdir': f'{tmp}/work',
                   'env': {'FT_STEPS': str(steps), 'FT_STEP_S': '0.01', 'FT_RECORD': f'{tmp}/rec', 'FT_GPU': f'{tmp}/gpu'}},
         'agent': {'syncIntervalSeconds': 300, 'spotPollSeconds': 2, 'utilSampleSeconds': 1, 'idleMinutes': 0,

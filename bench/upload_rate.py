@@ -1,8 +1,9 @@
 """Checkpoint upload and restore: the agent's verified Store against plain boto3, per verification kind.
 
 The servers run in their own process on 127.0.0.1 (so their CPU is not the client's GIL): moto's S3
-(localcloud.LocalS3) and, for crc64ecma, the OSS stand-in in front of it (components.providers.standins.ObjectStorage:
-the CRC-64 header OSS and COS answer). One checkpoint of representative sizes (default one 128 MiB
+(localcloud.LocalS3) and, in front of it, the OSS stand-in for crc64ecma (components.providers.standins.ObjectStorage:
+the CRC-64 header OSS and COS answer) and the OBS one for content-md5 (it checks each request's Content-MD5,
+as OBS and BOS do, and answers ETags that are no MD5); plain boto3 runs against the same server. One checkpoint of representative sizes (default one 128 MiB
 file, two of 24 MiB, four of 2 MiB: random bytes, in the page cache for both sides; --big-mb 256 for
 a larger one, at about twice the run time) is written once. About 3 minutes on 2 shared cores.
 Each round then, for each kind, interleaved (the order of the two sides flips every round):
@@ -17,7 +18,7 @@ Prints each side's median MiB/s over the rounds, the ratio ours / plain of the m
 of each round's own ratio (the goal: >= 0.9), and the client CPU seconds of each side.
 Loopback is not a cloud's network and moto is a Python server: the ratio is what carries over.
 
-Run: .venv/bin/python bench/upload_rate.py [--rounds 5] [--big-mb 256] [--kinds etag-md5,crc64ecma,read-back]
+Run: .venv/bin/python bench/upload_rate.py [--rounds 5] [--big-mb 256] [--kinds etag-md5,crc64ecma,content-md5,read-back]
      .venv/bin/python bench/upload_rate.py --sweep --kinds etag-md5 --rounds 3 (how the part size and
      concurrency were chosen)
 """
@@ -42,7 +43,11 @@ os.environ.update(AWS_ACCESS_KEY_ID='local', AWS_SECRET_ACCESS_KEY='local', AWS_
 
 KINDS = {'etag-md5': {'method': 'etag-md5', 'contentMd5': True},
          'crc64ecma': {'method': 'crc64ecma', 'header': 'x-oss-hash-crc64ecma'},
+         'content-md5': {'method': 'content-md5'},
          'read-back': {'method': 'read-back'}}
+# The server each kind runs against (plain boto3 too): moto itself, or a cloud's stand-in in front of it
+# (the OSS one answers the CRC-64; the OBS one checks each request's Content-MD5 and answers other ETags).
+SERVER_OF = {'crc64ecma': 'oss', 'content-md5': 'obs'}
 
 SERVE = """
 import sys, time
@@ -51,7 +56,8 @@ from components.providers.standins import ObjectStorage
 from localcloud import LocalS3
 s3 = LocalS3()
 oss = ObjectStorage('alicloud', s3.url)
-print(s3.url, oss.url, flush=True)
+obs = ObjectStorage('huaweicloud', s3.url)
+print(s3.url, oss.url, obs.url, flush=True)
 sys.stdin.read()
 """
 
@@ -59,8 +65,8 @@ sys.stdin.read()
 def servers():
     p = subprocess.Popen([sys.executable, '-c', SERVE % str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
-    s3_url, oss_url = p.stdout.readline().split()
-    return p, s3_url, oss_url
+    s3_url, oss_url, obs_url = p.stdout.readline().split()
+    return p, {'s3': s3_url, 'oss': oss_url, 'obs': obs_url}
 
 
 def config(kind, url, bucket, stack):
@@ -150,7 +156,10 @@ def main():
     kinds = a.kinds.split(',')
     from node_agent.s3 import client
     from node_agent.store import PART_SIZE, TRANSFER
-    proc, s3_url, oss_url = servers()
+    proc, urls = servers()
+
+    def url_of(kind):
+        return urls[SERVER_OF.get(kind, 's3')]
     bucket = 'bench-' + uuid.uuid4().hex[:8]
     work = tempfile.mkdtemp(prefix='upload-rate-')
     try:
@@ -165,19 +174,17 @@ def main():
         files = sorted(src.iterdir())
         print(f'conditions: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), load average '
               f'{os.getloadavg()[0]:.1f} at start, Python {platform.python_version()}, servers on 127.0.0.1 in '
-              f'their own process (moto S3; the OSS stand-in for crc64ecma); checkpoint {len(sizes)} files, '
+              f'their own process (moto S3; the OSS stand-in for crc64ecma, the OBS one for content-md5); checkpoint {len(sizes)} files, '
               f'{total} MiB ({"+".join(map(str, sizes))}); {a.rounds} rounds; ours: part size {PART_SIZE >> 20} MiB, '
               f'concurrency {TRANSFER.max_concurrency}; plain: boto3 defaults, one file after another', flush=True)
         if a.sweep:
-            client(config(kinds[0], s3_url, bucket, 'x')).create_bucket(Bucket=bucket)
-            return sweep(lambda stack: config(kinds[0], oss_url if kinds[0] == 'crc64ecma' else s3_url, bucket,
-                                              stack), src, total, a.rounds)
+            client(config(kinds[0], urls['s3'], bucket, 'x')).create_bucket(Bucket=bucket)
+            return sweep(lambda stack: config(kinds[0], url_of(kinds[0]), bucket, stack), src, total, a.rounds)
         results = {k: {'up': ([], []), 'down': ([], [])} for k in kinds}
         out = pathlib.Path(work, 'out')
         for r in range(a.rounds):
             for kind in kinds:
-                url = oss_url if kind == 'crc64ecma' else s3_url
-                cfg = config(kind, url, bucket, f'{kind}-{r}')
+                cfg = config(kind, url_of(kind), bucket, f'{kind}-{r}')
                 s3 = client(cfg)
                 if r == 0 and kind == kinds[0]:
                     s3.create_bucket(Bucket=bucket)

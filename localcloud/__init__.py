@@ -16,8 +16,11 @@
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.client
 import json
+import re
 import threading
 import time
 import uuid
@@ -196,6 +199,19 @@ def flip(data: bytes) -> bytes:
     return data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:]
 
 
+def digest_matches(headers, body: bytes) -> bool:
+    """Whether a request's body has the MD5 its Content-MD5 header names (True without the header)."""
+    named = next((v for k, v in headers.items() if k.lower() == "content-md5"), None)
+    return named is None or base64.b64encode(hashlib.md5(body).digest()).decode() == named.strip()
+
+
+def opaque_etag(etag: str) -> str:
+    """Another 32-hex ETag for the same one: what a store whose ETag is not the content's MD5 might answer."""
+    quoted = etag.strip().startswith(("\"", "&quot;"))
+    value = hashlib.md5(b"sse-kms:" + etag.strip('"').replace("&quot;", "").encode()).hexdigest()
+    return f'"{value}"' if quoted else value
+
+
 class S3Proxy(Stub):
     """Forwards to `target`. Where `match` is in the path: the next `fail` requests (or all while `down`)
     get 503; the next `corrupt` requests of a method in `corrupt_methods` (or all while `corrupting`) get
@@ -203,10 +219,21 @@ class S3Proxy(Stub):
     GET (on its way back). `crc64_header` (e.g. "x-oss-hash-crc64ecma"): answer HEAD and GET of an
     object with the CRC-64/XZ of the bytes the store holds, as OSS and COS do: computed when the
     object is written through the proxy (a multipart one from its parts' CRCs), so a HEAD costs what
-    it costs at the real store; an object written behind its back is read in full to answer."""
+    it costs at the real store; an object written behind its back is read in full to answer.
 
-    def __init__(self, target, crc64_header: str | None = None):
+    Like every store this project uses (moto does not), a PUT or UploadPart whose body differs from its
+    Content-MD5 is refused with 400 BadDigest and nothing is stored: S3 (PutObject, UploadPart:
+    https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html), OBS ("Uploading Objects - PUT",
+    https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0080.html; "Uploading Parts", obs_04_0099),
+    BOS (PutObject https://cloud.baidu.com/doc/BOS/s/Ikc5nv3wc-en, UploadPart /doc/BOS/s/3kc5v4qs0-en),
+    OSS and COS alike. `md5_etags` False: the ETags of whole objects are not their MD5 (OBS with SSE-KMS:
+    "Server-Side Encryption Overview", https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0105.html),
+    so a client that compared them would refuse every upload."""
+
+    def __init__(self, target, crc64_header: str | None = None, md5_etags: bool = True):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
+        self.md5_etags = md5_etags
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in arrival order
         self.corrupt, self.corrupting, self.corrupted, self.corrupt_methods = 0, False, 0, ("PUT",)
         self.crc64_header = crc64_header
         # Like OSS and COS, the CRC-64 is computed once, over the bytes as they are written, not on
@@ -235,8 +262,6 @@ class S3Proxy(Stub):
             self.crcs[where] = response.getheader("ETag"), crc64.xz(body)
             return self.crcs[where][1]
         elif method == "POST" and upload:
-            import re
-
             numbers = [int(n) for n in re.findall(rb"<PartNumber>\s*(\d+)\s*</PartNumber>", body)]
             etag = re.search(rb"<ETag>(.*?)</ETag>", data)
             if not etag or not all((where, upload, n) in self.part_crcs for n in numbers):
@@ -263,6 +288,7 @@ class S3Proxy(Stub):
 
     def answer(self, method, path, headers, body):
         with self.lock:
+            self.requests.append((method, path))
             hit = self.match in path and (self.down or self.fail > 0)
             if hit:
                 self.fail -= not self.down
@@ -277,6 +303,10 @@ class S3Proxy(Stub):
                          b"</Error>"), {"Content-Type": "application/xml"}
         if damage and method == "PUT":
             body = flip(body)
+        if method == "PUT" and not digest_matches(headers, body):
+            return 400, (b'<?xml version="1.0"?><Error><Code>BadDigest</Code><Message>The Content-MD5 you '
+                         b"specified did not match what we received.</Message></Error>"),\
+                {"Content-Type": "application/xml"}
         response, data = self.forward(method, path, headers, body)
         drop = ("transfer-encoding", "connection") + (() if method == "HEAD" else ("content-length",))
         keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
@@ -298,6 +328,10 @@ class S3Proxy(Stub):
             keep[self.crc64_header] = str(crc)
         if damage and method == "GET":
             data = flip(data)
+        if not self.md5_etags and ("?" not in path or (method == "POST" and "uploadId=" in path)):
+            keep = {k: opaque_etag(v) if k.lower() == "etag" else v for k, v in keep.items()}
+            data = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + opaque_etag(m.group(1).decode()).encode()
+                          + b"</ETag>", data) if method == "POST" else data
         return response.status, data, keep
 
 

@@ -23,7 +23,7 @@ class StoreVerification:
     """How a store confirms the content it received: what "verified" means for the node agent's
     uploads (node_agent/integrity.py, docs/agent.md "Verified uploads"). Carried by the node config
     as `checkpoint.verify`."""
-    method: str  # crc64ecma (the store's CRC-64 in `header`) | etag-md5 (S3's ETag) | read-back
+    method: str  # crc64ecma (the store's CRC-64 in `header`) | etag-md5 (S3's ETag) | content-md5 | read-back
     sources: tuple[str, ...]  # where each claim below comes from
     header: Optional[str] = None  # the response header with the store's CRC-64 (crc64ecma)
     content_md5: bool = False  # send Content-MD5 so the store refuses damaged bytes on arrival

@@ -14,7 +14,7 @@ NUMBERS = ('agent.syncIntervalSeconds=300 agent.spotPollSeconds=0.5 agent.utilSa
            'agent.uploadAttempts=8 agent.uploadAllowanceSeconds=30 agent.retryBaseSeconds=1 agent.peerWaitMinutes=30 '
            'nodeCount=1 accelerator.count=1 train.gpusPerNode=1 train.rendezvousPort=29400 data.waitMinutes=30')
 # The first choice is the default.
-CHOICES = {'train.launcher': 'direct torchrun', 'checkpoint.verify.method': 'read-back etag-md5 crc64ecma',
+CHOICES = {'train.launcher': 'direct torchrun', 'checkpoint.verify.method': 'read-back etag-md5 crc64ecma content-md5',
            'accelerator.kind': 'nvidia ascend',
            'checkpoint.addressingStyle': 'virtual path', 'checkpoint.signatureVersion': 's3v4 s3',
            'train.stopSignal': 'SIGTERM SIGINT SIGHUP SIGUSR1 SIGUSR2 SIGQUIT'}

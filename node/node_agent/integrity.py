@@ -7,9 +7,15 @@ written from the provider profile, which records the sources; docs/agent.md, "Ve
              multipart uploads alike;
   etag-md5   the ETag: the MD5 of a single-part upload; for a multipart upload the MD5 of the parts'
              MD5s followed by "-<number of parts>" (S3 and the S3-compatible servers that copy it);
+  content-md5  the store checks the Content-MD5 of every request that carries bytes and refuses other
+             bytes (BadDigest), but its ETag is not an MD5 (OBS with SSE-KMS): an upload is verified
+             when every request that made the object was accepted with the MD5 of the bytes it sent,
+             those requests cover the whole file (a PUT, or parts 1..N whose sizes add up to it), and
+             the request completing the object (PutObject, CompleteMultipartUpload, which names each
+             part by the ETag the store gave it) succeeded;
   read-back  the store offers nothing we can check: the object is read back and hashed.
 `verify.contentMd5`: send Content-MD5 with each request that carries bytes, so the store refuses
-damaged bytes at once (InvalidDigest / BadDigest) instead of storing them.
+damaged bytes at once (InvalidDigest / BadDigest) instead of storing them (always, with content-md5).
 An upload's MD5s (Content-MD5, the expected ETag) are those of the bytes as each request sends them
 (`body_md5`), computed on the upload's own threads, so they cost no pass of their own before it; the
 SHA-256 (the object's key) comes from the pass before, and the Store checks that the file did not
@@ -26,7 +32,7 @@ import threading
 from dataclasses import dataclass
 from queue import Queue
 
-METHODS = ('read-back', 'etag-md5', 'crc64ecma')
+METHODS = ('read-back', 'etag-md5', 'crc64ecma', 'content-md5')
 BLOCK = 1 << 20
 THREADED = 4 << 20  # from this size on, MD5 runs on threads of its own beside SHA-256
 MD5_THREADS = 2  # lanes for the parts of a multipart file: the machines here have two cores or more
@@ -112,7 +118,7 @@ class Integrity:
     def __init__(self, verify, multipart_threshold, part_size_of, log):
         self.method = verify.get('method') or 'read-back'
         self.header = (verify.get('header') or '').lower()
-        self.content_md5 = bool(verify.get('contentMd5'))
+        self.content_md5 = bool(verify.get('contentMd5')) or self.method == 'content-md5'
         self.threshold, self.part_size_of = multipart_threshold, part_size_of
         self.crc64 = crc64_function() if self.method == 'crc64ecma' else None
         if self.method == 'crc64ecma' and not self.crc64:
@@ -193,27 +199,31 @@ class Integrity:
 
 
 def body_md5(body):
-    """MD5 digest of one request's body: bytes, or a file-like part (s3transfer's ReadFileChunk) read
-    from where it stands and put back there, as botocore does for its own Content-MD5."""
+    """(MD5 digest, size) of one request's body: bytes, or a file-like part (s3transfer's ReadFileChunk)
+    read from where it stands and put back there, as botocore does for its own Content-MD5."""
     md5 = hashlib.md5()
     if isinstance(body, (bytes, bytearray)):
         md5.update(body)
-        return md5.digest()
-    start = body.tell()
+        return md5.digest(), len(body)
+    start, size = body.tell(), 0
     for block in iter(lambda: body.read(BLOCK), b''):
         md5.update(block)  # hashlib releases the GIL: the other parts' threads keep sending meanwhile
+        size += len(block)
     body.seek(start)
-    return md5.digest()
+    return md5.digest(), size
 
 
 def with_sent_md5s(digests, sent):
-    """Fill digests.md5 (one PUT: part 0) or digests.part_md5s (parts 1..N) from {part: MD5 of the bytes
-    sent}; False when what was sent is not one whole object (a part missing), so nothing can be expected."""
+    """Fill digests.md5 (one PUT: part 0) or digests.part_md5s (parts 1..N) from {part: (MD5, size) of the
+    bytes sent}; False when what was sent is not the whole object (a part missing, or sizes that do not
+    add up to the file's), so nothing can be expected of the store."""
+    if sum(size for _, size in sent.values()) != digests.size:
+        return False
     if list(sent) == [0]:
-        digests.md5, digests.part_md5s = sent[0], None
+        digests.md5, digests.part_md5s = sent[0][0], None
         return True
     numbers = sorted(sent)
     if not numbers or numbers != list(range(1, len(numbers) + 1)):
         return False
-    digests.md5, digests.part_md5s = None, [sent[n] for n in numbers]
+    digests.md5, digests.part_md5s = None, [sent[n][0] for n in numbers]
     return True

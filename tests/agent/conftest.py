@@ -94,7 +94,7 @@ class Node:
                       'trainEnv': str(tmp / 'train.env')},
             'checkpoint': {'bucket': bucket, 'prefix': 'gpu-training', 'endpoint': s3_endpoint,
                            'region': 'us-east-1', 'addressingStyle': 'path', 'signatureVersion': 's3v4',
-                           # moto keeps S3's word on content: the ETag, and Content-MD5 checked on arrival.
+                           # moto keeps S3's ETag; it ignores Content-MD5 (a localcloud.S3Proxy in front of it checks it).
                            'verify': {'method': 'etag-md5', 'contentMd5': True}},
             'train': {'command': f'{sys.executable} {HERE / "fake_trainer.py"}',
                       'env': {'FT_RECORD': str(self.record), 'FT_GPU': str(self.gpu), 'EXTRA': '1'},

@@ -71,12 +71,23 @@ def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDis
 _OBS_V4 = "https://support.huaweicloud.com/intl/zh-cn/obs_faq/obs_faq_0274.html"
 
 
+# OBS checks the Content-MD5 of a PUT and of each part and refuses other bytes with 400 BadDigest
+# ("Uploading Objects - PUT", "Uploading Parts"); with server-side encryption, which the checkpoint bucket
+# has (storage.py), the ETag is not the object's MD5, while the Content-MD5 check holds encrypted or not
+# ("Server-Side Encryption Overview": 无论是否使用服务端加密上传对象,请求消息头中加入Content-MD5参数时,
+# OBS均会对对象进行MD5校验). So the store's word is its acceptance of each request's MD5 (content-md5),
+# not the ETag, and no upload is read back.
+OBS_VERIFICATION = StoreVerification("content-md5", content_md5=True, sources=(
+    "https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0080.html",
+    "https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0099.html",
+    "https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0105.html",
+    _OBS_V4, *NO_FLEXIBLE_CHECKSUMS))
+
+
 def object_store(region: str) -> ObjectStore:
     # OBS speaks the S3 API with SigV4 and virtual-hosted buckets; ECSs in the region reach the same
-    # domain over Huawei's internal network. No checksum the node agent could compare is documented
-    # here, so uploads are verified by reading them back.
-    return ObjectStore(f"https://obs.{region}.myhuaweicloud.com", "virtual", "s3v4",
-                       verification=StoreVerification("read-back", sources=(_OBS_V4, *NO_FLEXIBLE_CHECKSUMS)))
+    # domain over Huawei's internal network.
+    return ObjectStore(f"https://obs.{region}.myhuaweicloud.com", "virtual", "s3v4", verification=OBS_VERIFICATION)
 
 
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")  # OBS bucket naming rules (3-63, no '..')
