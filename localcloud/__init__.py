@@ -234,6 +234,7 @@ class S3Proxy(Stub):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
         self.md5_etags = md5_etags
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in arrival order
+        self.etags: dict[str, str] = {}  # an ETag answered (md5_etags False) -> moto's own
         self.corrupt, self.corrupting, self.corrupted, self.corrupt_methods = 0, False, 0, ("PUT",)
         self.crc64_header = crc64_header
         # Like OSS and COS, the CRC-64 is computed once, over the bytes as they are written, not on
@@ -307,7 +308,7 @@ class S3Proxy(Stub):
             return 400, (b'<?xml version="1.0"?><Error><Code>BadDigest</Code><Message>The Content-MD5 you '
                          b"specified did not match what we received.</Message></Error>"),\
                 {"Content-Type": "application/xml"}
-        response, data = self.forward(method, path, headers, body)
+        response, data = self.forward(method, path, self.moto_conditions(headers), body)
         drop = ("transfer-encoding", "connection") + (() if method == "HEAD" else ("content-length",))
         keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
                 if k.lower() not in drop}
@@ -329,10 +330,25 @@ class S3Proxy(Stub):
         if damage and method == "GET":
             data = flip(data)
         if not self.md5_etags and ("?" not in path or (method == "POST" and "uploadId=" in path)):
-            keep = {k: opaque_etag(v) if k.lower() == "etag" else v for k, v in keep.items()}
-            data = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + opaque_etag(m.group(1).decode()).encode()
+            keep = {k: self.opaque(v) if k.lower() == "etag" else v for k, v in keep.items()}
+            data = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + self.opaque(m.group(1).decode()).encode()
                           + b"</ETag>", data) if method == "POST" else data
         return response.status, data, keep
+
+    def opaque(self, etag: str) -> str:
+        """The ETag this store answers for moto's `etag`, remembered so that conditions naming it match."""
+        answered = opaque_etag(etag)
+        with self.lock:
+            self.etags[answered.strip('"')] = etag.strip('"').replace("&quot;", "")
+        return answered
+
+    def moto_conditions(self, headers):
+        """The request's If-Match / If-None-Match with the ETags this store answered put back as moto's."""
+        if self.md5_etags:
+            return headers
+        with self.lock:
+            return {k: (f'"{self.etags.get(v.strip().strip(chr(34)), v.strip().strip(chr(34)))}"'
+                        if k.lower() in ("if-match", "if-none-match") else v) for k, v in headers.items()}
 
 
 class LocalS3:

@@ -19,7 +19,7 @@ from components.providers.standins import ObjectStorage
 from conftest import WrongAnswers
 from localcloud import S3Proxy
 
-from node_agent.integrity import THREADED, HashingSink, Integrity
+from node_agent.integrity import THREADED, Digests, HashingSink, Integrity, with_sent_md5s
 from node_agent import store as store_module
 from node_agent.store import Store
 
@@ -167,10 +167,13 @@ def test_a_wrong_checksum_in_the_stores_answer_to_an_upload_is_refused(verify, s
         liar.stop()
 
 
-def test_a_file_written_in_place_while_it_uploads_is_refused_and_hashed_again(moto_url, s3, bucket, tmp_path):
+@pytest.mark.parametrize('verify', [{'method': 'etag-md5', 'contentMd5': True}, {'method': 'content-md5'}])
+def test_a_file_written_in_place_while_it_uploads_is_refused_and_hashed_again(verify, moto_url, s3, bucket,
+                                                                               tmp_path):
     """The upload's MD5s are those of the bytes sent, its key the sha256 of an earlier pass: a file
-    written in between must not be stored under the old key as if verified."""
-    store = store_for(moto_url, bucket, {'method': 'etag-md5', 'contentMd5': True})
+    written in between must not be stored under the old key as if verified (content-md5: the store
+    accepted those bytes against their own MD5, which says nothing of the key)."""
+    store = store_for(moto_url, bucket, verify)
     path = tmp_path / 'ckpt.bin'
     path.write_bytes(os.urandom(MB))
     os.utime(path, (1e9, 1e9))  # not "just written"
@@ -283,3 +286,16 @@ def test_two_files_of_one_content_uploading_at_once_never_verify_other_bytes(mot
     for key, sha in store.verified:
         held = s3.get_object(Bucket=bucket, Key=key)['Body'].read()
         assert hashlib.sha256(held).hexdigest() == sha, f'{key} verified as {sha} but holds other bytes'
+
+
+def test_sent_md5s_that_are_not_the_whole_file_expect_nothing_of_the_store():
+    """A content-md5 upload counts as the store's word only when the requests it accepted were the whole
+    file: one PUT of its size, or parts 1..N whose sizes add up to it."""
+    md5 = hashlib.md5(b'x').digest()
+
+    def whole(size, sent):
+        return with_sent_md5s(Digests(size, 'sha'), sent)
+    assert whole(10, {0: (md5, 10)}) and whole(10, {1: (md5, 6), 2: (md5, 4)}) and whole(0, {0: (md5, 0)})
+    assert not whole(10, {0: (md5, 9)})  # a short read sent fewer bytes, each accepted against its own MD5
+    assert not whole(10, {1: (md5, 4), 2: (md5, 4)})
+    assert not whole(10, {2: (md5, 6), 3: (md5, 4)}) and not whole(10, {})
