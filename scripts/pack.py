@@ -25,9 +25,8 @@ import os
 import sys
 from pathlib import Path
 
+from tools.cliargs import FAILED as EXIT_FAILED, OK as EXIT_OK, USAGE as EXIT_USAGE
 from tools.datapack import example, packer, source, upload
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def parse_args(argv):

@@ -16,11 +16,10 @@ from components import billing, cost, dataset, egress, safety
 from components.bootstrap import decode, user_data_limit
 from components.providers import facts
 from components.spec import Spec, SpecError
+from tools.cliargs import FAILED as EXIT_FAILED, USAGE as EXIT_INVALID
 from tools.mockrun import Plan, ProgramExit, run_program
 from tools.stackfiles import StackFileError, stack_names, stack_spec
 
-EXIT_INVALID = 2
-EXIT_FAILED = 1
 COLLAPSE_AFTER = 3  # siblings of one type beyond this are summarised in the human view
 
 

@@ -43,11 +43,9 @@ from typing import Any, Optional
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 from components.providers import facts as provider_facts
+from tools.cliargs import FAILED as EXIT_FAILED, USAGE as EXIT_BAD_ARGS
 from tools.goschema import GoSchemaError, SourceTree, resource_schema
 from tools.sdknames import args_class, camel, plurals, sdk_fields
-
-EXIT_BAD_ARGS = 2
-EXIT_FAILED = 1
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

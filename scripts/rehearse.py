@@ -48,6 +48,7 @@ from pathlib import Path
 from node_agent import layout
 
 from tools import project
+from tools.cliargs import FAILED as EXIT_FAILED, OK as EXIT_OK, USAGE as EXIT_INVALID
 
 REPO = project.root()  # the current project (tools/project.py): its out/ holds kept rehearsals
 
@@ -60,7 +61,6 @@ PACE_SECONDS = 0.04
 REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--batch-size", "16", "--image-size",
                           "32", "--width", "8", "--depth", "1", "--dataset-size", "1024", "--workers", "0",
                           "--log-every", "10", "--min-step-seconds", str(PACE_SECONDS)]
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 
 
 @dataclass

@@ -26,9 +26,9 @@ import sys
 from pathlib import Path
 
 from tools import project
+from tools.cliargs import FAILED as EXIT_FAILED, OK as EXIT_OK, USAGE as EXIT_USAGE
 
 REPO = project.root()  # the current project (tools/project.py): its out/ holds reports
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(Exception):

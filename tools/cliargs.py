@@ -1,8 +1,9 @@
 """The argparse scaffold the scripts/ command lines share: their exit codes, a parser whose bad input
 exits USAGE with one line and where to read the --help, and show/refresh subcommands.
 
-scripts/prices.py, regions.py, new_provider.py and recommend.py build on it (run.py keeps its own
-codes in tools/runlib/exitcodes.py: it tells more situations apart). A script adds its own meaning of
+scripts/prices.py, regions.py, new_provider.py and recommend.py build on it; preview, rehearse, pack,
+report, provider_facts and the `gpu-training` command line take its codes (run.py adds its own in
+tools/runlib/exitcodes.py: it tells more situations apart). A script adds its own meaning of
 FAILED in its docstring ("the API priced nothing", "nothing fits").
 """
 from __future__ import annotations

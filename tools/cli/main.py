@@ -12,9 +12,10 @@ import sys
 
 import click
 
+from ..cliargs import FAILED as EXIT_FAILED, USAGE as EXIT_USAGE
+from ..runlib.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
 from . import paths
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 EPILOG = """\b
 Exit codes (every subcommand): 0 done, 1 failed (a check, the bucket, the cloud), 2 bad arguments or
