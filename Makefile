@@ -73,6 +73,7 @@ BENCH_QUICK_data_read          := --quick
 BENCH_QUICK_decode_rate        := --rounds 3
 BENCH_QUICK_fault_drills       := --quick
 BENCH_QUICK_staging_rate       := --rounds 3
+BENCH_QUICK_upload_rate        := --rounds 3
 bench_args = $(BENCH_QUICK_$(basename $(notdir $(1))))
 
 bench: $(VENV)/.dev ## every bench/ script with short settings (under 10 minutes), each one's time and the total
