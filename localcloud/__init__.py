@@ -226,9 +226,10 @@ class S3Proxy(Stub):
     https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html), OBS ("Uploading Objects - PUT",
     https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0080.html; "Uploading Parts", obs_04_0099),
     BOS (PutObject https://cloud.baidu.com/doc/BOS/s/Ikc5nv3wc-en, UploadPart /doc/BOS/s/3kc5v4qs0-en),
-    OSS and COS alike. `md5_etags` False: the ETags of whole objects are not their MD5 (OBS with SSE-KMS:
-    "Server-Side Encryption Overview", https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0105.html),
-    so a client that compared them would refuse every upload."""
+    OSS and COS alike. `md5_etags` False: the ETags of objects and of parts are not their MD5 (OBS with
+    SSE-KMS: "Server-Side Encryption Overview", https://support.huaweicloud.com/intl/en-us/api-obs/obs_04_0105.html),
+    so a client that compared them would refuse every upload; the store still knows its own ETags in
+    conditions and in the parts a CompleteMultipartUpload names."""
 
     def __init__(self, target, crc64_header: str | None = None, md5_etags: bool = True):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
@@ -308,7 +309,7 @@ class S3Proxy(Stub):
             return 400, (b'<?xml version="1.0"?><Error><Code>BadDigest</Code><Message>The Content-MD5 you '
                          b"specified did not match what we received.</Message></Error>"),\
                 {"Content-Type": "application/xml"}
-        response, data = self.forward(method, path, self.moto_conditions(headers), body)
+        response, data = self.forward(method, path, *self.as_moto_sees_it(method, path, headers, body))
         drop = ("transfer-encoding", "connection") + (() if method == "HEAD" else ("content-length",))
         keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
                 if k.lower() not in drop}
@@ -329,7 +330,8 @@ class S3Proxy(Stub):
             keep[self.crc64_header] = str(crc)
         if damage and method == "GET":
             data = flip(data)
-        if not self.md5_etags and ("?" not in path or (method == "POST" and "uploadId=" in path)):
+        if not self.md5_etags and ("?" not in path or (method == "POST" and "uploadId=" in path)
+                                   or (method == "PUT" and "partNumber=" in path)):
             keep = {k: self.opaque(v) if k.lower() == "etag" else v for k, v in keep.items()}
             data = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + self.opaque(m.group(1).decode()).encode()
                           + b"</ETag>", data) if method == "POST" else data
@@ -342,13 +344,22 @@ class S3Proxy(Stub):
             self.etags[answered.strip('"')] = etag.strip('"').replace("&quot;", "")
         return answered
 
-    def moto_conditions(self, headers):
-        """The request's If-Match / If-None-Match with the ETags this store answered put back as moto's."""
+    def as_moto_sees_it(self, method, path, headers, body):
+        """(headers, body) with the ETags this store answered put back as moto's: in If-Match and
+        If-None-Match (a list, or `*`), and in the parts a CompleteMultipartUpload names."""
         if self.md5_etags:
-            return headers
+            return headers, body
+
+        def moto_etag(value: str) -> str:
+            bare = value.strip().strip('"')
+            return value.strip() if bare == "*" else f'"{self.etags.get(bare, bare)}"'
         with self.lock:
-            return {k: (f'"{self.etags.get(v.strip().strip(chr(34)), v.strip().strip(chr(34)))}"'
-                        if k.lower() in ("if-match", "if-none-match") else v) for k, v in headers.items()}
+            headers = {k: (", ".join(moto_etag(v) for v in value.split(","))
+                           if k.lower() in ("if-match", "if-none-match") else value) for k, value in headers.items()}
+            if method == "POST" and "uploadId=" in path and body:
+                body = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + moto_etag(
+                    m.group(1).decode().replace("&quot;", '"')).encode() + b"</ETag>", body)
+        return headers, body
 
 
 class LocalS3:

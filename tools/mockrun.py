@@ -367,7 +367,9 @@ def settle_failed_run() -> None:
     same error). The run's own exception is raised to the caller; these copies carry nothing more.
     """
     for item in gc.get_objects():
-        if (isinstance(item, asyncio.Future) and item.done() and not item.cancelled()
+        # type(), not isinstance(): that reads __class__, which some objects answer with a warning
+        # (torch's deprecated torch.distributed.reduce_op).
+        if (issubclass(type(item), asyncio.Future) and item.done() and not item.cancelled()
                 and item.get_loop() in _LOOPS):
             item.exception()  # marks it retrieved
 

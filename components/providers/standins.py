@@ -30,8 +30,8 @@ def new_instance_id(cloud: str) -> str:
 
 def ObjectStorage(cloud: str, target: str) -> S3Proxy:
     """The object storage of `cloud` in front of the S3 server at `target`: it vouches for content the way
-    the cloud's profile declares (the CRC-64 header of OSS or COS; Content-MD5 checked on arrival, with
-    ETags that are not MD5s, for OBS), and injects faults like S3Proxy."""
+    the cloud's profile declares (the CRC-64 header of OSS or COS; for OBS and BOS, Content-MD5 checked
+    on arrival and ETags that are not MD5s), and injects faults like S3Proxy."""
     verification = providers.profile(cloud).object_storage.store("local").verification
     # A store verified by Content-MD5 alone is one whose ETags are no MD5 (OBS with SSE-KMS): the stand-in
     # answers other ETags, so nothing of ours can lean on them.

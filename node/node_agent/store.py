@@ -33,7 +33,7 @@ from botocore.exceptions import ClientError
 from s3transfer.utils import ChunksizeAdjuster
 
 from . import layout
-from .integrity import HashingSink, Integrity, body_md5, with_sent_md5s
+from .integrity import Digests, HashingSink, Integrity, body_md5, with_sent_md5s
 from .s3 import client, retrying, root
 
 log = logging.getLogger('agent')
@@ -56,9 +56,11 @@ def inside(base, rel):
 
 
 def file_signature(f):
-    """(inode, size, mtime ns) of an open file: what says it was not written since."""
+    """(inode, size, mtime ns, ctime ns) of an open file: what says it was not written since. The ctime
+    too: a write changes it, and so does setting the mtime back (os.utime, rsync -t), which no program can
+    undo."""
     st = os.fstat(f.fileno())
-    return st.st_ino, st.st_size, st.st_mtime_ns
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
 def missing(error):
@@ -80,9 +82,10 @@ class Store:
         # verified: (key, sha256) -> the Digests the store confirmed (their MD5s too, for another file
         # with the same content, whose own pass left them out).
         self.hashes, self.verified, self.last = {}, {}, (None, None)
-        # Contents this node restored rather than produced: a snapshot of only these would be a newer
-        # manifest with older content (a multi-node peer whose rank writes no checkpoints).
-        self.restored = set()
+        # Contents this node restored rather than produced, {sha256: the restored manifest's record}: a
+        # snapshot of only these would be a newer manifest with older content (a multi-node peer whose rank
+        # writes no checkpoints); a later manifest keeps the store's digest the record holds (entry()).
+        self.restored = {}
         # One upload of an object key at a time (put()): two files of one content share a key, and the MD5s
         # sent and the store's answer are kept by key, so they must belong to one upload.
         self.key_locks, self.key_locks_lock = {}, threading.Lock()
@@ -263,10 +266,14 @@ class Store:
             return path, digests
 
     def entry(self, digests):
-        """A manifest's record of one file: what restore checks the store against."""
+        """A manifest's record of one file: what restore checks the store against (for restored content
+        whose digests lack the MD5s, the store's digest its manifest recorded)."""
         out = {'sha256': digests.sha256, 'size': digests.size}
-        if self.integrity.expected(digests) is not None:
-            out[self.integrity.method] = self.integrity.expected(digests)
+        said = self.integrity.expected(digests)
+        if said is None:
+            said = self.restored.get(digests.sha256, {}).get(self.integrity.method)
+        if said is not None:
+            out[self.integrity.method] = said
         return out
 
     def snapshot(self, ckpt_dir, final=False):
@@ -350,7 +357,7 @@ class Store:
                 continue
             log.info('restored snapshot %s: %d files', sid, len(files))
             self.last = sid, None
-            self.restored |= {v['sha256'] for v in files.values()}
+            self.restored.update((v['sha256'], v) for v in files.values())
             return sid
 
     def fetch(self, ckpt_dir, files):
@@ -378,6 +385,11 @@ class Store:
             for tmp, dst in todo.items():
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 os.replace(tmp, dst)
+            # The store holds exactly these bytes: each download hashed to its key. The next snapshot
+            # finds them verified instead of asking the store again (a read-back, without a digest the
+            # store keeps of the whole object).
+            for _, v, _ in jobs:
+                self.verified[self.objects + v['sha256'], v['sha256']] = Digests(v['size'], v['sha256'])
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -10,6 +10,7 @@ answer refuses it, and so does a file written while it uploads.
 """
 import hashlib
 import io
+import json
 import logging
 import os
 
@@ -20,6 +21,7 @@ from conftest import WrongAnswers
 from localcloud import S3Proxy
 
 from node_agent.integrity import THREADED, Digests, HashingSink, Integrity, with_sent_md5s
+from node_agent import layout
 from node_agent import store as store_module
 from node_agent.store import Store
 
@@ -299,3 +301,49 @@ def test_sent_md5s_that_are_not_the_whole_file_expect_nothing_of_the_store():
     assert not whole(10, {0: (md5, 9)})  # a short read sent fewer bytes, each accepted against its own MD5
     assert not whole(10, {1: (md5, 4), 2: (md5, 4)})
     assert not whole(10, {2: (md5, 6), 3: (md5, 4)}) and not whole(10, {})
+
+
+@pytest.mark.parametrize('verify', [{'method': 'content-md5'}, {'method': 'read-back'}, {'method': 'etag-md5'}])
+def test_a_restored_checkpoint_is_not_read_back_by_the_next_snapshot(verify, moto_url, bucket, tmp_path):
+    """A replacement node restores the newest snapshot (each download hashed to its key), then snapshots
+    the same files with the next one: the store holds exactly those bytes, so nothing is asked of it
+    again, not even by a store whose word is a read-back; and the new manifest keeps what the restored
+    one recorded of the store's digest."""
+    # OBS's stand-in checks Content-MD5 and answers ETags that are no MD5s: an etag-md5 store is S3's.
+    obs = S3Proxy(moto_url) if verify['method'] == 'etag-md5' else ObjectStorage('huaweicloud', moto_url)
+    try:
+        first = store_for(obs.url, bucket, verify)
+        src = tmp_path / 'a'
+        src.mkdir()
+        for name in ('model.pt', 'optim.pt'):
+            (src / name).write_bytes(os.urandom(MB + 7))
+            os.utime(src / name, (1e9, 1e9))
+        assert first.snapshot(str(src))
+        second = store_for(obs.url, bucket, verify)
+        second.node = 'replacement'
+        dst = tmp_path / 'b'
+        dst.mkdir()
+        sid = second.restore(str(dst))
+        assert sid and sorted(p.name for p in dst.iterdir()) == ['model.pt', 'optim.pt']
+        (dst / 'new.pt').write_bytes(os.urandom(MB))
+        os.utime(dst / 'new.pt', (1e9, 1e9))
+        before = len(obs.requests)
+        assert second.snapshot(str(dst), final=True) != sid  # final: the restored files were just written
+        after = [(m, p) for m, p in obs.requests[before:] if second.objects in p]
+        restored_keys = {second.objects + hashlib.sha256((src / n).read_bytes()).hexdigest()
+                         for n in ('model.pt', 'optim.pt')}
+        asked = [(m, p) for m, p in after if any(p.endswith(k) for k in restored_keys)]
+        assert asked == [], f'restored objects were asked for again: {asked}'
+        s3 = obs_client(obs)
+        manifest, old = (json.loads(s3.get_object(Bucket=bucket, Key=second.root + layout.manifest(i))['Body'].read())
+                         for i in (second.last[0], sid))
+        for name in ('model.pt', 'optim.pt'):
+            assert manifest['files'].get(name) == old['files'][name], (name, manifest, old)
+    finally:
+        obs.stop()
+
+
+def obs_client(proxy):
+    import boto3
+    return boto3.client('s3', endpoint_url=proxy.url, region_name='us-east-1', aws_access_key_id='local',
+                        aws_secret_access_key='local')

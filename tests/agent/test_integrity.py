@@ -148,7 +148,9 @@ def test_a_content_md5_store_confirms_each_request_and_nothing_is_read_back(make
     read = [(method, path) for method, path in s3.requests if method == 'GET' and OBJECTS in path]
     assert read == [], f'uploads were read back: {read[:3]}'
     parts = [path for method, path in s3.requests if method == 'PUT' and OBJECTS in path and 'partNumber=' in path]
-    assert len(parts) == 3, parts  # two parts, one of them twice
+    # Two parts, then both again: the refused part fails the upload (botocore does not retry BadDigest) and
+    # the agent sends the file again; the other part may be cut off on the way or not (3 or 4 PUTs).
+    assert len(parts) >= 3 and {p.split('partNumber=')[1].split('&')[0] for p in parts} == {'1', '2'}, parts
     files = verify_snapshot(node, m['lastCheckpoint'])
     assert files == {f.name: f.read_bytes() for f in (node.tmp / 'ckpt').iterdir()}, 'the stored bytes are the files'
     (entry,) = node.manifest(m['lastCheckpoint'])['files'].values()

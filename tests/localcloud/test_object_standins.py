@@ -59,6 +59,13 @@ def test_obs_answers_etags_that_are_no_md5_and_keeps_its_conditions(moto, tmp_pa
         s3.upload_file(str(tmp_path / 'big'), 'bucket-sse', 'big')
         s3.download_file('bucket-sse', 'big', str(tmp_path / 'back'))
         assert (tmp_path / 'back').read_bytes() == data
+        upload = s3.create_multipart_upload(Bucket='bucket-sse', Key='parts')['UploadId']
+        part = s3.upload_part(Bucket='bucket-sse', Key='parts', UploadId=upload, PartNumber=1, Body=b'p' * 100)['ETag']
+        assert part.strip('"') != hashlib.md5(b'p' * 100).hexdigest()
+        s3.complete_multipart_upload(Bucket='bucket-sse', Key='parts', UploadId=upload,
+                                     MultipartUpload={'Parts': [{'PartNumber': 1, 'ETag': part}]})
+        with pytest.raises(ClientError, match='412|PreconditionFailed'):
+            s3.put_object(Bucket='bucket-sse', Key='parts', Body=b'again', IfNoneMatch='*')
         head = s3.head_object(Bucket='bucket-sse', Key='big')['ETag']
         with pytest.raises(ClientError, match='412|PreconditionFailed'):
             s3.get_object(Bucket='bucket-sse', Key='big', IfMatch='"' + '0' * 32 + '"')

@@ -31,9 +31,10 @@ def test_a_refused_run_leaves_no_unreported_failure_for_a_later_parse_to_trip_on
     collector freed them during a later ast.parse, asyncio's report formatted the traceback, and on
     CPython 3.11 that parses the source again inside the first parse. The probe replays it: the refused
     run, a good run (which drops the old run's references), then parses with the collector on a short
-    fuse, and counts asyncio's reports."""
+    fuse, and counts asyncio's reports; and, whether or not the collector gets to them, the failures left
+    unread in the engine's futures right after the refusal."""
     probe = (
-        "import ast, gc, logging, os, sys\n"
+        "import ast, asyncio, gc, logging, os, sys\n"
         "from datetime import timedelta\n"
         "from pathlib import Path\n"
         "from components import clock\n"
@@ -51,6 +52,10 @@ def test_a_refused_run_leaves_no_unreported_failure_for_a_later_parse_to_trip_on
         "    sys.exit('the run past the TTL was not refused')\n"
         "except Exception as refused:\n"
         "    assert 'refusing to start capped spot' in str(refused), refused\n"
+        "unread = [f for f in gc.get_objects() if issubclass(type(f), asyncio.Future) and f.done()\n"
+        "          and not f.cancelled() and f._log_traceback]\n"
+        "print('unread failures after the refusal:', len(unread))\n"
+        "del unread\n"
         "os.environ[clock.CLOCK_ENV] = now\n"
         "run_program(config, 'hw-entry-t4')\n"
         "gc.set_threshold(50, 2, 2)\n"
@@ -61,4 +66,5 @@ def test_a_refused_run_leaves_no_unreported_failure_for_a_later_parse_to_trip_on
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=180,
                           env=os.environ)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "unread failures after the refusal: 0" in done.stdout, done.stdout + done.stderr[-1000:]
     assert "asyncio reports: 0" in done.stdout, done.stdout + done.stderr[-1000:]
