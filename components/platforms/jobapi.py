@@ -89,8 +89,9 @@ class JobApiError(Exception):
         self.not_found = status == 404
 
 
-# (method, url, headers, body bytes) -> headers to add: the cloud's request signer; None for a stand-in.
-Signer = Callable[[str, str, dict, bytes], dict]
+# (operation name in api.yaml, method, url, headers, body bytes) -> headers to add: the cloud's request
+# signer (some clouds sign the operation's own name: PAI-DLC's x-acs-action); None for a stand-in.
+Signer = Callable[[str, str, str, dict, bytes], dict]
 
 
 @dataclass
@@ -109,7 +110,7 @@ class JobClient:
         data = json.dumps(body).encode() if body is not None else b""
         headers = {"Content-Type": "application/json"}
         if self.signer is not None:
-            headers.update(self.signer(op["method"], url, headers, data))
+            headers.update(self.signer(name, op["method"], url, headers, data))
         request = urllib.request.Request(url, data=data if op["method"] != "GET" else None, headers=headers,
                                          method=op["method"])
         try:

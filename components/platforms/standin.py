@@ -50,16 +50,20 @@ class StandIn:
     # for a one-node job the stand-in sets them as the platform would, the master port a free one of
     # 127.0.0.1 at each start (a fixed default port collides with another job's on the same machine).
     launcher_env: dict = field(default_factory=dict)
+    # (method, path, lower-cased headers, body) -> None, or the answer (status, payload) of the platform's API
+    # gateway to a request it refuses (a bad signature): the cloud's own check, from its specification.
+    authorize: Optional[Callable[[str, str, dict, bytes], Optional[tuple[int, dict]]]] = None
     jobs: dict = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
     def for_api(cls, api: ApiReference, unpack: Callable[[dict], tuple[str, dict]], id_field: str, phase_field: str,
-                mounts: dict, workdir: Path, launcher_env: Optional[dict] = None) -> "StandIn":
+                mounts: dict, workdir: Path, launcher_env: Optional[dict] = None,
+                authorize: Optional[Callable] = None) -> "StandIn":
         """A stand-in that reports, for each neutral state, the platform's own phase name from its api.yaml."""
         phases = {neutral: "Running" if "Running" in names else names[0]
                   for neutral, names in api.data["phases"].items()}
-        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir, dict(launcher_env or {}))
+        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir, dict(launcher_env or {}), authorize)
 
     def platform_env(self) -> dict:
         """What the platform sets in a one-node job's environment for its launcher (launcher_env)."""
@@ -131,6 +135,11 @@ class StandIn:
             def _route(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if standin.authorize is not None:
+                    refused = standin.authorize(method, self.path, {k.lower(): v for k, v in self.headers.items()},
+                                                raw)
+                    if refused is not None:
+                        return self._answer(*refused)
                 for name, verb, pattern in routes:  # noqa: B007  (name is used after the break)
                     match = pattern.match(self.path.split("?")[0])
                     if verb == method and match:

@@ -37,7 +37,7 @@ def _job_id(outputs: Mapping) -> str:
 
 def _ask(outputs: Mapping, what: str, call):
     """`call(job module, job id, region)`, its failures (JobApiError, transport errors, the client's own
-    refusal such as an unwired signer) as JobUnreachable naming the job and `what` was asked."""
+    refusal such as a bad signature or no credentials) as JobUnreachable naming the job and `what` was asked."""
     job_id, module = _job_id(outputs), _job_module(outputs)
     try:
         return call(module, job_id, str(outputs.get("region")))

@@ -6,13 +6,16 @@ is mounted in every pod (DataSources Uri + MountPath, RW) and the contract's env
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Optional
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from components.platforms import contract
-from components.platforms.jobapi import ApiReference, JobClient
+from components.platforms.jobapi import ApiReference, JobApiError, JobClient
+from components.providers.alicloud.cpfs_export import credentials_from
 from components.platforms.offer import PlatformOffer, load_offer
 
 HERE = Path(__file__).resolve().parent
@@ -70,20 +73,49 @@ def checks(spec) -> list[tuple[str, str]]:
     return found
 
 
-def client(region: str, base_url: Optional[str] = None) -> JobClient:
-    """A client of the job API: the stand-in's when `base_url` (or GPU_TRAINING_PLATFORM_ENDPOINT) is given.
-    Against the cloud, requests go through alibabacloud_tea_openapi (installed), which signs ROA calls; that
-    path is unverified without an account (docs/platforms.md)."""
+def client(region: str, base_url: Optional[str] = None, credentials: Optional[dict] = None) -> JobClient:
+    """A client of the job API: the stand-in's when `base_url` (or GPU_TRAINING_PLATFORM_ENDPOINT) is given,
+    its requests signed only with `credentials`; else the region's endpoint, every request signed with the
+    deploying user's credentials (`pulumi up`'s: ALICLOUD_ACCESS_KEY / ALICLOUD_SECRET_KEY /
+    ALICLOUD_SECURITY_TOKEN) by alibabacloud_tea_openapi's ACS3 signer (unverified against an account:
+    docs/platforms.md)."""
     base_url = base_url or os.environ.get("GPU_TRAINING_PLATFORM_ENDPOINT")
     if base_url:
-        return JobClient(API, base_url, {}, "JobId")
-    return JobClient(API, API.data["endpoint"].format(region=region), {}, "JobId", signer=_unsupported_signer)
+        return JobClient(API, base_url, {}, "JobId", signer=credentials and acs3_signer(credentials))
+    credentials = credentials or credentials_from(os.environ)
+    if credentials is None:
+        raise JobApiError(401, "PAI-DLC: no credentials to sign the job API's requests with: set ALICLOUD_ACCESS_KEY"
+                               " and ALICLOUD_SECRET_KEY (and ALICLOUD_SECURITY_TOKEN for STS ones), the variables"
+                               " pulumi-alicloud reads")
+    return JobClient(API, API.data["endpoint"].format(region=region), {}, "JobId", signer=acs3_signer(credentials))
 
 
-def _unsupported_signer(method: str, url: str, headers: dict, body: bytes) -> dict:
-    raise RuntimeError("PAI-DLC requests to the cloud are signed by alibabacloud_tea_openapi's ROA signer, which"
-                       " this client does not wire yet (docs/platforms.md, 'Unverified'); use the stand-in"
-                       " (GPU_TRAINING_PLATFORM_ENDPOINT) or the PAI console")
+def acs3_signer(credentials: dict):
+    """The job API's request signer: ACS3-HMAC-SHA256 (Alibaba Cloud "V3 request structure and signature",
+    api.yaml), its headers as the Tea OpenAPI client sends them (alibabacloud_tea_openapi 0.4.6, client.py
+    do_request: host, x-acs-action, x-acs-version, x-acs-date, x-acs-signature-nonce, x-acs-content-sha256,
+    and x-acs-accesskey-id with x-acs-security-token for STS credentials), the Authorization from its
+    `Utils.get_authorization` (every header sent is signed)."""
+    access, secret, token = (credentials["access_key_id"], credentials["access_key_secret"],
+                             credentials.get("security_token"))
+
+    def sign(operation: str, method: str, url: str, headers: dict, body: bytes) -> dict:
+        from alibabacloud_tea_openapi.utils import Utils
+
+        parts = urlsplit(url)
+        signed = {"host": parts.netloc, "x-acs-action": API.operation(operation)["action"],
+                  "x-acs-version": API.data["version"], "x-acs-date": Utils.get_timestamp(),
+                  "x-acs-signature-nonce": Utils.get_nonce(), "x-acs-content-sha256": hashlib.sha256(body).hexdigest(),
+                  "accept": "application/json", **{k.lower(): v for k, v in headers.items()}}
+        if token:
+            signed.update({"x-acs-accesskey-id": access, "x-acs-security-token": token})
+        request = SimpleNamespace(method=method, pathname=parts.path, query=dict(parse_qsl(parts.query)),
+                                  headers=signed)
+        signed["authorization"] = Utils.get_authorization(request, "ACS3-HMAC-SHA256",
+                                                          signed["x-acs-content-sha256"], access, secret)
+        return signed
+
+    return sign
 
 
 def state(job_id: str, region: str, **client_args) -> dict:
@@ -100,14 +132,31 @@ def logs(job_id: str, region: str, **client_args) -> str:
     return api.logs(job_id, PodId=pods[0]["PodId"])
 
 
-def stand_in(bucket_dir: Path, workdir: Path):
+# Alibaba's API gateway's answer to a request it refuses, by the kind of refusal (localcloud/signatures.py):
+# the error codes of Alibaba Cloud's "V3 request structure and signature" troubleshooting (IncompleteSignature,
+# InvalidAccessKeyId.NotFound, SignatureDoesNotMatch).
+SIGNATURE_ERRORS = {"malformed": (400, "IncompleteSignature"), "unknown key": (404, "InvalidAccessKeyId.NotFound"),
+                    "mismatch": (400, "SignatureDoesNotMatch")}
+
+
+def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None):
     """The job API's local stand-in (components/platforms/standin.py) with DLC's field names: UserCommand and
-    Envs, the id at JobId, the phase at Status (api.yaml)."""
+    Envs, the id at JobId, the phase at Status (api.yaml). keys ({access key id: secret}): the stand-in checks
+    every request's ACS3-HMAC-SHA256 signature as the gateway does (localcloud/signatures.py, written from
+    the specification) and refuses the others with the gateway's error."""
     from components.platforms.standin import StandIn
+    from localcloud import signatures
+
+    def authorize(method: str, path: str, headers: dict, body: bytes):
+        refused = signatures.acs3(method, path, headers, body, keys.get)
+        if refused is None:
+            return None
+        status, code = SIGNATURE_ERRORS[refused[0]]
+        return status, {"Code": code, "Message": refused[1]}
 
     return StandIn.for_api(API, lambda body: (body["UserCommand"], body["Envs"]), "JobId", "Status",
                            {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir,
-                           launcher_env=OFFER.data["launcherEnv"])
+                           launcher_env=OFFER.data["launcherEnv"], authorize=authorize if keys else None)
 
 
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)

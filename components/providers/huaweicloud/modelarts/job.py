@@ -93,7 +93,7 @@ def _signer():
 
     access, secret = os.environ["HW_ACCESS_KEY"], os.environ["HW_SECRET_KEY"]
 
-    def sign(method: str, url: str, headers: dict, body: bytes) -> dict:
+    def sign(operation: str, method: str, url: str, headers: dict, body: bytes) -> dict:
         from urllib.parse import urlsplit
 
         parts = urlsplit(url)
