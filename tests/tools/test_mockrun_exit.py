@@ -7,6 +7,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+def run_probe(probe: str) -> str:
+    """Run `probe` in a fresh interpreter from the repository; what it printed (it must exit 0)."""
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=180,
+                          env=os.environ)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout + done.stderr[-1000:]
+
+
 def test_a_preview_closes_the_engine_loop_before_interpreter_shutdown():
     """The preview's rare `ValueError: Invalid file descriptor: -1` came from the engine's event loop being
     closed by its finalizer during shutdown, after its self-pipe socket (collection order varies under load).
@@ -19,10 +27,7 @@ def test_a_preview_closes_the_engine_loop_before_interpreter_shutdown():
         "from tools.stackfiles import load_stack_config\n"
         "run_program(load_stack_config('entry-t4'), 'entry-t4')\n"
         "state['loop'] = asyncio.get_event_loop()\n")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=os.environ)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "loop closed at exit: True" in done.stdout, done.stdout + done.stderr[-1000:]
+    assert "loop closed at exit: True" in run_probe(probe)
 
 
 def test_a_refused_run_leaves_no_unreported_failure_for_a_later_parse_to_trip_on():
@@ -63,8 +68,5 @@ def test_a_refused_run_leaves_no_unreported_failure_for_a_later_parse_to_trip_on
         "    ast.parse(path.read_text())\n"
         "gc.collect()\n"
         "print('asyncio reports:', len([r for r in reports if 'never retrieved' in r.getMessage()]))\n")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=180,
-                          env=os.environ)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "unread failures after the refusal: 0" in done.stdout, done.stdout + done.stderr[-1000:]
-    assert "asyncio reports: 0" in done.stdout, done.stdout + done.stderr[-1000:]
+    printed = run_probe(probe)
+    assert "unread failures after the refusal: 0" in printed and "asyncio reports: 0" in printed, printed
