@@ -1,10 +1,15 @@
-"""PAI-DLC's job API calls are signed (components/providers/alicloud/dlc/job.py): the Tea OpenAPI client's
-ACS3-HMAC-SHA256 signer makes each request's Authorization, and the stand-in checks it with
-localcloud/signatures.acs3, written from Alibaba's "V3 request structure and signature", not from the SDK:
-a job is submitted, read, its log fetched and stopped with the right key (an AccessKey pair, or STS
-credentials with their token), and refused with the gateway's error with a wrong or unknown one.
+"""The platforms' job API calls are signed, each with its cloud's SDK signer, and checked by a stand-in with
+localcloud/signatures.py, which is written from the clouds' specifications and not from the SDKs:
+- PAI-DLC (components/providers/alicloud/dlc/job.py): ACS3-HMAC-SHA256, the Authorization from the Tea
+  OpenAPI's own get_authorization; an AccessKey pair, or STS credentials with their token;
+- ModelArts (components/providers/huaweicloud/modelarts/job.py): SDK-HMAC-SHA256 by huaweicloudsdkcore's
+  Signer.
+A job is submitted, read, its log fetched and stopped with the right key, and a wrong or unknown key, or
+no signature, is refused with the API gateway's error.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pytest
 
@@ -13,21 +18,47 @@ from components.platforms.standin import kill_tree
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
 
-STACK = "large-a100-dlc"
-KEYS = {"LTAI-local-key": "local-secret", "STS.local-key": "sts-secret"}
+
+@dataclass
+class Platform:
+    stack: str
+    package: str
+    keys: dict  # what the stand-in knows: key id -> secret
+    good: list  # credentials the client signs with, in the client's form, each accepted
+    bad: list  # (credentials, the gateway's error the stand-in answers)
+    unsigned: str  # the error for a request with no signature
 
 
-@pytest.fixture
-def dlc(tmp_path):
-    from components.providers.alicloud.dlc import job
+PLATFORMS = {
+    "pai-dlc": Platform(
+        "large-a100-dlc", "components.providers.alicloud.dlc.job",
+        {"LTAI-local-key": "local-secret", "STS.local-key": "sts-secret"},
+        [{"access_key_id": "LTAI-local-key", "access_key_secret": "local-secret"},
+         {"access_key_id": "STS.local-key", "access_key_secret": "sts-secret", "security_token": "a-token"}],
+        [({"access_key_id": "LTAI-local-key", "access_key_secret": "another"}, "SignatureDoesNotMatch"),
+         ({"access_key_id": "LTAI-nobody", "access_key_secret": "local-secret"}, "InvalidAccessKeyId.NotFound")],
+        "IncompleteSignature"),
+    "modelarts": Platform(
+        "hw-large-910b-modelarts", "components.providers.huaweicloud.modelarts.job",
+        {"HWLOCALAK": "local-sk"},
+        [("HWLOCALAK", "local-sk")],
+        [(("HWLOCALAK", "another"), "APIG.0301"), (("HWNOBODY", "local-sk"), "APIG.0301")],
+        "APIG.0301"),
+}
 
+
+@pytest.fixture(params=list(PLATFORMS))
+def platform(request, tmp_path):
+    import importlib
+
+    p = PLATFORMS[request.param]
+    job = importlib.import_module(p.package)
     (tmp_path / "bucket" / "code").mkdir(parents=True)
-    standin = job.stand_in(tmp_path / "bucket", tmp_path, keys=KEYS)
+    standin = job.stand_in(tmp_path / "bucket", tmp_path, keys=p.keys)
     server = standin.serve()
-    config = {**load_stack_config(STACK), "gpu-training:train": {"command": "echo signed; sleep 30",
-                                                                 "launcher": "direct"}}
-    spec = build_spec(config, stack=STACK)
-    yield job, spec, f"http://127.0.0.1:{server.server_address[1]}"
+    config = {**load_stack_config(p.stack), "gpu-training:train": {"command": "echo signed; sleep 30",
+                                                                   "launcher": "direct"}}
+    yield p, job, build_spec(config, stack=p.stack), f"http://127.0.0.1:{server.server_address[1]}"
     for item in standin.jobs.values():
         if item.process and item.process.poll() is None:
             kill_tree(item.process.pid)
@@ -35,44 +66,41 @@ def dlc(tmp_path):
     server.server_close()
 
 
-@pytest.mark.parametrize("credentials", [
-    {"access_key_id": "LTAI-local-key", "access_key_secret": "local-secret"},
-    {"access_key_id": "STS.local-key", "access_key_secret": "sts-secret", "security_token": "a-token"},
-], ids=["access-key", "sts"])
-def test_signed_requests_submit_read_and_stop_a_job(dlc, credentials):
-    job, spec, url = dlc
-    api = job.client(spec.region, base_url=url, credentials=credentials)
-    job_id = api.submit(job.request(spec))
-    assert api.state(job_id)["state"] == "running"
-    assert isinstance(api.logs(job_id, PodId=f"{job_id}-worker-0"), str)
-    api.stop(job_id)
+def test_signed_requests_submit_read_and_stop_a_job(platform):
+    p, job, spec, url = platform
+    for credentials in p.good:
+        api = job.client(spec.region, base_url=url, credentials=credentials)
+        job_id = api.submit(job.request(spec))
+        assert api.state(job_id)["state"] == "running"
+        assert isinstance(job.logs(job_id, spec.region, base_url=url, credentials=credentials), str)
+        api.stop(job_id)
 
 
-@pytest.mark.parametrize("credentials, code", [
-    ({"access_key_id": "LTAI-local-key", "access_key_secret": "another-secret"}, "SignatureDoesNotMatch"),
-    ({"access_key_id": "LTAI-nobody", "access_key_secret": "local-secret"}, "InvalidAccessKeyId.NotFound"),
-], ids=["wrong-secret", "unknown-key"])
-def test_a_bad_signature_is_refused_with_the_gateways_error(dlc, credentials, code):
-    job, spec, url = dlc
-    with pytest.raises(JobApiError, match=code):
-        job.client(spec.region, base_url=url, credentials=credentials).submit(job.request(spec))
-
-
-def test_an_unsigned_request_is_refused(dlc):
-    job, spec, url = dlc
-    with pytest.raises(JobApiError, match="IncompleteSignature"):
+def test_a_bad_signature_is_refused_with_the_gateways_error(platform):
+    p, job, spec, url = platform
+    for credentials, code in p.bad:
+        with pytest.raises(JobApiError, match=code):
+            job.client(spec.region, base_url=url, credentials=credentials).submit(job.request(spec))
+    with pytest.raises(JobApiError, match=p.unsigned):
         job.client(spec.region, base_url=url).submit(job.request(spec))
 
 
-def test_without_credentials_the_cloud_client_says_which_variables_to_set(monkeypatch):
-    from components.providers.alicloud.dlc import job
+@pytest.mark.parametrize("package, names, endpoint", [
+    ("components.providers.alicloud.dlc.job", ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY"),
+     "https://pai-dlc.cn-hangzhou.aliyuncs.com"),
+    ("components.providers.huaweicloud.modelarts.job", ("HW_ACCESS_KEY", "HW_SECRET_KEY"),
+     "https://modelarts.cn-hangzhou.myhuaweicloud.com"),
+])
+def test_without_credentials_the_cloud_client_says_which_variables_to_set(monkeypatch, package, names, endpoint):
+    import importlib
 
-    for name in ("GPU_TRAINING_PLATFORM_ENDPOINT", "ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY",
-                 "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET"):
+    job = importlib.import_module(package)
+    for name in ("GPU_TRAINING_PLATFORM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+                 *names):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(JobApiError, match="ALICLOUD_ACCESS_KEY and ALICLOUD_SECRET_KEY"):
+    with pytest.raises(JobApiError, match=f"{names[0]} and {names[1]}"):
         job.client("cn-hangzhou")
-    monkeypatch.setenv("ALICLOUD_ACCESS_KEY", "LTAI-local-key")
-    monkeypatch.setenv("ALICLOUD_SECRET_KEY", "local-secret")
+    monkeypatch.setenv(names[0], "KEY")
+    monkeypatch.setenv(names[1], "SECRET")
     api = job.client("cn-hangzhou")
-    assert api.base_url == "https://pai-dlc.cn-hangzhou.aliyuncs.com" and api.signer is not None
+    assert api.base_url == endpoint and api.signer is not None

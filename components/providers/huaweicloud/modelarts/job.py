@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from components.platforms import contract
-from components.platforms.jobapi import ApiReference, JobClient
+from components.platforms.jobapi import ApiReference, JobApiError, JobClient
 from components.platforms.offer import PlatformOffer, load_offer
 
 HERE = Path(__file__).resolve().parent
@@ -74,31 +74,41 @@ def checks(spec) -> list[tuple[str, str]]:
     return found
 
 
-def client(region: str, project_id: Optional[str] = None, base_url: Optional[str] = None) -> JobClient:
+def client(region: str, project_id: Optional[str] = None, base_url: Optional[str] = None,
+           credentials: Optional[tuple[str, str]] = None) -> JobClient:
     """A client of the job API: the stand-in's when `base_url` (or GPU_TRAINING_PLATFORM_ENDPOINT) is given,
-    else the region's endpoint with requests signed by huaweicloudsdkcore's AK/SK signer (unverified
-    against an account: docs/platforms.md)."""
+    its requests signed only with `credentials` ((AK, SK)); else the region's endpoint with requests signed
+    by huaweicloudsdkcore's AK/SK signer with HW_ACCESS_KEY / HW_SECRET_KEY, the variables pulumi-huaweicloud
+    reads (unverified against an account: docs/platforms.md)."""
     base_url = base_url or os.environ.get("GPU_TRAINING_PLATFORM_ENDPOINT")
     project = project_id or os.environ.get("HW_PROJECT_ID") or "standin"
     if base_url:
-        return JobClient(API, base_url, {"project_id": project}, "training_job_id")
+        return JobClient(API, base_url, {"project_id": project}, "training_job_id",
+                         signer=credentials and _signer(*credentials))
+    if credentials is None:
+        access, secret = os.environ.get("HW_ACCESS_KEY"), os.environ.get("HW_SECRET_KEY")
+        if not access or not secret:
+            raise JobApiError(401, "ModelArts: no credentials to sign the job API's requests with: set HW_ACCESS_KEY"
+                                   " and HW_SECRET_KEY, the variables pulumi-huaweicloud reads")
+        credentials = access, secret
     return JobClient(API, API.data["endpoint"].format(region=region), {"project_id": project}, "training_job_id",
-                     signer=_signer())
+                     signer=_signer(*credentials))
 
 
-def _signer():
+def _signer(access: str, secret: str):
     from huaweicloudsdkcore.auth.credentials import BasicCredentials  # noqa: F401  (installed with the ECS SDK)
     from huaweicloudsdkcore.signer.signer import Signer
     from huaweicloudsdkcore.sdk_request import SdkRequest
 
-    access, secret = os.environ["HW_ACCESS_KEY"], os.environ["HW_SECRET_KEY"]
-
     def sign(operation: str, method: str, url: str, headers: dict, body: bytes) -> dict:
-        from urllib.parse import urlsplit
+        from urllib.parse import parse_qsl, urlsplit
 
         parts = urlsplit(url)
+        # query_params: the Signer iterates them (huaweicloudsdkcore 3.1.219 signer.py
+        # _process_canonical_query_string), so a request without a query must still carry an empty list.
         request = SdkRequest(method=method, schema=parts.scheme, host=parts.netloc, resource_path=parts.path,
-                             header_params=dict(headers), body=body.decode() if body else "")
+                             query_params=parse_qsl(parts.query), header_params=dict(headers),
+                             body=body.decode() if body else "")
         signed = Signer(_Credentials(access, secret)).sign(request)
         return dict(signed.header_params)
 
@@ -120,14 +130,22 @@ def logs(job_id: str, region: str, **client_args) -> str:
     return client(region, **client_args).logs(job_id, task_id=FIRST_TASK)
 
 
-def stand_in(bucket_dir: Path, workdir: Path):
+def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None):
     """The job API's local stand-in (components/platforms/standin.py) with ModelArts' field names: the command
-    and environment under `algorithm`, the id at metadata.id, the phase at status.phase (api.yaml)."""
+    and environment under `algorithm`, the id at metadata.id, the phase at status.phase (api.yaml). keys
+    ({AK: SK}): it checks each request's SDK-HMAC-SHA256 signature as API Gateway does
+    (localcloud/signatures.py, written from Huawei's "API Request Signing Guide") and refuses the others
+    with APIG.0301, 401 (Huawei API Gateway error codes)."""
     from components.platforms.standin import StandIn
+    from localcloud import signatures
+
+    def authorize(method: str, path: str, headers: dict, body: bytes):
+        refused = signatures.sdk_hmac_sha256(method, path, headers, body, keys.get)
+        return None if refused is None else (401, {"error_code": "APIG.0301", "error_msg": refused[1]})
 
     return StandIn.for_api(API, lambda body: (body["algorithm"]["command"], body["algorithm"]["environments"]),
                            "metadata.id", "status.phase", {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir,
-                           launcher_env=OFFER.data["launcherEnv"])
+                           launcher_env=OFFER.data["launcherEnv"], authorize=authorize if keys else None)
 
 
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)
