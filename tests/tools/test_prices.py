@@ -303,6 +303,18 @@ def test_missing_credentials_exit_2_naming_the_variables_and_touch_nothing(tmp_p
     assert stub.requests == [] and path.read_text() == before
 
 
+def test_the_convention_s_credential_names_work_when_the_script_is_run_directly(tmp_path):
+    """`scripts/prices.py refresh` (the preview's and the advisor's hint) with ALICLOUD_ACCESS_KEY / _SECRET_KEY,
+    the names every gpu-training command reads, not only Alibaba's Tea SDK's own ALIBABA_CLOUD_* names."""
+    args, call = CASES["alicloud"]
+    path = catalog_copy(tmp_path, "alicloud")
+    with PriceStandIn("alicloud") as stub:
+        run = prices("refresh", "--provider", "alicloud", *args, "--endpoint", stub.url, "--catalog", str(path),
+                     env=environment(ALICLOUD_ACCESS_KEY=KEY_ID, ALICLOUD_SECRET_KEY=SECRET))
+    assert run.returncode == 0, run.stderr[-1500:]
+    assert stub.requests and {r["headers"].get("x-acs-action") for r in stub.requests} == {call}
+
+
 def test_an_api_that_prices_nothing_leaves_the_catalog_unchanged(tmp_path):
     path = catalog_copy(tmp_path, "alicloud")
     before = path.read_text()
