@@ -75,7 +75,8 @@ def download(args) -> Path:
     except (StackFileError, SpecError) as error:
         raise UsageError(error.render()) from None
     except MissingCredentials as error:
-        raise UsageError(str(error)) from None
+        raise UsageError(f"{error}; a rehearsal kept with `gpu-training rehearse {args.stack} --keep` needs none:"
+                         f" `gpu-training report {args.stack} --rehearsal`") from None
     out = args.out or REPO / "out" / args.stack / "report"
     bucket.download_report(bucket.report_nodes(), out)
     return out

@@ -65,7 +65,8 @@ def load(folder: Path, nodes: Optional[list[str]] = None) -> list[NodeReport]:
             summary["diagnosis"] = diagnosis.diagnose(summary)
         reports.append(NodeReport(node_dir.name, summary, rows, loader_rows))
     if not reports:
-        raise ReportError(f"no node reports in {folder} (report/<node>/summary.json or utilisation.csv)")
+        raise ReportError(f"no node reports in {folder} (a folder per node: {folder}/<node>/summary.json or"
+                          " utilisation.csv)")
     return reports
 
 
