@@ -50,8 +50,12 @@ def reasons(ev: Evaluation, request) -> list[str]:
                  + (": CPU-bound, the GPUs will wait for data" if ev.cpu_bound else ""))
     floor = f", tier floor {tier.memory_floor_gb} GB" if tier.memory_floor_gb else ""
     low, high = ram_range(tier, request.dataset_gb_int)
-    lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x the {request.dataset_gb_int} GB"
-                 f" data set{floor}); {row.memory_gib:g} GiB within the tier's {low:.0f}-{high:.0f}")
+    # The RAM rule reads the stack's whole-GB datasetGb: say so where it differs from the size given.
+    as_given = (f"the {request.dataset_gb_int} GB data set" if request.dataset_gb == request.dataset_gb_int
+                else f"the {request.dataset_gb:g} GB data set, counted as the stack's datasetGb"
+                     f" {request.dataset_gb_int}")
+    lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x {as_given}{floor});"
+                 f" {row.memory_gib:g} GiB within the tier's {low:.0f}-{high:.0f}")
     disk = ev.offer.profile.disks.data_disk(tier.disk_class, fit.data_disk_gb, None)
     level = f" {disk.performance_level}" if disk.performance_level else ""
     fs, fs_gb = shared_storage(ev)
