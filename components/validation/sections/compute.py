@@ -134,8 +134,10 @@ def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes
                     problems: _Problems) -> None:
     per_gpu = instance.vcpus_per_gpu
     if not 8 <= per_gpu <= 16:
+        why = ("fewer starves the data loaders" if per_gpu < 8
+               else "more is more than the data loaders need, paid for by the hour")
         problems.warning("instanceType", f"{instance.name} has {per_gpu:g} vCPU per GPU; the guide advises 8-16"
-                         " (fewer starves the data loaders)")
+                         f" ({why})")
     dataset = spec_values.get("datasetGb")
     if dataset is not None and instance.memory_gb < 2 * dataset:
         problems.error("datasetGb", f"{dataset:g} GB of data needs at least {2 * dataset:g} GB RAM (2x the data);"
