@@ -115,7 +115,8 @@ def main(argv=None) -> int:
         per_shard = args.samples_per_shard or packer.per_shard_for(data, args.shard_mb)
         say(f"{len(data.samples)} images in {len(data.classes)} classes ({data.bytes / 1e6:.1f} MB) from "
             f"{args.source}" + (f"; {data.ignored} files that are not images left out" if data.ignored else "")
-            + f"; {per_shard} per shard")
+            + f"; at most {per_shard} images per shard"
+            + ("" if args.samples_per_shard else f" (about {args.shard_mb:g} MB when full, --shard-mb)"))
         update, close = progress_bar("pack", args.json)
         try:
             result = packer.pack(data, args.out, per_shard=per_shard, workers=args.workers,
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return EXIT_FAILED
     m = result.manifest
-    say(f"packed {m['samples']} images into {len(m['shards'])} shards, {m['bytes'] / 1e6:.1f} MB, in {args.out} "
+    say(f"packed {m['samples']} images into {len(m['shards'])} shard{'s' * (len(m['shards']) != 1)}, {m['bytes'] / 1e6:.1f} MB, in {args.out} "
         f"({result.written} written, {result.kept} kept from an earlier run)")
     for item in result.bad:
         say(f"  left out {item['path']}: {item['error']}")
