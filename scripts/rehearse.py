@@ -651,6 +651,7 @@ def main(argv=None) -> int:
         print(f"sandbox kept: {workdir}", file=sys.stderr)
     else:
         shutil.rmtree(workdir, ignore_errors=True)
+        print(f"sandbox {workdir} removed (--keep-dir keeps it)", file=sys.stderr)
     return EXIT_OK if passed else EXIT_FAILED
 
 
