@@ -77,7 +77,20 @@ def document(spec: Spec, plan: Plan) -> dict:
     }
 
 
+def _as_written(value):
+    """The value with whole floats as integers: the engine carries every number as a double (protobuf
+    Struct), so a 3600 the program sets arrives as 3600.0; the human view shows what was set."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_as_written(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_written(v) for k, v in value.items()}
+    return value
+
+
 def _short(value, width: int = 90) -> str:
+    value = _as_written(value)
     if isinstance(value, str):
         text = value if len(value) <= width else f"<{len(value)} characters>"
     elif isinstance(value, (list, dict)):
