@@ -91,6 +91,17 @@ class Lingering:
                 "rate": self.rate, "until": self.until, "billsAfterDestroy": self.bills_after_destroy}
 
 
+# A resource that bills nothing by itself (Billing.bills_nothing_alone's usual reason).
+FREE = "no charge of its own"
+
+
+def uploaded_files(object_type: str, unit: str = "GiB") -> Lingering:
+    """What every stack keeps billing: the agent files and training code `pulumi up` puts in the bucket, as
+    objects of the cloud's `object_type`; `unit` as its price list counts stored bytes."""
+    return Lingering("agent files and training code the program uploads", object_type, "a few MB",
+                     f"object storage: stored {unit} per month", None, "pulumi destroy")
+
+
 def nothing_lingers(spec: Any) -> tuple[Lingering, ...]:
     return ()
 

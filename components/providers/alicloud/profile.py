@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       Interconnect, KubernetesOffer, Lingering, NameLimit, Naming, NodeEnvironment,
-                                       ObjectStorage, ObjectStore, Placement, ProviderProfile, Route, Rules,
-                                       SharedStorage, Spot, StoreVerification, UserDataLimit, has_public_address,
-                                       inbound_note)
+from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       has_public_address, inbound_note, Interconnect, KubernetesOffer, Lingering,
+                                       NameLimit, Naming, NodeEnvironment, ObjectStorage, ObjectStore, Placement,
+                                       ProviderProfile, Route, Rules, SharedStorage, Spot, StoreVerification,
+                                       uploaded_files, UserDataLimit)
 from components.providers.alicloud import registry
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,
@@ -188,8 +188,7 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
     elif spec.shared_storage == "nas":
         items.append(Lingering("NAS file system (Performance, NFS)", FILE_SYSTEM, "what is stored in it",
                                f"{PAYG} while it exists (NAS price list)", None, "pulumi destroy"))
-    items.append(Lingering("agent files and training code the program uploads", "alicloud:oss/bucketObject:BucketObject",
-                           "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"))
+    items.append(uploaded_files("alicloud:oss/bucketObject:BucketObject"))
     if spec.kubernetes:  # ACK has no cluster TTL: all of this bills until the stack is destroyed
         until = "pulumi destroy (scripts/run.py destroys once every pod's marker says the data is saved)"
         k8s = spec.kubernetes
@@ -205,13 +204,12 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
     return tuple(items)
 
 
-_FREE = "no charge of its own"
 BILLS_NOTHING_ALONE = {
-    "alicloud:vpc/network:Network": _FREE,
-    "alicloud:vpc/switch:Switch": _FREE,
-    "alicloud:ecs/securityGroup:SecurityGroup": _FREE,
+    "alicloud:vpc/network:Network": FREE,
+    "alicloud:vpc/switch:Switch": FREE,
+    "alicloud:ecs/securityGroup:SecurityGroup": FREE,
     "alicloud:ecs/securityGroupRule:SecurityGroupRule": "a rule of the security group",
-    "alicloud:ecs/ecsKeyPair:EcsKeyPair": _FREE,
+    "alicloud:ecs/ecsKeyPair:EcsKeyPair": FREE,
     "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet": "placement only",
     "alicloud:ram/role:Role": "RAM: no charge",
     "alicloud:ram/policy:Policy": "RAM: no charge",
@@ -224,13 +222,13 @@ BILLS_NOTHING_ALONE = {
                                                                 " run (the agent retires it, valid_until ends it)",
     "alicloud:nas/accessGroup:AccessGroup": "access control",
     "alicloud:nas/accessRule:AccessRule": "access control",
-    MOUNT_TARGET: "a NAS mount target: " + _FREE,
+    MOUNT_TARGET: "a NAS mount target: " + FREE,
     "alicloud:nas/protocolService:ProtocolService": "General spec: free of charge (NAS API CreateProtocolService)",
-    "alicloud:nas/protocolMountTarget:ProtocolMountTarget": "an export of the protocol service: " + _FREE,
+    "alicloud:nas/protocolMountTarget:ProtocolMountTarget": "an export of the protocol service: " + FREE,
     "alicloud:oss/bucket:Bucket": "storage bills the data in it (the checkpoints item); kept on destroy",
     "alicloud:cs/kubernetesAddon:KubernetesAddon": "an add-on runs on the system pool's nodes",
     "alicloud:cs/autoscalingConfig:AutoscalingConfig": "the autoscaler's settings; it runs in the control plane",
-    "alicloud:slb/acl:Acl": "an access control list: " + _FREE,
+    "alicloud:slb/acl:Acl": "an access control list: " + FREE,
     "alicloud:slb/aclEntryAttachment:AclEntryAttachment": "an entry of the access control list",
 }
 

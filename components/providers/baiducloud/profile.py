@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       Interconnect, Lingering, NameLimit, Naming, NodeEnvironment, ObjectStorage,
-                                       ObjectStore, ProviderProfile, Route, Rules, SharedStorage, Spot,
-                                       StoreVerification, UserDataLimit, has_public_address, inbound_note, spot_cap,
-                                       transfer_seconds)
+from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
+                                       NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile, Route, Rules,
+                                       SharedStorage, Spot, spot_cap, StoreVerification, transfer_seconds,
+                                       uploaded_files, UserDataLimit)
 
 # The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
 TYPE_PREFIX = "pulumi-python:dynamic/baiducloud:"
@@ -169,8 +169,7 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
 
 # ---------------------------------------------------------------- billing (components/billing.py)
 def keeps_billing(spec) -> tuple[Lingering, ...]:
-    items = [Lingering("agent files and training code the program uploads", TYPE_PREFIX + "BucketObject",
-                       "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"),
+    items = [uploaded_files(TYPE_PREFIX + "BucketObject"),
              Lingering("KMS key of the data disk (pending deletion for 7 days after destroy)", TYPE_PREFIX + "KmsKey",
                        "1 key", "KMS price list", None,
                        "pulumi destroy, then the pending window (unverified: whether Baidu KMS bills a key pending"
@@ -187,11 +186,10 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
     return tuple(items)
 
 
-_FREE = "no charge of its own"
 BILLS_NOTHING_ALONE = {
-    TYPE_PREFIX + "Vpc": _FREE,
-    TYPE_PREFIX + "Subnet": _FREE,
-    TYPE_PREFIX + "SecurityGroup": _FREE,
+    TYPE_PREFIX + "Vpc": FREE,
+    TYPE_PREFIX + "Subnet": FREE,
+    TYPE_PREFIX + "SecurityGroup": FREE,
     TYPE_PREFIX + "IamRole": "IAM: no charge",
     TYPE_PREFIX + "IamRolePolicy": "IAM: no charge",
     TYPE_PREFIX + "RoleBinding": "a binding",

@@ -24,11 +24,11 @@ import math
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       Interconnect, Lingering, NameLimit, Naming, NodeEnvironment, ObjectStorage,
-                                       ObjectStore, Placement, ProviderProfile, Route, Rules, SharedStorage, Spot,
-                                       StoreVerification, UserDataLimit, has_public_address, inbound_note,
-                                       transfer_seconds)
+from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
+                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile,
+                                       Route, Rules, SharedStorage, Spot, StoreVerification, transfer_seconds,
+                                       uploaded_files, UserDataLimit)
 
 _TF = "huaweicloud/terraform-provider-huaweicloud@v1.73.3 (7cb68681)"
 
@@ -234,20 +234,18 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
         items.append(Lingering(f"SFS Turbo file system ({TURBO_SHARE_TYPE}, {TURBO_HPC_BANDWIDTH})",
                                "huaweicloud:Sfs/turbo:Turbo", f"{spec.shared_storage_gb:,} GiB",
                                "provisioned capacity per GiB-hour, pay-per-use", None, "pulumi destroy"))
-    items.append(Lingering("agent files and training code the program uploads", "huaweicloud:Obs/bucketObject:BucketObject",
-                           "a few MB", "object storage: stored GB per month", None, "pulumi destroy"))
+    items.append(uploaded_files("huaweicloud:Obs/bucketObject:BucketObject", unit="GB"))
     return tuple(items)
 
 
-_FREE = "no charge of its own"
 BILLS_NOTHING_ALONE = {
-    "huaweicloud:Vpc/vpc:Vpc": _FREE,
-    "huaweicloud:Vpc/subnet:Subnet": _FREE,
-    "huaweicloud:Vpc/secgroup:Secgroup": _FREE,
+    "huaweicloud:Vpc/vpc:Vpc": FREE,
+    "huaweicloud:Vpc/subnet:Subnet": FREE,
+    "huaweicloud:Vpc/secgroup:Secgroup": FREE,
     "huaweicloud:Vpc/secgroupRule:SecgroupRule": "a security group rule",
     "huaweicloud:Iam/agency:Agency": "IAM: no charge",
     "huaweicloud:Iam/role:Role": "IAM: no charge",
-    "huaweicloud:Ecs/keypair:Keypair": _FREE,
+    "huaweicloud:Ecs/keypair:Keypair": FREE,
     "huaweicloud:Ecs/servergroup:Servergroup": "placement only",
     "huaweicloud:Ecs/instance:Instance": "bills while it runs; deleted by the agent or at maxHours (auto_terminate_time),"
                                          " its EIP and disks with it",

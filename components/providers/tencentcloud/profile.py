@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       Interconnect, Lingering, NameLimit, Naming, NodeEnvironment, ObjectStorage,
-                                       ObjectStore, Placement, ProviderProfile, Route, Rules, SharedStorage, Spot,
-                                       StoreVerification, UserDataLimit, has_public_address, inbound_note, spot_cap)
+from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
+                                       has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
+                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile,
+                                       Route, Rules, SharedStorage, Spot, spot_cap, StoreVerification,
+                                       uploaded_files, UserDataLimit)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.
@@ -178,21 +179,19 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
             Lingering("snapshot of the seed disk", "tencentcloud:Cbs/snapshot:Snapshot", f"of {SEED_DISK_GB} GiB",
                       "snapshot storage per GiB", None, "pulumi destroy"),
         ]
-    items.append(Lingering("agent files and training code the program uploads", "tencentcloud:Cos/bucketObject:BucketObject",
-                           "a few MB", "object storage: stored GiB per month", None, "pulumi destroy"))
+    items.append(uploaded_files("tencentcloud:Cos/bucketObject:BucketObject"))
     return tuple(items)
 
 
-_FREE = "no charge of its own"
 BILLS_NOTHING_ALONE = {
-    "tencentcloud:Vpc/instance:Instance": _FREE,
-    "tencentcloud:Subnet/instance:Instance": _FREE,
-    "tencentcloud:Security/group:Group": _FREE,
+    "tencentcloud:Vpc/instance:Instance": FREE,
+    "tencentcloud:Subnet/instance:Instance": FREE,
+    "tencentcloud:Security/group:Group": FREE,
     "tencentcloud:Security/groupRuleSet:GroupRuleSet": "the security group's rules",
     "tencentcloud:Cam/role:Role": "CAM: no charge",
     "tencentcloud:Cam/policy:Policy": "CAM: no charge",
     "tencentcloud:Cam/rolePolicyAttachmentByName:RolePolicyAttachmentByName": "CAM: no charge",
-    "tencentcloud:Key/pair:Pair": _FREE,
+    "tencentcloud:Key/pair:Pair": FREE,
     "tencentcloud:Placement/group:Group": "placement only",
     "tencentcloud:Instance/instance:Instance": "bills while it runs; terminated by the agent or at maxHours (its"
                                                " ActionTimer), its public address and disks with it",
