@@ -113,6 +113,14 @@ class StandIn:
         if job.process and job.process.poll() is None:
             kill_tree(job.process.pid, signal.SIGTERM)  # a platform stop reaches every worker
 
+    def close(self, server: ThreadingHTTPServer) -> None:
+        """Kill every job still running (all its processes) and stop `server` (what serve() started)."""
+        for job in self.jobs.values():
+            if job.process and job.process.poll() is None:
+                kill_tree(job.process.pid)
+        server.shutdown()
+        server.server_close()
+
     def serve(self) -> ThreadingHTTPServer:
         """Start the HTTP server on a free port of 127.0.0.1 (its `server_address` gives the port)."""
         standin = self

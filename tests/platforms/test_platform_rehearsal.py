@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from components.platforms.jobapi import JobApiError
-from components.platforms.standin import kill_tree
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
 
@@ -74,10 +73,7 @@ def test_job_resumes_after_restart_and_stops(stack, tmp_path, monkeypatch):
         client.stop(second)
         assert _wait(lambda: client.state(second)["state"] == "stopped", 60)
     finally:
-        for item in standin.jobs.values():
-            if item.process and item.process.poll() is None:
-                kill_tree(item.process.pid)
-        server.shutdown()
+        standin.close(server)
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import pytest
 
 from components.platforms.jobapi import JobApiError
-from components.platforms.standin import kill_tree
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
 
@@ -59,11 +58,7 @@ def platform(request, tmp_path):
     config = {**load_stack_config(p.stack), "gpu-training:train": {"command": "echo signed; sleep 30",
                                                                    "launcher": "direct"}}
     yield p, job, build_spec(config, stack=p.stack), f"http://127.0.0.1:{server.server_address[1]}"
-    for item in standin.jobs.values():
-        if item.process and item.process.poll() is None:
-            kill_tree(item.process.pid)
-    server.shutdown()
-    server.server_close()
+    standin.close(server)
 
 
 def test_signed_requests_submit_read_and_stop_a_job(platform):

@@ -8,7 +8,6 @@ import time
 import pytest
 from rich.console import Console
 
-from components.platforms.standin import kill_tree
 from components.validation import build_spec
 from tools.runlib import platformjob, status
 from tools.stackfiles import load_stack_config
@@ -30,11 +29,7 @@ def running_job(tmp_path, monkeypatch):
     job_id = job.client(spec.region).submit(job.request(spec))
     outputs = {"stack": STACK, "provider": "alicloud", "region": spec.region, "platform": "pai-dlc", "jobId": job_id}
     yield outputs, standin
-    for item in standin.jobs.values():
-        if item.process and item.process.poll() is None:
-            kill_tree(item.process.pid)
-    server.shutdown()
-    server.server_close()
+    standin.close(server)
 
 
 def test_status_and_logs_read_the_job_from_its_api(running_job):
