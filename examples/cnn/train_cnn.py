@@ -534,6 +534,14 @@ class Trainer:
 
     def close(self) -> None:
         if self.distributed and self.dist.is_initialized():
+            # destroy_process_group() drops only c10d's own references to the group (pytorch/pytorch#96017);
+            # DistributedDataParallel keeps it alive, and a gloo group freed during interpreter shutdown can
+            # abort the process ("terminate called without an active exception", exit -6: pytorch/pytorch#179291),
+            # which the agent would read as a failed run. Drop ours first, while the interpreter is whole.
+            import gc
+
+            self.ddp_model = None
+            gc.collect()
             self.dist.destroy_process_group()
 
 
