@@ -86,7 +86,10 @@ class JobApiError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
-        self.not_found = status == 404
+
+
+class NoCredentials(Exception):
+    """No request was made: the client has nothing to sign it with; the message names the variables."""
 
 
 # (operation name in api.yaml, method, url, headers, body bytes) -> headers to add: the cloud's request
@@ -108,10 +111,12 @@ class JobClient:
         op = self.api.operation(name)
         url = self.base_url.rstrip("/") + self.api.path(name, **self.path_ids, **ids)
         data = json.dumps(body).encode() if body is not None else b""
-        headers = {"Content-Type": "application/json"}
+        # No body, no type (as the SDKs send), and no data for urllib, which would add a form Content-Type of
+        # its own to an empty POST, unsigned.
+        headers = {"Content-Type": "application/json"} if data else {}
         if self.signer is not None:
             headers.update(self.signer(name, op["method"], url, headers, data))
-        request = urllib.request.Request(url, data=data if op["method"] != "GET" else None, headers=headers,
+        request = urllib.request.Request(url, data=data or None, headers=headers,
                                          method=op["method"])
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:

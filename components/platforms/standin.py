@@ -50,9 +50,10 @@ class StandIn:
     # for a one-node job the stand-in sets them as the platform would, the master port a free one of
     # 127.0.0.1 at each start (a fixed default port collides with another job's on the same machine).
     launcher_env: dict = field(default_factory=dict)
-    # (method, path, lower-cased headers, body) -> None, or the answer (status, payload) of the platform's API
-    # gateway to a request it refuses (a bad signature): the cloud's own check, from its specification.
-    authorize: Optional[Callable[[str, str, dict, bytes], Optional[tuple[int, dict]]]] = None
+    # (operation name in api.yaml, method, path, lower-cased headers, body) -> None, or the answer (status,
+    # payload) of the platform's API gateway to a request it refuses (a bad signature): the cloud's own check,
+    # from its specification.
+    authorize: Optional[Callable[[str, str, str, dict, bytes], Optional[tuple[int, dict]]]] = None
     jobs: dict = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
@@ -114,12 +115,13 @@ class StandIn:
             kill_tree(job.process.pid, signal.SIGTERM)  # a platform stop reaches every worker
 
     def close(self, server: ThreadingHTTPServer) -> None:
-        """Kill every job still running (all its processes) and stop `server` (what serve() started)."""
+        """Stop `server` (what serve() started), then kill every job still running (all its processes): in
+        that order, so no submit in flight adds a job while they are killed."""
+        server.shutdown()
+        server.server_close()
         for job in self.jobs.values():
             if job.process and job.process.poll() is None:
                 kill_tree(job.process.pid)
-        server.shutdown()
-        server.server_close()
 
     def serve(self) -> ThreadingHTTPServer:
         """Start the HTTP server on a free port of 127.0.0.1 (its `server_address` gives the port)."""
@@ -143,17 +145,17 @@ class StandIn:
             def _route(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                if standin.authorize is not None:
-                    refused = standin.authorize(method, self.path, {k.lower(): v for k, v in self.headers.items()},
-                                                raw)
-                    if refused is not None:
-                        return self._answer(*refused)
                 for name, verb, pattern in routes:  # noqa: B007  (name is used after the break)
                     match = pattern.match(self.path.split("?")[0])
                     if verb == method and match:
                         break
                 else:
                     return self._answer(404, {"error": f"no route {method} {self.path}"})
+                if standin.authorize is not None:
+                    refused = standin.authorize(name, method, self.path,
+                                                {k.lower(): v for k, v in self.headers.items()}, raw)
+                    if refused is not None:
+                        return self._answer(*refused)
                 try:
                     body = json.loads(raw) if raw else {}
                 except ValueError:

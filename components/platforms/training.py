@@ -5,6 +5,8 @@ Nothing here knows a cloud: the offer (components/platforms/offer.py) gives the 
 """
 from __future__ import annotations
 
+import importlib
+import os
 from typing import Optional
 
 import pulumi
@@ -23,7 +25,7 @@ class JobProvider(dyn.ResourceProvider):
         self.package, self.region = package, region
 
     def _job(self):
-        import importlib
+        import importlib  # here: the provider is serialised by value, its imports with it
 
         return importlib.import_module(f"{self.package}.job")
 
@@ -60,6 +62,13 @@ class PlatformTraining(pulumi.ComponentResource):
         super().__init__("gpu-training:index:PlatformTraining", name, None, opts)
         offer = spec.platform.offer
         request = offer.request(spec)
+        if not pulumi.runtime.is_dry_run() and not os.environ.get("GPU_TRAINING_PLATFORM_ENDPOINT"):
+            # The job is submitted from the dynamic provider's process, with the environment's credentials:
+            # say what is missing here, before anything is created, not in a provider's traceback after the
+            # code is uploaded.
+            problem = importlib.import_module(f"{offer.package}.job").missing_credentials(os.environ)
+            if problem:
+                raise pulumi.RunError(problem)
         # The training code at <prefix>/<stack>/code/ (the contract's <mount>/code/), before the job starts.
         code = artifacts.code_artifacts(spec.checkpoint.prefix, spec.stack, spec.train.code_dir)
         # The cloud's own object upload, the one its storage part uses for the VM path (registry: providers.module).

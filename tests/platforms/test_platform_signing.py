@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from components.platforms.jobapi import JobApiError
+from components.platforms.jobapi import JobApiError, NoCredentials
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
 
@@ -23,6 +23,7 @@ class Platform:
     stack: str
     package: str
     keys: dict  # what the stand-in knows: key id -> secret
+    tokens: dict  # key id -> the STS token the key must come with
     good: list  # credentials the client signs with, in the client's form, each accepted
     bad: list  # (credentials, the gateway's error the stand-in answers)
     unsigned: str  # the error for a request with no signature
@@ -31,17 +32,20 @@ class Platform:
 PLATFORMS = {
     "pai-dlc": Platform(
         "large-a100-dlc", "components.providers.alicloud.dlc.job",
-        {"LTAI-local-key": "local-secret", "STS.local-key": "sts-secret"},
+        {"LTAI-local-key": "local-secret", "STS.local-key": "sts-secret"}, {"STS.local-key": "a-token"},
         [{"access_key_id": "LTAI-local-key", "access_key_secret": "local-secret"},
          {"access_key_id": "STS.local-key", "access_key_secret": "sts-secret", "security_token": "a-token"}],
         [({"access_key_id": "LTAI-local-key", "access_key_secret": "another"}, "SignatureDoesNotMatch"),
-         ({"access_key_id": "LTAI-nobody", "access_key_secret": "local-secret"}, "InvalidAccessKeyId.NotFound")],
+         ({"access_key_id": "LTAI-nobody", "access_key_secret": "local-secret"}, "InvalidAccessKeyId.NotFound"),
+         ({"access_key_id": "STS.local-key", "access_key_secret": "sts-secret"},
+          "InvalidSecurityToken.MismatchWithAccessKey")],
         "IncompleteSignature"),
     "modelarts": Platform(
         "hw-large-910b-modelarts", "components.providers.huaweicloud.modelarts.job",
-        {"HWLOCALAK": "local-sk"},
-        [("HWLOCALAK", "local-sk")],
-        [(("HWLOCALAK", "another"), "APIG.0301"), (("HWNOBODY", "local-sk"), "APIG.0301")],
+        {"HWLOCALAK": "local-sk", "HWTEMPAK": "temp-sk"}, {"HWTEMPAK": "temp-token"},
+        [("HWLOCALAK", "local-sk"), ("HWTEMPAK", "temp-sk", "temp-token")],
+        [(("HWLOCALAK", "another"), "APIG.0301"), (("HWNOBODY", "local-sk"), "APIG.0301"),
+         (("HWTEMPAK", "temp-sk"), "APIG.0301")],
         "APIG.0301"),
 }
 
@@ -53,7 +57,7 @@ def platform(request, tmp_path):
     p = PLATFORMS[request.param]
     job = importlib.import_module(p.package)
     (tmp_path / "bucket" / "code").mkdir(parents=True)
-    standin = job.stand_in(tmp_path / "bucket", tmp_path, keys=p.keys)
+    standin = job.stand_in(tmp_path / "bucket", tmp_path, keys=p.keys, tokens=p.tokens)
     server = standin.serve()
     config = {**load_stack_config(p.stack), "gpu-training:train": {"command": "echo signed; sleep 30",
                                                                    "launcher": "direct"}}
@@ -80,10 +84,22 @@ def test_a_bad_signature_is_refused_with_the_gateways_error(platform):
         job.client(spec.region, base_url=url).submit(job.request(spec))
 
 
+@pytest.mark.parametrize("platform", ["pai-dlc"], indirect=True)  # ModelArts' signature names no operation
+def test_a_request_signed_for_another_operation_is_refused(platform):
+    """PAI-DLC signs the operation's name (x-acs-action): a GetJob signature on the stop path is refused."""
+    p, job, spec, url = platform
+    api = job.client(spec.region, base_url=url, credentials=p.good[0])
+    job_id = api.submit(job.request(spec))
+    sign = api.signer
+    api.signer = lambda operation, *rest: sign("state" if operation == "stop" else operation, *rest)
+    with pytest.raises(JobApiError, match="InvalidAction.NotFound"):
+        api.stop(job_id)
+
+
 @pytest.mark.parametrize("package, names, endpoint", [
     ("components.providers.alicloud.dlc.job", ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY"),
      "https://pai-dlc.cn-hangzhou.aliyuncs.com"),
-    ("components.providers.huaweicloud.modelarts.job", ("HW_ACCESS_KEY", "HW_SECRET_KEY"),
+    ("components.providers.huaweicloud.modelarts.job", ("HW_ACCESS_KEY", "HW_SECRET_KEY", "HW_PROJECT_ID"),
      "https://modelarts.cn-hangzhou.myhuaweicloud.com"),
 ])
 def test_without_credentials_the_cloud_client_says_which_variables_to_set(monkeypatch, package, names, endpoint):
@@ -93,9 +109,28 @@ def test_without_credentials_the_cloud_client_says_which_variables_to_set(monkey
     for name in ("GPU_TRAINING_PLATFORM_ENDPOINT", "ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
                  *names):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(JobApiError, match=f"{names[0]} and {names[1]}"):
+    with pytest.raises(NoCredentials, match=f"{names[0]} and {names[1]}"):
         job.client("cn-hangzhou")
-    monkeypatch.setenv(names[0], "KEY")
-    monkeypatch.setenv(names[1], "SECRET")
+    for name in names:
+        monkeypatch.setenv(name, "VALUE")
     api = job.client("cn-hangzhou")
     assert api.base_url == endpoint and api.signer is not None
+
+
+@pytest.mark.parametrize("stack, names", [("large-a100-dlc", "ALICLOUD_ACCESS_KEY and ALICLOUD_SECRET_KEY"),
+                                          ("hw-large-910b-modelarts", "HW_ACCESS_KEY and HW_SECRET_KEY and HW_PROJECT_ID")])
+def test_pulumi_up_without_the_job_apis_credentials_stops_before_creating_anything(monkeypatch, stack, names):
+    """The job is submitted from the dynamic provider's process with the environment's credentials: the
+    program says what is missing at `pulumi up` (not a preview), before the code upload, not in a traceback."""
+    from components import providers
+    from tools.mockrun import run_program
+
+    for name in [n for n in list(__import__("os").environ) if n.startswith(providers.credential_env_prefixes())]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("GPU_TRAINING_PLATFORM_ENDPOINT", raising=False)
+    monkeypatch.delenv("HW_PROJECT_ID", raising=False)
+    config = load_stack_config(stack)
+    assert run_program(config, stack).resources  # a preview needs none
+    with pytest.raises(Exception, match=names) as caught:
+        run_program(config, stack, preview=False)
+    assert "Pulumi config" in str(caught.value)

@@ -14,7 +14,7 @@ from typing import Optional
 from urllib.parse import parse_qsl, urlsplit
 
 from components.platforms import contract
-from components.platforms.jobapi import ApiReference, JobApiError, JobClient
+from components.platforms.jobapi import ApiReference, JobClient, NoCredentials
 from components.providers.alicloud.cpfs_export import credentials_from
 from components.platforms.offer import PlatformOffer, load_offer
 
@@ -84,10 +84,18 @@ def client(region: str, base_url: Optional[str] = None, credentials: Optional[di
         return JobClient(API, base_url, {}, "JobId", signer=credentials and acs3_signer(credentials))
     credentials = credentials or credentials_from(os.environ)
     if credentials is None:
-        raise JobApiError(401, "PAI-DLC: no credentials to sign the job API's requests with: set ALICLOUD_ACCESS_KEY"
-                               " and ALICLOUD_SECRET_KEY (and ALICLOUD_SECURITY_TOKEN for STS ones), the variables"
-                               " pulumi-alicloud reads")
+        raise NoCredentials(missing_credentials(os.environ))
     return JobClient(API, API.data["endpoint"].format(region=region), {}, "JobId", signer=acs3_signer(credentials))
+
+
+def missing_credentials(env) -> Optional[str]:
+    """Why the job API's requests could not be signed from `env` (None: they can). Only the environment
+    counts: the calls run in the dynamic provider's process, which Pulumi config credentials do not reach."""
+    if credentials_from(env) is not None:
+        return None
+    return ("PAI-DLC: no credentials to sign the job API's requests with: set ALICLOUD_ACCESS_KEY and"
+            " ALICLOUD_SECRET_KEY (ALICLOUD_SECURITY_TOKEN too for STS ones) in the environment of `pulumi up`;"
+            " credentials in Pulumi config (alicloud:accessKey) do not reach the job API's calls")
 
 
 def acs3_signer(credentials: dict):
@@ -95,7 +103,8 @@ def acs3_signer(credentials: dict):
     api.yaml), its headers as the Tea OpenAPI client sends them (alibabacloud_tea_openapi 0.4.6, client.py
     do_request: host, x-acs-action, x-acs-version, x-acs-date, x-acs-signature-nonce, x-acs-content-sha256,
     and x-acs-accesskey-id with x-acs-security-token for STS credentials), the Authorization from its
-    `Utils.get_authorization` (every header sent is signed)."""
+    `Utils.get_authorization`, which signs every header it is given (urllib adds a few of its own unsigned,
+    User-Agent and Content-Length among them, as the specification allows)."""
     access, secret, token = (credentials["access_key_id"], credentials["access_key_secret"],
                              credentials.get("security_token"))
 
@@ -134,25 +143,42 @@ def logs(job_id: str, region: str, **client_args) -> str:
 
 # Alibaba's API gateway's answer to a request it refuses, by the kind of refusal (localcloud/signatures.py):
 # the error codes of Alibaba Cloud's "V3 request structure and signature" troubleshooting (IncompleteSignature,
-# InvalidAccessKeyId.NotFound, SignatureDoesNotMatch).
+# InvalidAccessKeyId.NotFound, SignatureDoesNotMatch) and of its common errors for STS tokens
+# (InvalidSecurityToken.MismatchWithAccessKey).
 SIGNATURE_ERRORS = {"malformed": (400, "IncompleteSignature"), "unknown key": (404, "InvalidAccessKeyId.NotFound"),
                     "mismatch": (400, "SignatureDoesNotMatch")}
+# The common headers every V3 request carries (the specification's "common request headers"), signed.
+V3_HEADERS = ("host", "x-acs-action", "x-acs-version", "x-acs-date", "x-acs-signature-nonce", "x-acs-content-sha256")
 
 
-def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None):
+def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, tokens: Optional[dict] = None):
     """The job API's local stand-in (components/platforms/standin.py) with DLC's field names: UserCommand and
     Envs, the id at JobId, the phase at Status (api.yaml). keys ({access key id: secret}): the stand-in checks
-    every request's ACS3-HMAC-SHA256 signature as the gateway does (localcloud/signatures.py, written from
-    the specification) and refuses the others with the gateway's error."""
+    every request as the gateway does: its ACS3-HMAC-SHA256 signature (localcloud/signatures.py, written
+    from the specification), the common headers present, x-acs-action naming the operation of the path
+    and x-acs-version the API's; for a key in `tokens` ({access key id: STS token}), its token in
+    x-acs-security-token and the key in x-acs-accesskey-id. Refused requests get the gateway's error."""
     from components.platforms.standin import StandIn
     from localcloud import signatures
 
-    def authorize(method: str, path: str, headers: dict, body: bytes):
+    def authorize(operation: str, method: str, path: str, headers: dict, body: bytes):
+        missing = [h for h in V3_HEADERS if not headers.get(h)]
+        if missing:
+            return 400, {"Code": "IncompleteSignature", "Message": f"missing common headers: {', '.join(missing)}"}
         refused = signatures.acs3(method, path, headers, body, keys.get)
-        if refused is None:
-            return None
-        status, code = SIGNATURE_ERRORS[refused[0]]
-        return status, {"Code": code, "Message": refused[1]}
+        if refused is not None:
+            status, code = SIGNATURE_ERRORS[refused[0]]
+            return status, {"Code": code, "Message": refused[1]}
+        action, version = API.operation(operation)["action"], API.data["version"]
+        if (headers["x-acs-action"], headers["x-acs-version"]) != (action, version):
+            return 400, {"Code": "InvalidAction.NotFound", "Message": f"{method} {path} is {action} {version}, not"
+                         f" {headers['x-acs-action']} {headers['x-acs-version']}"}
+        key = headers["authorization"].split("Credential=", 1)[1].split(",", 1)[0]
+        if (tokens or {}).get(key) and (headers.get("x-acs-security-token") != tokens[key]
+                                        or headers.get("x-acs-accesskey-id") != key):
+            return 400, {"Code": "InvalidSecurityToken.MismatchWithAccessKey",
+                         "Message": f"the STS key {key} needs its token in x-acs-security-token"}
+        return None
 
     return StandIn.for_api(API, lambda body: (body["UserCommand"], body["Envs"]), "JobId", "Status",
                            {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 from components.platforms import contract
-from components.platforms.jobapi import ApiReference, JobApiError, JobClient
+from components.platforms.jobapi import ApiReference, JobClient, NoCredentials
 from components.platforms.offer import PlatformOffer, load_offer
 
 HERE = Path(__file__).resolve().parent
@@ -75,27 +75,42 @@ def checks(spec) -> list[tuple[str, str]]:
 
 
 def client(region: str, project_id: Optional[str] = None, base_url: Optional[str] = None,
-           credentials: Optional[tuple[str, str]] = None) -> JobClient:
+           credentials: Optional[tuple] = None) -> JobClient:
     """A client of the job API: the stand-in's when `base_url` (or GPU_TRAINING_PLATFORM_ENDPOINT) is given,
-    its requests signed only with `credentials` ((AK, SK)); else the region's endpoint with requests signed
-    by huaweicloudsdkcore's AK/SK signer with HW_ACCESS_KEY / HW_SECRET_KEY, the variables pulumi-huaweicloud
-    reads (unverified against an account: docs/platforms.md)."""
+    its requests signed only with `credentials` ((AK, SK) or (AK, SK, security token)); else the region's
+    endpoint, in project `project_id` or HW_PROJECT_ID, with requests signed by huaweicloudsdkcore's AK/SK
+    signer with HW_ACCESS_KEY / HW_SECRET_KEY (HW_SECURITY_TOKEN for temporary ones), the variables
+    pulumi-huaweicloud reads (unverified against an account: docs/platforms.md)."""
     base_url = base_url or os.environ.get("GPU_TRAINING_PLATFORM_ENDPOINT")
-    project = project_id or os.environ.get("HW_PROJECT_ID") or "standin"
+    project = project_id or os.environ.get(PROJECT_ENV)
     if base_url:
-        return JobClient(API, base_url, {"project_id": project}, "training_job_id",
+        return JobClient(API, base_url, {"project_id": project or "standin"}, "training_job_id",
                          signer=credentials and _signer(*credentials))
-    if credentials is None:
-        access, secret = os.environ.get("HW_ACCESS_KEY"), os.environ.get("HW_SECRET_KEY")
-        if not access or not secret:
-            raise JobApiError(401, "ModelArts: no credentials to sign the job API's requests with: set HW_ACCESS_KEY"
-                                   " and HW_SECRET_KEY, the variables pulumi-huaweicloud reads")
-        credentials = access, secret
+    problem = missing_credentials(os.environ) if credentials is None or not project else None
+    if problem:
+        raise NoCredentials(problem)
+    credentials = credentials or (os.environ["HW_ACCESS_KEY"], os.environ["HW_SECRET_KEY"],
+                                  os.environ.get("HW_SECURITY_TOKEN") or None)
     return JobClient(API, API.data["endpoint"].format(region=region), {"project_id": project}, "training_job_id",
                      signer=_signer(*credentials))
 
 
-def _signer(access: str, secret: str):
+PROJECT_ENV = "HW_PROJECT_ID"  # ModelArts' paths name the project (api.yaml: /v2/{project_id}/training-jobs)
+
+
+def missing_credentials(env) -> Optional[str]:
+    """Why the job API's requests could not be made from `env` (None: they can): the AK/SK to sign them and
+    the project their paths name. Only the environment counts: the calls run in the dynamic provider's
+    process, which Pulumi config credentials do not reach."""
+    missing = [name for name in ("HW_ACCESS_KEY", "HW_SECRET_KEY", PROJECT_ENV) if not env.get(name)]
+    if not missing:
+        return None
+    return (f"ModelArts: set {' and '.join(missing)} in the environment of `pulumi up` (HW_SECURITY_TOKEN too for"
+            " temporary keys; the project id of the stack's region: IAM console, 'My Credentials', 'Projects');"
+            " credentials in Pulumi config do not reach the job API's calls")
+
+
+def _signer(access: str, secret: str, token: Optional[str] = None):
     from huaweicloudsdkcore.auth.credentials import BasicCredentials  # noqa: F401  (installed with the ECS SDK)
     from huaweicloudsdkcore.signer.signer import Signer
     from huaweicloudsdkcore.sdk_request import SdkRequest
@@ -104,10 +119,15 @@ def _signer(access: str, secret: str):
         from urllib.parse import parse_qsl, urlsplit
 
         parts = urlsplit(url)
+        headers = dict(headers)
+        if token:
+            # Temporary keys: the token rides in X-Security-Token, signed with the rest, as the SDK's own
+            # BasicCredentials.process_auth_request does (huaweicloudsdkcore 3.1.219 auth/credentials.py).
+            headers["X-Security-Token"] = token
         # query_params: the Signer iterates them (huaweicloudsdkcore 3.1.219 signer.py
         # _process_canonical_query_string), so a request without a query must still carry an empty list.
         request = SdkRequest(method=method, schema=parts.scheme, host=parts.netloc, resource_path=parts.path,
-                             query_params=parse_qsl(parts.query), header_params=dict(headers),
+                             query_params=parse_qsl(parts.query), header_params=headers,
                              body=body.decode() if body else "")
         signed = Signer(_Credentials(access, secret)).sign(request)
         return dict(signed.header_params)
@@ -130,17 +150,22 @@ def logs(job_id: str, region: str, **client_args) -> str:
     return client(region, **client_args).logs(job_id, task_id=FIRST_TASK)
 
 
-def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None):
+def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, tokens: Optional[dict] = None):
     """The job API's local stand-in (components/platforms/standin.py) with ModelArts' field names: the command
     and environment under `algorithm`, the id at metadata.id, the phase at status.phase (api.yaml). keys
     ({AK: SK}): it checks each request's SDK-HMAC-SHA256 signature as API Gateway does
-    (localcloud/signatures.py, written from Huawei's "API Request Signing Guide") and refuses the others
-    with APIG.0301, 401 (Huawei API Gateway error codes)."""
+    (localcloud/signatures.py, written from Huawei's "API Request Signing Guide"), and for a key in `tokens`
+    ({AK: security token}) its token in a signed X-Security-Token; it refuses the others with APIG.0301, 401
+    (Huawei API Gateway error codes)."""
     from components.platforms.standin import StandIn
     from localcloud import signatures
 
-    def authorize(method: str, path: str, headers: dict, body: bytes):
+    def authorize(operation: str, method: str, path: str, headers: dict, body: bytes):
         refused = signatures.sdk_hmac_sha256(method, path, headers, body, keys.get)
+        if refused is None and (tokens or {}).get(key := headers["authorization"].split("Access=", 1)[1].split(",")[0]):
+            signed = headers["authorization"].split("SignedHeaders=", 1)[1].split(",")[0].split(";")
+            if headers.get("x-security-token") != tokens[key] or "x-security-token" not in signed:
+                refused = "mismatch", f"the temporary key {key} needs its token in a signed X-Security-Token"
         return None if refused is None else (401, {"error_code": "APIG.0301", "error_msg": refused[1]})
 
     return StandIn.for_api(API, lambda body: (body["algorithm"]["command"], body["algorithm"]["environments"]),
