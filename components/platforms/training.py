@@ -25,7 +25,7 @@ class JobProvider(dyn.ResourceProvider):
         self.package, self.region = package, region
 
     def _job(self):
-        import importlib  # here: the provider is serialised by value, its imports with it
+        import importlib
 
         return importlib.import_module(f"{self.package}.job")
 
