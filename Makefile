@@ -10,6 +10,9 @@ ARGS        ?=
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
+	@echo
+	@echo "STACK=NAME picks the stack (default: $(STACK)); the stacks, from stacks/Pulumi.*.yaml:"
+	@ls stacks | sed -n 's/^Pulumi\.\(.*\)\.yaml$$/\1/p' | tr '\n' ' ' | fold -s -w 100 | sed 's/^/  /'; echo
 
 # requirements.txt ends with `-e .`: the project's packages (pyproject.toml) install in editable mode.
 $(VENV)/.runtime: requirements.txt pyproject.toml
