@@ -163,15 +163,11 @@ def refresh(args: argparse.Namespace) -> int:
         parts = urlsplit(args.endpoint)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             return fail(f"--endpoint {args.endpoint!r} is not an http(s) URL, e.g. https://ecs.cn-hangzhou.aliyuncs.com")
-    convention = ""
-    if args.provider in providers.with_module("credentials"):
-        # The cloud's SDK may read other names than the convention every command uses (docs/cli.md,
-        # "Credentials": ALICLOUD_ACCESS_KEY for Alibaba's Tea SDK's ALIBABA_CLOUD_ACCESS_KEY_ID): fill them.
-        from tools.runlib.credentials import variables, with_sdk_aliases
+    # The cloud's SDK may read other names than the convention every command uses (docs/cli.md,
+    # "Credentials": ALICLOUD_ACCESS_KEY for Alibaba's Tea SDK's ALIBABA_CLOUD_ACCESS_KEY_ID): fill them.
+    from tools.runlib.credentials import use_sdk_names
 
-        os.environ.update(with_sdk_aliases(args.provider, os.environ))
-        key, secret, _ = variables(args.provider)
-        convention = f"set {key} and {secret} (the names every gpu-training command reads), or "
+    convention = use_sdk_names(args.provider)
     missing = module.missing_credentials(os.environ)
     if missing:
         return fail(f"no {module.DISPLAY} credentials in the environment: {convention}{missing}")

@@ -76,9 +76,12 @@ def render(provider: str, regions: dict[str, list[str]], source: str, date: str)
 
 def refresh(args: argparse.Namespace) -> int:
     module = providers.module(args.provider, "regions_api")
+    from tools.runlib.credentials import use_sdk_names  # the SDK's own names, filled from the convention's
+
+    convention = use_sdk_names(args.provider)
     problem = module.missing_credentials(os.environ)
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
+        print(f"error: {convention}{problem}", file=sys.stderr)
         return USAGE
     if args.endpoint and urlsplit(args.endpoint).scheme not in ("http", "https"):
         print(f"error: --endpoint {args.endpoint!r} is not an http(s) URL", file=sys.stderr)

@@ -139,9 +139,22 @@ def test_a_refused_call_leaves_the_file_unchanged(provider, tmp_path):
     assert target.read_text() == "unchanged\n"
 
 
+def test_the_convention_s_credential_names_work_when_the_script_is_run_directly(tmp_path):
+    """ALICLOUD_ACCESS_KEY / _SECRET_KEY, the names every gpu-training command reads, reach Alibaba's Tea SDK
+    (which reads ALIBABA_CLOUD_*) when regions.py is run itself, not only through `gpu-training regions`."""
+    target = tmp_path / "alicloud" / "regions.yaml"
+    target.parent.mkdir()
+    with RegionStub("alicloud") as stub:
+        result = regions_cli("refresh", "--provider", "alicloud", "--endpoint", stub.url, "--file", str(target),
+                             env=environment(ALICLOUD_ACCESS_KEY=KEY_ID, ALICLOUD_SECRET_KEY=SECRET))
+    assert result.returncode == 0, result.stderr
+    assert target.is_file()
+
+
 def test_refresh_without_credentials_exits_2():
     result = regions_cli("refresh", "--provider", "alicloud", env=environment())
     assert result.returncode == 2 and "ALIBABA_CLOUD_ACCESS_KEY_ID" in result.stderr
+    assert "ALICLOUD_ACCESS_KEY" in result.stderr  # the convention's names too
 
 
 @pytest.mark.parametrize("provider", sorted(CLOUD))

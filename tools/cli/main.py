@@ -150,14 +150,12 @@ pass_through("pack", "Pack an image folder into shards for staging (and --upload
 
 
 def cloud_pass_through(name: str, summary: str):
-    """prices and regions call the cloud SDKs, which may read other names: fill those from the convention."""
+    """prices and regions call the cloud SDKs, which may read other names: the scripts fill those from the
+    convention (tools/runlib/credentials.use_sdk_names); a missing pair is said here in the convention's names."""
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args):
         from components import providers
-        from tools.runlib.credentials import with_sdk_aliases
 
-        for provider in providers.with_module("credentials"):
-            os.environ.update(with_sdk_aliases(provider, os.environ))
         wanted = _provider_argument(list(args))
         if "refresh" in args and wanted in providers.with_module("credentials"):
             from tools.runlib.credentials import MissingCredentials, from_env

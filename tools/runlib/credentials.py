@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, MutableMapping, Optional
 
 
 class MissingCredentials(Exception):
@@ -56,6 +56,19 @@ def from_env(provider: str, env: Mapping[str, str] = os.environ) -> CloudCredent
     if not env.get(key) or not env.get(secret):
         raise MissingCredentials(missing_message(provider))
     return CloudCredentials(provider, env[key], env[secret], env.get(token) or None)
+
+
+def use_sdk_names(provider: str, env: MutableMapping[str, str] = os.environ) -> str:
+    """For a script that calls `provider`'s own SDK (prices, regions): put into `env` the names that SDK
+    reads, filled from the convention's (with_sdk_aliases). Returns the start of a missing-credentials
+    message naming the convention's variables ('' for a cloud that declares none)."""
+    from components import providers
+
+    if provider not in providers.with_module("credentials"):
+        return ""
+    env.update(with_sdk_aliases(provider, env))
+    key, secret, _ = variables(provider)
+    return f"set {key} and {secret} (the names every gpu-training command reads), or "
 
 
 def with_sdk_aliases(provider: str, env: Mapping[str, str]) -> dict[str, str]:
