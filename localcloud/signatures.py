@@ -42,8 +42,9 @@ def _encode(text: str, keep_slash: bool = False) -> str:
     return quote(text, safe="-_.~" + ("/" if keep_slash else ""))
 
 
-def _fields(authorization: str, algorithm: str) -> Optional[dict[str, str]]:
-    """'ALG k1=v1, k2=v2' -> {k1: v1, k2: v2}; None when the header names another algorithm."""
+def authorization_fields(authorization: str, algorithm: str) -> Optional[dict[str, str]]:
+    """'ALG k1=v1, k2=v2' -> {k1: v1, k2: v2}; None when the header names another algorithm (also for a
+    stand-in's own checks beyond the signature: which key signed, which headers it signed)."""
     head, _, rest = authorization.strip().partition(" ")
     if head != algorithm:
         return None
@@ -83,7 +84,7 @@ def acs3(method: str, path: str, headers: dict, body: bytes, secret_of: SecretOf
     x-acs-content-sha256 must carry); StringToSign "ACS3-HMAC-SHA256\\n" + hex SHA-256 of it; signature
     hex HMAC-SHA256(secret, StringToSign). Every x-acs-* header present, host and content-type (when
     present) must be signed ("all common request headers except Authorization")."""
-    fields = _fields(headers.get("authorization", ""), "ACS3-HMAC-SHA256")
+    fields = authorization_fields(headers.get("authorization", ""), "ACS3-HMAC-SHA256")
     if not fields or not {"Credential", "SignedHeaders", "Signature"} <= set(fields):
         return MALFORMED, "no ACS3-HMAC-SHA256 authorization"
     secret = secret_of(fields["Credential"])
@@ -114,7 +115,7 @@ def tc3(method: str, path: str, headers: dict, body: bytes, secret_of: SecretOf,
     and values lower-cased, trimmed), SignedHeaders (content-type and host at least), hex SHA-256 of the
     body; StringToSign "TC3-HMAC-SHA256\\n{timestamp}\\n{scope}\\n{hex SHA-256 of it}"; key
     HMAC(HMAC(HMAC("TC3"+secret, Date), service), "tc3_request"); signature hex HMAC(key, StringToSign)."""
-    fields = _fields(headers.get("authorization", ""), "TC3-HMAC-SHA256")
+    fields = authorization_fields(headers.get("authorization", ""), "TC3-HMAC-SHA256")
     if not fields or not {"Credential", "SignedHeaders", "Signature"} <= set(fields):
         return MALFORMED, "no TC3-HMAC-SHA256 authorization"
     scope = fields["Credential"].split("/")
@@ -154,7 +155,7 @@ def sdk_hmac_sha256(method: str, path: str, headers: dict, body: bytes, secret_o
     headers (names lower-cased, values trimmed), SignedHeaders (host and x-sdk-date at least), hex SHA-256
     of the body (or x-sdk-content-sha256: UNSIGNED-PAYLOAD); StringToSign "SDK-HMAC-SHA256\\n{X-Sdk-Date}\\n"
     + hex SHA-256 of it; signature hex HMAC-SHA256(SK, StringToSign)."""
-    fields = _fields(headers.get("authorization", ""), "SDK-HMAC-SHA256")
+    fields = authorization_fields(headers.get("authorization", ""), "SDK-HMAC-SHA256")
     if not fields or not {"Access", "SignedHeaders", "Signature"} <= set(fields):
         return MALFORMED, "no SDK-HMAC-SHA256 authorization"
     secret = secret_of(fields["Access"])

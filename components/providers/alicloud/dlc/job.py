@@ -173,7 +173,7 @@ def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, token
         if (headers["x-acs-action"], headers["x-acs-version"]) != (action, version):
             return 400, {"Code": "InvalidAction.NotFound", "Message": f"{method} {path} is {action} {version}, not"
                          f" {headers['x-acs-action']} {headers['x-acs-version']}"}
-        key = headers["authorization"].split("Credential=", 1)[1].split(",", 1)[0]
+        key = signatures.authorization_fields(headers["authorization"], "ACS3-HMAC-SHA256")["Credential"]
         if (tokens or {}).get(key) and (headers.get("x-acs-security-token") != tokens[key]
                                         or headers.get("x-acs-accesskey-id") != key):
             return 400, {"Code": "InvalidSecurityToken.MismatchWithAccessKey",

@@ -162,9 +162,10 @@ def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, token
 
     def authorize(operation: str, method: str, path: str, headers: dict, body: bytes):
         refused = signatures.sdk_hmac_sha256(method, path, headers, body, keys.get)
-        if refused is None and (tokens or {}).get(key := headers["authorization"].split("Access=", 1)[1].split(",")[0]):
-            signed = headers["authorization"].split("SignedHeaders=", 1)[1].split(",")[0].split(";")
-            if headers.get("x-security-token") != tokens[key] or "x-security-token" not in signed:
+        fields = signatures.authorization_fields(headers.get("authorization", ""), "SDK-HMAC-SHA256")
+        if refused is None and (tokens or {}).get(key := fields["Access"]):
+            if (headers.get("x-security-token") != tokens[key]
+                    or "x-security-token" not in fields["SignedHeaders"].split(";")):
                 refused = "mismatch", f"the temporary key {key} needs its token in a signed X-Security-Token"
         return None if refused is None else (401, {"error_code": "APIG.0301", "error_msg": refused[1]})
 
