@@ -86,23 +86,28 @@ def client(region: str, project_id: Optional[str] = None, base_url: Optional[str
     if base_url:
         return JobClient(API, base_url, {"project_id": project or "standin"}, "training_job_id",
                          signer=credentials and _signer(*credentials))
-    problem = missing_credentials(os.environ) if credentials is None or not project else None
+    problem = _needs([name for name in KEY_ENVS if credentials is None and not os.environ.get(name)]
+                     + ([] if project else [PROJECT_ENV]))
     if problem:
         raise NoCredentials(problem)
-    credentials = credentials or (os.environ["HW_ACCESS_KEY"], os.environ["HW_SECRET_KEY"],
-                                  os.environ.get("HW_SECURITY_TOKEN") or None)
+    credentials = credentials or (*(os.environ[name] for name in KEY_ENVS), os.environ.get("HW_SECURITY_TOKEN") or None)
     return JobClient(API, API.data["endpoint"].format(region=region), {"project_id": project}, "training_job_id",
                      signer=_signer(*credentials))
 
 
 PROJECT_ENV = "HW_PROJECT_ID"  # ModelArts' paths name the project (api.yaml: /v2/{project_id}/training-jobs)
+KEY_ENVS = ("HW_ACCESS_KEY", "HW_SECRET_KEY")
 
 
 def missing_credentials(env) -> Optional[str]:
     """Why the job API's requests could not be made from `env` (None: they can): the AK/SK to sign them and
     the project their paths name. Only the environment counts: the calls run in the dynamic provider's
     process, which Pulumi config credentials do not reach."""
-    missing = [name for name in ("HW_ACCESS_KEY", "HW_SECRET_KEY", PROJECT_ENV) if not env.get(name)]
+    return _needs([name for name in (*KEY_ENVS, PROJECT_ENV) if not env.get(name)])
+
+
+def _needs(missing: list) -> Optional[str]:
+    """The message for the variables `missing` (None when none is)."""
     if not missing:
         return None
     return (f"ModelArts: set {' and '.join(missing)} in the environment of `pulumi up` (HW_SECURITY_TOKEN too for"
