@@ -205,11 +205,24 @@ def digest_matches(headers, body: bytes) -> bool:
     return named is None or base64.b64encode(hashlib.md5(body).digest()).decode() == named.strip()
 
 
+XML_ETAG = re.compile(rb"<ETag>(.*?)</ETag>")
+
+
+def bare_etag(etag: str) -> str:
+    """An ETag without its quotes, as a header ("...") or an XML element (&quot;...&quot;) carries it."""
+    return etag.strip().replace("&quot;", "").strip('"')
+
+
+def with_xml_etags(data: bytes, change) -> bytes:
+    """An XML body with each <ETag> element's text replaced by change(text) (a CompleteMultipartUpload's
+    parts, its answer)."""
+    return XML_ETAG.sub(lambda m: b"<ETag>" + change(m.group(1).decode()).encode() + b"</ETag>", data)
+
+
 def opaque_etag(etag: str) -> str:
     """Another 32-hex ETag for the same one: what a store whose ETag is not the content's MD5 might answer."""
-    quoted = etag.strip().startswith(("\"", "&quot;"))
-    value = hashlib.md5(b"sse-kms:" + etag.strip('"').replace("&quot;", "").encode()).hexdigest()
-    return f'"{value}"' if quoted else value
+    value = hashlib.md5(b"sse-kms:" + bare_etag(etag).encode()).hexdigest()
+    return f'"{value}"' if etag.strip().startswith(("\"", "&quot;")) else value
 
 
 class S3Proxy(Stub):
@@ -265,7 +278,7 @@ class S3Proxy(Stub):
             return self.crcs[where][1]
         elif method == "POST" and upload:
             numbers = [int(n) for n in re.findall(rb"<PartNumber>\s*(\d+)\s*</PartNumber>", body)]
-            etag = re.search(rb"<ETag>(.*?)</ETag>", data)
+            etag = XML_ETAG.search(data)
             if not etag or not all((where, upload, n) in self.part_crcs for n in numbers):
                 return None
             crc = 0
@@ -333,15 +346,14 @@ class S3Proxy(Stub):
         if not self.md5_etags and ("?" not in path or (method == "POST" and "uploadId=" in path)
                                    or (method == "PUT" and "partNumber=" in path)):
             keep = {k: self.opaque(v) if k.lower() == "etag" else v for k, v in keep.items()}
-            data = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + self.opaque(m.group(1).decode()).encode()
-                          + b"</ETag>", data) if method == "POST" else data
+            data = with_xml_etags(data, self.opaque) if method == "POST" else data
         return response.status, data, keep
 
     def opaque(self, etag: str) -> str:
         """The ETag this store answers for moto's `etag`, remembered so that conditions naming it match."""
         answered = opaque_etag(etag)
         with self.lock:
-            self.etags[answered.strip('"')] = etag.strip('"').replace("&quot;", "")
+            self.etags[bare_etag(answered)] = bare_etag(etag)
         return answered
 
     def as_moto_sees_it(self, method, path, headers, body):
@@ -351,14 +363,13 @@ class S3Proxy(Stub):
             return headers, body
 
         def moto_etag(value: str) -> str:
-            bare = value.strip().strip('"')
+            bare = bare_etag(value)
             return value.strip() if bare == "*" else f'"{self.etags.get(bare, bare)}"'
         with self.lock:
             headers = {k: (", ".join(moto_etag(v) for v in value.split(","))
                            if k.lower() in ("if-match", "if-none-match") else value) for k, value in headers.items()}
             if method == "POST" and "uploadId=" in path and body:
-                body = re.sub(rb"<ETag>(.*?)</ETag>", lambda m: b"<ETag>" + moto_etag(
-                    m.group(1).decode().replace("&quot;", '"')).encode() + b"</ETag>", body)
+                body = with_xml_etags(body, moto_etag)
         return headers, body
 
 
