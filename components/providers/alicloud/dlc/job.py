@@ -143,8 +143,10 @@ def logs(job_id: str, region: str, **client_args) -> str:
 
 # Alibaba's API gateway's answer to a request it refuses, by the kind of refusal (localcloud/signatures.py):
 # the error codes of Alibaba Cloud's "V3 request structure and signature" troubleshooting (IncompleteSignature,
-# InvalidAccessKeyId.NotFound, SignatureDoesNotMatch) and of its common errors for STS tokens
-# (InvalidSecurityToken.MismatchWithAccessKey).
+# InvalidAccessKeyId.NotFound, SignatureDoesNotMatch). The rules below them (x-acs-action naming the
+# operation, an STS key's token) are the specification's; the codes the stand-in answers for them
+# (InvalidAction.NotFound, InvalidSecurityToken.MismatchWithAccessKey) are Alibaba's common error codes, and
+# which one DLC's gateway answers is unverified without an account.
 SIGNATURE_ERRORS = {"malformed": (400, "IncompleteSignature"), "unknown key": (404, "InvalidAccessKeyId.NotFound"),
                     "mismatch": (400, "SignatureDoesNotMatch")}
 # The common headers every V3 request carries (the specification's "common request headers"), signed.
