@@ -116,7 +116,7 @@ def _needs(missing: list) -> Optional[str]:
 
 
 def _signer(access: str, secret: str, token: Optional[str] = None):
-    from huaweicloudsdkcore.auth.credentials import BasicCredentials  # noqa: F401  (installed with the ECS SDK)
+    from huaweicloudsdkcore.auth.credentials import BasicCredentials  # noqa: F401  (requirements.txt: the runtime)
     from huaweicloudsdkcore.signer.signer import Signer
     from huaweicloudsdkcore.sdk_request import SdkRequest
 
