@@ -97,6 +97,61 @@ def test_a_create_that_failed_with_its_work_done_is_found_again_by_the_next_up(a
     assert list(api.state["instance"]) == [again.id]
 
 
+def _released_with_everything(api, instance_id: str) -> bool:
+    return any(r["action"] == "ReleaseInstanceWithRelatedResources" and r["params"]["body"].get("relatedReleaseFlag")
+               for r in api.release_requests(instance_id))
+
+
+def test_a_create_whose_auto_release_keeps_failing_releases_the_instance_before_it_fails(api, network):
+    """W5: Pulumi records nothing of a create that raises; an instance left by it would bill unseen."""
+    api.fail_action("AutoReleaseInstance", 50, 500, "InternalError")
+    with pytest.raises(BceApiError, match="AutoReleaseInstance failed: InternalError"):
+        provider("BccInstance", attempts=2).create(instance_inputs(network))
+    (created,) = [r["params"]["body"] for r in api.calls("CreateInstanceBySpec")][:1]
+    assert created["name"] == "gpu-training-t-0"
+    assert api.state["instance"] == {}, "the instance was released before the error went up"
+    (made,) = {r["params"]["path"].rsplit("/", 1)[1] for r in api.calls("GetInstance")}
+    assert _released_with_everything(api, made), "released with its data disk and public IP"
+
+
+def test_an_auto_release_refused_once_is_asked_again_once_the_instance_runs(api, network):
+    api.fail_action("AutoReleaseInstance", 1, 400, "Instance.InvalidStatus")
+    made = provider("BccInstance").create(instance_inputs(network))
+    assert api.state["instance"][made.id]["releaseTime"] == "2026-12-05T10:00:00Z"
+    assert len(api.calls("AutoReleaseInstance")) == 2
+
+
+def test_an_instance_that_never_runs_has_its_release_time_then_is_released(api, network):
+    api.boot_polls = 10**9
+    with pytest.raises(BceApiError, match="GetInstance failed: Timeout"):
+        provider("BccInstance", ready_timeout_s=0.2).create(instance_inputs(network))
+    actions = [r["action"] for r in api.requests if r["action"] != "GetInstance"]
+    assert actions.index("AutoReleaseInstance") < actions.index("ReleaseInstanceWithRelatedResources"), \
+        "the cloud-side TTL is set right after the create, before the wait"
+    assert api.state["instance"] == {}
+
+
+def test_the_next_up_after_a_released_attempt_makes_a_new_instance(api, network):
+    """The same inputs carry the same client token, which BCC answers with the released instance: a new
+    token then makes a new one."""
+    api.boot_polls = 10**9
+    with pytest.raises(BceApiError):
+        provider("BccInstance", ready_timeout_s=0.1).create(instance_inputs(network))
+    api.boot_polls = 1
+    made = provider("BccInstance").create(instance_inputs(network))
+    assert list(api.state["instance"]) == [made.id]
+    assert api.state["instance"][made.id]["status"] == "Running"
+    tokens = [r["params"]["query"]["clientToken"] for r in api.calls("CreateInstanceBySpec")]
+    assert tokens[0] == tokens[1] != tokens[2]
+
+
+def test_a_failed_release_after_a_failed_create_names_the_instance_that_bills(api, network):
+    api.boot_polls = 10**9
+    api.fail_action("ReleaseInstanceWithRelatedResources", 50, 500, "InternalError")
+    with pytest.raises(BceApiError, match=r"bills outside Pulumi's state until released.*POST /v2/instance/i-"):
+        provider("BccInstance", ready_timeout_s=0.1, attempts=2).create(instance_inputs(network))
+
+
 def test_a_bid_instance_is_created_with_a_custom_price(api, network):
     made = provider("BccInstance").create(instance_inputs(
         network, paymentTiming="bid", bidModel="custom", bidPrice=30.5, onDemandPrice=40))

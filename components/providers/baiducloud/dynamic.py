@@ -435,7 +435,7 @@ class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
                       root_disk_storage_type=inputs.get("rootDiskStorageType"), name=inputs["name"],
                       hostname=inputs.get("hostname"), zone_name=inputs["zoneName"], subnet_id=inputs["subnetId"],
                       security_group_id=inputs["securityGroupId"], tags=_tags(inputs.get("tags")),
-                      key_pair_id=inputs.get("keypairId"), user_data=inputs.get("userData"), client_token=token,
+                      key_pair_id=inputs.get("keypairId"), user_data=inputs.get("userData"),
                       network_capacity_in_mbps=int(inputs.get("networkCapacityInMbps") or 0),
                       spec=inputs["spec"])
         if inputs["paymentTiming"] == "bid":
@@ -443,24 +443,78 @@ class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
             call_name = "CreateBidInstance"
             # isEipAutoRelatedDelete: the public IP goes with the bid instance when BCC releases it (a
             # reclaim or the auto release); the SDK's default False keeps it billing (bce_api.yaml).
-            send = lambda: bcc.create_instance_of_bid(  # noqa: E731
+            send = lambda token: bcc.create_instance_of_bid(  # noqa: E731
                 int(inputs["cpuCount"]), int(inputs["memoryCapacityInGB"]), inputs["imageId"],
                 billing=Billing("Postpaid"), bid_model="custom", bid_price=str(inputs["bidPrice"]),
-                is_eip_auto_related_delete=True, **common)
+                is_eip_auto_related_delete=True, client_token=token, **common)
         else:
             call_name = "CreateInstanceBySpec"
             common.pop("spec")
             # isEipAutoRelatedDelete here too: the auto release at maxHours then frees the public IP
             # (the SDK omits the field unless it is given, bce_api.yaml).
-            send = lambda: bcc.create_instance_by_spec(  # noqa: E731
+            send = lambda token: bcc.create_instance_by_spec(  # noqa: E731
                 inputs["spec"], inputs["imageId"], billing=Billing("Postpaid"), is_eip_auto_related_delete=True,
-                **common)
-        got = bceapi.body(self.api(inputs["name"], call_name, send))
-        instance_id = got["instance_ids"][0]
-        outs = self._wait_running(instance_id, inputs["name"])
-        # The cloud-side TTL: BCC releases the instance at releaseTime even if nothing else does.
-        self._set_release_time(instance_id, inputs["releaseTime"])
-        return instance_id, outs
+                client_token=token, **common)
+        instance_id = self._new_instance(inputs["name"], call_name, send, token)
+        return instance_id, self._make_usable(instance_id, inputs)
+
+    def _new_instance(self, name: str, call_name: str, send, token: str) -> str:
+        """The instance the create call makes. A token whose instance is gone (a failed earlier attempt
+        released it, below) would be answered with that instance again: a new token then makes a new one."""
+        for _ in range(3):
+            instance_id = bceapi.body(self.api(name, call_name, lambda: send(token)))["instance_ids"][0]
+            if not self._gone(instance_id):
+                return instance_id
+            token = client_token("again+" + instance_id, {"token": token})
+        raise BceApiError(f"BccInstance {name}", call_name, "InstanceGone", None,
+                          f"the create keeps answering with released instances (last {instance_id})")
+
+    def _gone(self, instance_id: str) -> bool:
+        try:
+            got = bceapi.body(self.api(instance_id, "GetInstance", lambda: bceapi.client(
+                "bcc", self.settings()).get_instance(instance_id)))
+        except BceApiError as error:
+            if error.not_found:
+                return True
+            raise
+        return got["instance"].get("status") in GONE
+
+    def _make_usable(self, instance_id: str, inputs: dict) -> dict:
+        """Release time first, then the wait for Running; on any failure the instance is released
+        before the error goes up. Pulumi records nothing of a create that raises (pulumi 3.272.0
+        pulumi/dynamic/__main__.py Create: the id is sent only once create returns), so an instance
+        left here would bill outside the state, unseen by `pulumi destroy`."""
+        ttl_error = None
+        try:
+            # The cloud-side TTL: BCC releases the instance at releaseTime even if nothing else does,
+            # so it is set before anything else can fail.
+            self._set_release_time(instance_id, inputs["releaseTime"])
+        except BceApiError as error:
+            # Whether BCC takes a release time before the instance runs is not documented ("Setting
+            # Auto-Release for Postpay" names no state): asked again once it runs.
+            ttl_error = error
+        try:
+            outs = self._wait_running(instance_id, inputs["name"])
+            if ttl_error is not None:
+                self._set_release_time(instance_id, inputs["releaseTime"])
+        except BaseException as error:
+            self._release_after_failed_create(instance_id, inputs["name"], error)
+            raise
+        return outs
+
+    def _release_after_failed_create(self, instance_id: str, name: str, cause: BaseException) -> None:
+        """The POST release with the related resources (as `_delete`); when that fails too, the error
+        says which instance bills and how to release it, with the cause."""
+        try:
+            self._delete(instance_id, {})
+        except Exception as error:
+            if isinstance(error, BceApiError) and error.not_found:
+                return
+            raise BceApiError(f"BccInstance {name} ({instance_id})", "ReleaseInstanceWithRelatedResources",
+                              getattr(error, "code", None), getattr(error, "status", None),
+                              f"the create failed ({cause}) and releasing the instance failed too ({error}): it "
+                              f"bills outside Pulumi's state until released: BCC console, or POST "
+                              f"/v2/instance/{instance_id} with relatedReleaseFlag=true") from cause
 
     def _wait_running(self, instance_id: str, name: str) -> dict:
         bcc = bceapi.client("bcc", self.settings())

@@ -18,7 +18,8 @@ The API stand-in (`CloudApi`) checks what the real API checks before it acts:
   without relatedReleaseFlag) is refused here with the rule's source. The real API accepts it and the
   disk and the address keep billing: the stand-in refuses it so that no test passes with it.
 Faults: `fail_next(n, status, code)` answers the next n API requests with that error (e.g. 500 or
-429 RequestLimitExceeded), `delay_next(n, seconds)` holds the next n answers (a client timeout),
+429 RequestLimitExceeded), `fail_action(action, n, status, code)` the next n requests of one call,
+`delay_next(n, seconds)` holds the next n answers (a client timeout),
 both after the request was applied when `after=True` (the answer lost, the work done). Instances
 start as Starting and become Running after `boot_polls` reads.
 
@@ -186,6 +187,7 @@ class CloudApi(ApiStub):
                                        "attach": {}, "key": {}, "binding": {}}
         self.tokens: dict[str, object] = {}  # client token -> the answer of its first create
         self.faults: list[tuple[int, str, bool]] = []  # (status, code, after)
+        self.action_faults: dict[str, list[tuple[int, str, str]]] = {}  # action -> [(status, code, message)]
         self.delays: list[tuple[float, bool]] = []
         self.rejected: list[dict] = []  # requests refused for their signature or body
         self.cv = threading.Lock()
@@ -217,6 +219,12 @@ class CloudApi(ApiStub):
     # -- fault injection
     def fail_next(self, count: int = 1, status: int = 500, code: str = "InternalError", after: bool = False):
         self.faults += [(status, code, after)] * count
+
+    def fail_action(self, action: str, count: int = 1, status: int = 500, code: str = "InternalError",
+                    message: str = "injected fault"):
+        """Answer the next `count` requests of one call (by bce_api.yaml's action name) with that error,
+        before it is applied; other calls are answered as usual."""
+        self.action_faults.setdefault(action, []).extend([(status, code, message)] * count)
 
     def throttle_next(self, count: int = 1):
         self.fail_next(count, 429, "RequestLimitExceeded")
@@ -254,6 +262,10 @@ class CloudApi(ApiStub):
         with self.lock:
             self.requests.append(record)
             fault = self.faults.pop(0) if self.faults else None
+            targeted = self.action_faults.get(action)
+            if targeted and fault is None:
+                targeted_fault = targeted.pop(0)
+                return self._error(*targeted_fault)
             delay = self.delays.pop(0) if self.delays else None
         if fault and not fault[2]:
             return self._error(fault[0], fault[1], "injected fault")
