@@ -386,3 +386,32 @@ def test_every_ram_policy_rotates_its_versions(stack):
                            stack)
         for policy in plan.of_type("alicloud:ram/policy:Policy"):
             assert policy.inputs.get("rotateStrategy") == "DeleteOldestNonDefaultVersionWhenLimitExceeded", policy.name
+
+
+HUAWEI_POOL = "huaweicloud:As/group:Group"
+
+
+@pytest.mark.parametrize("change", ["none", "train.command"])
+def test_a_pool_the_agent_retired_stays_retired_on_a_later_refreshed_up(change):
+    """W4: the agent pauses the Huawei AS pool when training ends. After a refresh the state holds
+    enable=false (resourceASGroupRead: enable = status == "INSERVICE", terraform-provider-huaweicloud
+    v1.73.3); the next `pulumi up` must not send enable=true (its default), which resumes the group and
+    starts `nodes` spot GPUs again."""
+    first, second = planned("hw-medium-v100", change)
+    (group,) = first.of_type(HUAWEI_POOL)
+    refreshed = {**read_back(group), "enable": False}
+    (again,) = second.of_type(HUAWEI_POOL)
+    ignored = again.options.get("ignoreChanges", [])
+    default = facts.for_type(HUAWEI_POOL).inputs(HUAWEI_POOL)["enable"].get("default")
+    assert default is True, "the provider's default is what an input left out sends"
+    sent = _drop({"enable": default, **again.inputs}, ignored).get("enable", refreshed["enable"])
+    assert sent is False, f"{change}: the later up resumes the retired pool (enable {sent})"
+    assert group.inputs.get("enable", default) is True, "the first up starts the pool"
+
+
+def test_the_preview_says_a_retired_pool_starts_no_nodes():
+    from tools.stackfiles import stack_spec
+
+    _, spec = stack_spec("hw-medium-v100", ())
+    said = " ".join(message for _, message in spec.profile.rules.warnings(spec))
+    assert "a retired pool starts no nodes" in said and "gpu-training down" in said

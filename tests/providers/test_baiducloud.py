@@ -424,3 +424,57 @@ def test_keeps_billing_lists_the_disk_an_auto_release_may_leave_and_the_release_
     (maybe,) = [item for what, item in listed.items() if what.startswith("only if a node ends at maxHours")]
     assert maybe.size == "2,000 GiB enhanced_ssd_pl2 per node" and maybe.rate is None and "unverified" in maybe.what
     assert "relatedReleaseFlag" in profile.BILLS_NOTHING_ALONE[profile.INSTANCE]
+
+
+def test_a_node_signs_for_bos_region_bj_and_sends_the_roles_security_token():
+    """BOS's S3 API: SigV4 with the BOS region name in the credential scope ("兼容签名认证",
+    https://cloud.baidu.com/doc/BOS/s/Hjwvyq84s: <ak>/<date>/<bos-region>/s3/aws4_request, bos-region bj|bd|su|gz|
+    fwh|hkg) and the STS token in x-amz-security-token, which "兼容公共头"
+    (https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh, 2024-03-13) lists as compatible. The node agent's own S3
+    client, with the node config the plan gives a Baidu node and the role's temporary credentials."""
+    import hashlib as _hashlib
+
+    from localcloud import Stub
+    from node_agent import s3 as node_s3
+    from components.nodeconfig import build_node_config
+    from tools.stackfiles import stack_spec
+
+    class Bos(Stub):
+        def __init__(self):
+            self.seen: list[dict] = []
+            super().__init__()
+
+        def answer(self, method, path, headers, body):
+            self.seen.append({"method": method, "path": path, "headers": {k.lower(): v for k, v in headers.items()}})
+            return 200, b"", {"ETag": '"' + _hashlib.md5(body).hexdigest() + '"'}
+
+    _, spec = stack_spec("bd-large-a100-spot", ())
+    cfg = build_node_config(spec, shared_fs_address=None)
+    assert cfg["checkpoint"]["region"] == "bj" and cfg["checkpoint"]["signatureVersion"] == "s3v4"
+    bos = Bos()
+    try:
+        # The stand-in is an IP address, which has no bucket subdomain: path style here, the same signing.
+        cfg["checkpoint"] = {**cfg["checkpoint"], "endpoint": bos.url, "addressingStyle": "path"}
+        role = lambda: {"access_key": "ak-role", "secret_key": "sk-role", "token": "sts-token-1",  # noqa: E731
+                        "expiry_time": "2099-01-01T00:00:00Z"}
+        node_s3.client(cfg, credentials=role).put_object(Bucket=cfg["checkpoint"]["bucket"], Key="k", Body=b"x")
+    finally:
+        bos.stop()
+    (put,) = [r for r in bos.seen if r["method"] == "PUT"]
+    authorization = put["headers"]["authorization"]
+    assert authorization.startswith("AWS4-HMAC-SHA256 Credential=ak-role/")
+    assert "/bj/s3/aws4_request" in authorization, authorization
+    assert put["headers"]["x-amz-security-token"] == "sts-token-1"
+    signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    assert "x-amz-security-token" in signed
+
+
+def test_the_bos_token_finding_cites_the_current_page_which_lists_the_header_as_compatible():
+    """W6: the English 'Compatible Public Header' page (ejwvyq8vh-en) is outdated; the Chinese one of
+    2024-03-13 lists x-amz-security-token as 兼容 (compatible)."""
+    from tools.stackfiles import stack_spec
+
+    _, spec = stack_spec("bd-large-a100-spot", ())
+    (finding,) = [m for k, m in spec.profile.rules.warnings(spec) if k == "checkpoint.bucket"]
+    assert "https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh," in finding and "2024-03-13" in finding
+    assert "as compatible" in finding and "not compatible" not in finding and "region bj" in finding

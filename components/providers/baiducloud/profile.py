@@ -36,14 +36,18 @@ def data_disk(disk_class: str, size_gb: int, category: Optional[str]) -> DataDis
 
 
 # BOS checks a request's Content-MD5 against the bytes it stores, for PutObject and for each UploadPart
-# (the API reference of both), and its S3 API takes the header as S3 does ("兼容公共头", Content-MD5:
-# compatible; PUT object, Upload Part and Complete Multipart Upload: compatible). Whether its ETag is an
+# (the API reference of both), and its S3 API takes the header as S3 does ("兼容公共头", updated
+# 2024-03-13, Content-MD5: compatible; PUT object, Upload Part and Complete Multipart Upload: compatible). Whether its ETag is an
 # MD5 for multipart uploads, and whether it accepts botocore's default x-amz-checksum-* headers, is not
 # stated: the store's word is its acceptance of each request's MD5 (content-md5), not the ETag.
 BOS_VERIFICATION = StoreVerification("content-md5", content_md5=True, sources=(
     "https://cloud.baidu.com/doc/BOS/s/Ikc5nv3wc-en", "https://cloud.baidu.com/doc/BOS/s/3kc5v4qs0-en",
-    "https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh-en", "https://cloud.baidu.com/doc/BOS/s/Njwvyq8ho-en",
+    "https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh", "https://cloud.baidu.com/doc/BOS/s/Njwvyq8ho-en",
     "https://cloud.baidu.com/doc/BOS/s/Hjwvyq84s", *NO_FLEXIBLE_CHECKSUMS))
+
+
+def _bos_region(spec) -> str:
+    return spec.checkpoint.region or spec.region
 
 
 def object_store(region: str) -> ObjectStore:
@@ -141,13 +145,15 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
                        " (BCC 'Set IAM Role', https://intl.cloud.baidu.com/en/doc/BCC/s/jm4bbrdmn-intl-en), not"
                        " the JSON form. If it is wrong, BindInstanceRole may succeed while the metadata service"
                        " serves no credentials: the agent stops at boot with 'role credentials: none'")
-    yield ("checkpoint.bucket", "unverified without an account: the node role's credentials are STS ones, and"
-                                " BOS's S3 API lists the x-amz-security-token header that carries their token as"
-                                " not compatible ('Compatible Public Header',"
-                                " https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh-en). If BOS refuses the role's"
-                                " requests, no checkpoint reaches the bucket: the agent keeps the node (SYNC_FAILED,"
-                                " no release, nothing lost) and the run cannot save until it is given other"
-                                " credentials; try one upload with the role's credentials before a long run")
+    yield ("checkpoint.bucket", "unverified without an account: whether BOS's S3 API accepts the node role's STS"
+                                " credentials. The header boto3 carries their token in, x-amz-security-token, is"
+                                " listed as compatible ('兼容公共头', https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh,"
+                                " updated 2024-03-13; the older English page still says otherwise), and the nodes"
+                                " sign for BOS region " + _bos_region(spec) + " ('兼容签名认证',"
+                                " https://cloud.baidu.com/doc/BOS/s/Hjwvyq84s). If BOS refuses the role's requests"
+                                " all the same, no checkpoint reaches the bucket: the agent keeps the node"
+                                " (SYNC_FAILED, no release, nothing lost); try one upload with the role's"
+                                " credentials before a long run")
     yield ("maxHours", "unverified without an account: what BCC's auto release (the cloud-side TTL at maxHours)"
                        " does with the CDS data disk is not documented (API 'Setting Auto-Release for Postpay',"
                        " https://intl.cloud.baidu.com/en/doc/BCC/s/8lfrq74kx-intl-en, names a release time only;"

@@ -183,7 +183,15 @@ class Nodes(NodesComponent):
             agency_name=launch.identity.role_name, health_periodic_audit_method="NOVA_AUDIT",
             # What the group removes is deleted, with its EIP and disks: nothing keeps billing.
             delete_instances="yes", delete_publicip=True, delete_volume=True, force_delete=True,
-            tags=launch.tags, opts=child)
+            # Enabled when created, and never again by the program: the node agent pauses the group
+            # when training ends (node_runtime.retire_pool), the provider's Read then records
+            # enable=false (status != INSERVICE), and without ignore_changes the next refreshed
+            # `pulumi up` would resume it (enable defaults to true, Update calls groups.Enable:
+            # terraform-provider-huaweicloud@v1.73.3 resource_huaweicloud_as_group.go, `enable`,
+            # resourceASGroupRead, resourceASGroupUpdate), starting `nodes` spot GPUs that find the
+            # finished checkpoint and release themselves. A new run is a new pool: down, then up.
+            enable=True, tags=launch.tags,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["enable"])))
         # The pool's TTL: at expires_at the group is set to zero instances.
         as_.Policy(f"{launch.ctx.name}-spot-pool-ttl", scaling_policy_name=f"gpu-training-{spec.stack}-ttl",
                    scaling_group_id=group.id, scaling_policy_type="SCHEDULED",

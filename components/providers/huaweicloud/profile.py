@@ -204,7 +204,10 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
                           " postpaid charging mode'); the pool's scheduled scale-to-zero (AS policy at maxHours) is the"
                           " cloud-side TTL, and the node agent's own TTL plus scripts/run.py's destroy are the backstop."
                           " Huawei documents no in-VM spot reclaim notice: the agent polls the instance's status"
-                          " through the ECS API, and the checkpoint cadence bounds what a reclaim loses")
+                          " through the ECS API, and the checkpoint cadence bounds what a reclaim loses. When training"
+                          " ends the node agent pauses the AS pool, and a later `pulumi up` of this stack leaves it"
+                          " paused (the program never re-enables it): a retired pool starts no nodes. A new run is a"
+                          " new pool: `gpu-training down`, then `gpu-training up`")
     if spec.nodes > 1:
         yield ("nodes", "Huawei's ECS server groups only spread nodes (policy anti-affinity; TF"
                         " compute_servergroup.md): no low-latency or cluster placement exists for these flavors, so"
