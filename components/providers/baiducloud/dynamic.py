@@ -462,7 +462,7 @@ class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
         """The instance the create call makes. A token whose instance is gone (a failed earlier attempt
         released it, below) would be answered with that instance again: a new token then makes a new one."""
         for _ in range(3):
-            instance_id = bceapi.body(self.api(name, call_name, lambda: send(token)))["instance_ids"][0]
+            instance_id = bceapi.body(self.api(name, call_name, lambda t=token: send(t)))["instance_ids"][0]
             if not self._gone(instance_id):
                 return instance_id
             token = client_token("again+" + instance_id, {"token": token})
