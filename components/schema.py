@@ -55,7 +55,7 @@ KEYS: tuple[Key, ...] = (
     Key("keep", "boolean", False, "Keep the nodes after training ends (no self-release)."),
     Key("checkpoint", "object", {"prefix": "gpu-training"},
         "Object storage for checkpoints, markers and reports.",
-        fields={"bucket": "string", "prefix": "string", "endpoint": "string", "create": "boolean"}),
+        fields={"bucket": "string", "prefix": "string", "endpoint": "string", "create": "boolean", "region": "string"}),
     Key("train", "object", {"command": DEFAULT_TRAIN_COMMAND, "env": {}, "codeDir": "examples/cnn"},
         "The training job: command, env, and the local code folder shipped to the nodes.",
         fields={"command": "string", "env": "map", "codeDir": "string", "launcher": "string"}),
@@ -73,6 +73,11 @@ KEYS: tuple[Key, ...] = (
         " kind modelarts (Huawei, Ascend 910B) or pai-dlc (Alibaba, GPU); absent: VM nodes.",
         fields={"kind": "string", "image": "string", "pool": "string", "poolId": "string",
                 "workspaceId": "string", "resourceQuotaId": "string"}),
+    Key("failover", "object", {},
+        "Where `gpu-training up` tries next when the cloud answers that the type is sold out (or a quota is"
+        " reached) where it was asked (docs/capacity.md): zones of the region, instance types with the same"
+        " GPU and count, and regions (a region change needs --allow-region-change or a yes), each in order.",
+        fields={"zones": "array", "instanceTypes": "array", "regions": "array"}),
     Key("kubernetes", "object", None,
         "Run on a managed Kubernetes cluster instead of VMs (docs/kubernetes.md); absent: VM nodes.",
         fields={"version": "string", "apiAllowCidrs": "array", "systemNodes": "integer",

@@ -86,6 +86,19 @@ class TrainSpec:
 
 
 @dataclass(frozen=True)
+class FailoverSpec:
+    """Where `gpu-training up` tries next on a stock-out (the `failover` key, docs/capacity.md): the
+    alternatives in the user's order, each checked against the region's zones, the catalog, the regions."""
+    zones: tuple[str, ...] = ()
+    instance_types: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.zones or self.instance_types or self.regions)
+
+
+@dataclass(frozen=True)
 class Spec:
     project: str
     stack: str
@@ -123,6 +136,7 @@ class Spec:
     data: DataSpec = DataSpec(stage=False)
     kubernetes: Optional[KubernetesSpec] = None  # None: VM nodes (docs/kubernetes.md)
     platform: Optional[PlatformSpec] = None  # None: not a platform job (docs/platforms.md)
+    failover: FailoverSpec = FailoverSpec()  # where `gpu-training up` tries next on a stock-out
 
     @property
     def spot(self) -> bool:

@@ -47,6 +47,10 @@ examples:
   run.py entry-t4 --keep                up and watch, leave the stack for another run
   run.py entry-t4 --watch-only          resume watching after Ctrl-C
   run.py entry-t4 --destroy-only        check the markers once, then destroy if data is saved
+
+stock-outs: when the cloud answers that the type is sold out (or a quota is reached) where it was asked,
+  a stack that lists alternatives (its `failover` key: zones, instanceTypes, regions) is torn down and
+  tried again at the next one; each attempt and why it moved on is printed (docs/capacity.md).
 """)
     parser.add_argument("stack", help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument("--keep", action="store_true", help="do not destroy at the end")
@@ -66,12 +70,16 @@ examples:
                         help="upload this packed data set (scripts/pack.py) before `up` (after it when the stack "
                              "creates its bucket: nodes wait data.waitMinutes); default: the stack's data.localDir "
                              "(docs/data.md)")
+    parser.add_argument("--allow-region-change", action="store_true",
+                        help="when the stack's failover lists regions, move to the next one on a stock-out without "
+                             "asking (the checkpoint bucket stays where it is: docs/capacity.md)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="where the report and the run record go (default out/<stack>/)")
     return parser
 
 
-def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
+def options(argv: list[str] | None, work_dir: Path | None = None) -> RunOptions:
+    work_dir = work_dir or REPO
     args = build_parser().parse_args(argv)
     stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project.stacks_dir(work_dir).glob("Pulumi.*.yaml"))
     if not STACK_NAME.match(args.stack) or args.stack not in stacks:
@@ -88,10 +96,29 @@ def options(argv: list[str] | None, work_dir: Path = REPO) -> RunOptions:
     if args.data is not None and mode != "full":
         raise UsageError("--data is uploaded with `up`: not with --watch-only or --destroy-only "
                          "(upload with scripts/pack.py DIR OUT --upload STACK)")
-    data = stack_data(args.stack, args.data) if mode == "full" else {}
+    spec = loaded_spec(args.stack) if mode == "full" else None
+    data = stack_data(args.stack, args.data, spec) if spec is not None else {}
+    capacity = stack_capacity(args.stack, spec) if spec is not None else {}
     return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or work_dir / "out" / args.stack,
                       mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
-                      poll_s=args.poll, teardown_runs_program=teardown_runs_program(args.stack), **data)
+                      poll_s=args.poll, teardown_runs_program=teardown_runs_program(args.stack),
+                      allow_region_change=args.allow_region_change, **capacity, **data)
+
+
+def loaded_spec(stack: str):
+    """The stack's validated spec (a bad stack file is a usage error naming the key)."""
+    from components.spec import SpecError
+    from tools.stackfiles import StackFileError, stack_spec
+    try:
+        return stack_spec(stack)[1]
+    except (StackFileError, SpecError) as exc:
+        raise UsageError(exc.render()) from None
+
+
+def stack_capacity(stack: str, spec) -> dict:
+    """The stack's cloud (whose stock-out codes `up` knows) and the attempts its `failover` key allows."""
+    from tools.runlib.failover import plan_for
+    return {"provider": spec.provider, "failover": plan_for(spec)}
 
 
 def teardown_runs_program(stack: str) -> bool:
@@ -104,15 +131,9 @@ def teardown_runs_program(stack: str) -> bool:
         raise UsageError(exc.render()) from None
 
 
-def stack_data(stack: str, override: Path | None) -> dict:
+def stack_data(stack: str, override: Path | None, spec) -> dict:
     """The data set run.py uploads (data_dir) and the bucket its stack file names (data_bucket)."""
     from components.dataset import DataSpec, read_manifest
-    from components.spec import SpecError
-    from tools.stackfiles import StackFileError, stack_spec
-    try:
-        _, spec = stack_spec(stack)
-    except (StackFileError, SpecError) as exc:
-        raise UsageError(exc.render()) from None
     folder = override or spec.data.local_dir
     if folder is None:
         return {}

@@ -33,6 +33,7 @@ from components.validation.sections.cloud import (_check_capabilities, _check_pl
 from components.validation.sections.compute import (_check_gpu_fits_tier, _check_instance, _check_nodes,
                                                     _check_spot_price, _check_spot_zones, _pool_types,
                                                     _resolve_instance)
+from components.validation.sections.failover import check_failover
 from components.validation.sections.storage import (_check_checkpoint, _check_data, _check_data_disk,
                                                     _check_data_fits_disk, _check_dataset, _check_shared_storage,
                                                     _size_disk_for_data)
@@ -89,6 +90,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     tags = _check_tags(values, profile, stack, project, tier_name, problems)
     spot_zones = _check_spot_zones(values, billing, problems)
     _check_placement(region, values.get("zone"), spot_zones, profile, problems)
+    failover = check_failover(values, region, values.get("zone"), instance, catalog, profile, problems)
     kubernetes = _check_kubernetes(values, profile, region, max_hours, checkpoint, shared, ssh, problems)
     platform = (platform_settings.check(values["platform"], profile.platforms(), profile.display_name, max_hours,
                                         problems) if values.get("platform") is not None else None)
@@ -115,7 +117,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         idle_minutes=idle, keep=bool(values.get("keep", False)), checkpoint=checkpoint, train=train,
         bootstrap=bootstrap, tags=tags, findings=tuple(problems.items),
         public_egress=bool(values.get("publicEgress", schema.BY_NAME["publicEgress"].default)), data=data,
-        kubernetes=kubernetes, platform=platform,
+        kubernetes=kubernetes, platform=platform, failover=failover,
     )
     _check_resolved(spec, problems)
     if problems.has_errors:

@@ -1,8 +1,9 @@
 """The thin layer over Pulumi's Automation API: the only part of run.py that needs the Pulumi CLI.
 
 Everything here is one call into ``pulumi.automation``; all decisions live elsewhere, so tests
-replace this class with a recording fake of the same five methods (refresh and destroy take
-run_program: whether the CLI runs the program first).
+replace this class with a recording fake of the same methods (refresh and destroy take
+run_program: whether the CLI runs the program first; set_config is called only when `up` moves on
+from a stock-out to the stack's next alternative).
 """
 from __future__ import annotations
 
@@ -59,6 +60,24 @@ class PulumiStack:
     def last_update_started(self) -> Optional[datetime]:
         info = self._stack.info()
         return info.start_time if info is not None else None
+
+    def set_config(self, changes: dict) -> None:
+        """Config changes as `pulumi config set` makes them (into stacks/Pulumi.<stack>.yaml): a value, a
+        list (each item by its path), or None to remove the key. Keys are `namespace:name` or a path in one."""
+        from pulumi.automation import CommandError, ConfigValue
+
+        for key, value in changes.items():
+            path = "." in key.split(":", 1)[-1] or "[" in key
+            if value is None or isinstance(value, list):
+                try:
+                    self._stack.remove_config(key, path=path)
+                except CommandError:  # not set: nothing to remove
+                    pass
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    self._stack.set_config(f"{key}[{i}]", ConfigValue(str(item)), path=True)
+            elif value is not None:
+                self._stack.set_config(key, ConfigValue(str(value)), path=path)
 
     def refresh(self, on_output: Callable[[str], None], run_program: bool = False) -> None:
         self._stack.refresh(on_output=on_output, **self._program_option(run_program))

@@ -18,12 +18,14 @@ from typing import Callable, Mapping, Optional
 from rich.console import Console
 from rich.table import Table
 
+from components import capacity
 from components.teardown import TEARDOWN_ENV
 
 from . import exitcodes
 from .automation import AutomationError
 from .bucket import BucketError, StackBucket
 from .decide import Commands, Decision, decide, decide_start_failed
+from .failover import Attempt, Plan as FailoverPlan
 from .kubeapi import KubeApi
 from .markers import Verdict, assess, current
 from .report import ReportError, render, report_folder
@@ -52,6 +54,9 @@ class RunOptions:
     # The stack's providers take credentials the program computes (a Kubernetes stack's temporary kubeconfig):
     # refresh and destroy run the program so they get live ones, not the expired ones in state.
     teardown_runs_program: bool = False
+    provider: str = ""  # the stack's cloud: whose documented stock-out and quota codes `up` recognises
+    failover: Optional[FailoverPlan] = None  # the attempts the stack's `failover` key allows (tools/runlib/failover.py)
+    allow_region_change: bool = False  # --allow-region-change: move to another region without asking
 
     @property
     def state_file(self) -> Path:
@@ -101,6 +106,7 @@ class Driver:
         self.cmd = commands_for(opts)
         self.phase = "start"
         self.keeps_billing: list = []  # the stack's `keepsBilling` output, once known
+        self.attempts: list[dict] = []  # each `up` attempt and how it ended (run.json; status shows them)
 
     # --- output helpers ----------------------------------------------------------------------
     def say(self, message: str, style: str = "") -> None:
@@ -167,16 +173,9 @@ class Driver:
                 data_pending = False
             if opts.mode == "full":
                 self.phase = "up"
-                self.say(f"pulumi up --stack {opts.stack}", "bold")
                 up_started = self.now()
-                try:
-                    outputs = stack.up(on_output=self.pulumi_line)
-                except AutomationError:
-                    raise
-                except Exception as exc:
-                    self.say(f"pulumi up failed: {_tail(exc)}", "bold red")
-                    self.say("The stack may be partly created. Fix the cause and run this command again, or "
-                             f"remove what was created:  {self.cmd.pulumi_destroy}")
+                outputs = self._up(stack)
+                if outputs is None:
                     return exitcodes.UP_FAILED
             else:
                 outputs = stack.outputs()
@@ -245,6 +244,88 @@ class Driver:
                           self.cmd)
         return self._act(stack, decision)
 
+    # --- up, moving on from a stock-out ----------------------------------------------------------
+    def _up(self, stack) -> Optional[Mapping]:
+        """`pulumi up`; when the cloud answers a documented stock-out or quota code and the stack lists
+        alternatives (`failover`), remove what the attempt created and try the next one. None: it failed."""
+        plan = self.opts.failover if self.opts.failover and len(self.opts.failover.attempts) > 1 else None
+        attempt = plan.attempts[0] if plan else None
+        # Only a stack with nothing deployed is torn down between attempts: a destroy of a running one
+        # would stop its nodes (and whatever they have not saved).
+        fresh = not stack.outputs() if plan else False
+        while True:
+            self.say(f"pulumi up --stack {self.opts.stack}"
+                     + (f"  (attempt {attempt.number} of {len(plan.attempts)}: {attempt.label()})" if plan else ""),
+                     "bold")
+            try:
+                outputs = stack.up(on_output=self.pulumi_line)
+            except AutomationError:
+                raise
+            except Exception as exc:
+                answer = capacity.classify(self.opts.provider, str(exc)) if self.opts.provider else None
+                if answer is None:
+                    self.say(f"pulumi up failed: {_tail(exc)}", "bold red")
+                    self.say("The stack may be partly created. Fix the cause and run this command again, or "
+                             f"remove what was created:  {self.cmd.pulumi_destroy}")
+                    return None
+                self._record(attempt, f"{answer.kind}: {answer.name}")
+                self.say(f"{'attempt ' + str(attempt.number) + ' (' + attempt.label() + ')' if attempt else 'pulumi up'}"
+                         f" found no {'stock' if answer.kind == 'stock' else 'quota'}: {answer.name}: {answer.meaning}"
+                         f" ({answer.source})", "bold yellow")
+                following = plan.next_after(attempt, answer) if plan else None
+                if following is None:
+                    self.say("No alternative left to try"
+                             + ("" if plan else " (the stack lists none: a `failover` key names zones, instance types"
+                                " and regions to try next, docs/capacity.md)")
+                             + f". The stack may be partly created; remove it with:  {self.cmd.pulumi_destroy}",
+                             "bold red")
+                    return None
+                if not fresh:
+                    self.say(f"Not moving on: stack {self.opts.stack} was deployed before this up, and removing what it"
+                             " holds would stop its nodes. Change zone or instanceType in its stack file yourself,"
+                             f" or destroy it first ({self.cmd.destroy}).", "bold red")
+                    return None
+                if following.region != attempt.region and not self._region_change_agreed(plan, following):
+                    return None
+                self.say(f"removing what attempt {attempt.number} created: pulumi destroy --stack {self.opts.stack}",
+                         "bold")
+                try:
+                    stack.destroy(on_output=self.pulumi_line, run_program=self.opts.teardown_runs_program)
+                except Exception as gone:
+                    self.say(f"destroy failed: {_tail(gone)}", "bold red")
+                    self.say(f"Not moving on while attempt {attempt.number}'s resources may remain; retry with:  "
+                             f"{self.cmd.pulumi_destroy}")
+                    return None
+                changes = ", ".join(f"{k}={'(removed)' if v is None else v}" for k, v in following.changes.items())
+                self.say(f"moving on to attempt {following.number}: {following.label()} ({changes}; written to the"
+                         f" stack's config, as `pulumi config set` does)", "bold")
+                stack.set_config(following.changes)
+                attempt = following
+                continue
+            if attempt is not None:
+                self._record(attempt, "deployed")
+                if attempt.number > 1:
+                    self.say(f"deployed with attempt {attempt.number}: {attempt.label()}", "bold green")
+            return outputs
+
+    def _region_change_agreed(self, plan: FailoverPlan, attempt: Attempt) -> bool:
+        cost = plan.region_change_cost(attempt)
+        if self.opts.allow_region_change:
+            self.say(f"{cost} (--allow-region-change)", "yellow")
+            return True
+        answer = self.confirm(f"{cost}. Move to {attempt.region}?")
+        if not answer:
+            self.say("not moving to another region" + (" (no terminal to ask on: pass --allow-region-change)"
+                                                        if answer is None else ""), "bold yellow")
+            self.say(f"The stack may be partly created; remove it with:  {self.cmd.pulumi_destroy}")
+            return False
+        return True
+
+    def _record(self, attempt: Optional[Attempt], outcome: str) -> None:
+        if attempt is not None:
+            self.attempts.append({"number": attempt.number, "zone": attempt.zone, "instanceType": attempt.instance_type,
+                                  "region": attempt.region, "outcome": outcome})
+
     def _start_check(self, outputs: Mapping) -> Optional[StartCheck]:
         """A Kubernetes stack's bound on a Job that never starts (its `job` output names the deadline)."""
         job, kubeconfig = outputs.get("job"), outputs.get("kubeconfig")
@@ -263,7 +344,7 @@ class Driver:
             baseline = bucket.marker_etags()
             opts.out_dir.mkdir(parents=True, exist_ok=True)
             record = {"stack": opts.stack, "upStartedAt": up_started, "baseline": baseline,
-                      "baselineTakenAt": self.now()}
+                      "baselineTakenAt": self.now(), "attempts": self.attempts}
             tmp = opts.state_file.with_suffix(".json.tmp")
             tmp.write_text(json.dumps(record, indent=1))
             os.replace(tmp, opts.state_file)

@@ -44,11 +44,30 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    """ECS as the node runtime and the local engine (tools/localstack.py) call it. RunInstances in a zone
+    listed in `sold_out_zones` is answered as ECS answers a stock-out: HTTP 403 OperationDenied.NoStock with
+    the documented message (components/providers/alicloud/capacity.yaml, with its source); otherwise the
+    instances are made and listed in `launched` until DeleteInstance(s)."""
     release_actions = ("DeleteInstance",)  # node_runtime.release
 
     def __init__(self, instances=()):
         self.pools = {}  # auto provisioning group id -> {"name", "status", "terminateInstances"}
+        self.sold_out_zones: set[str] = set()
+        self.launched: dict[str, dict] = {}  # instance id -> {"zone", "type", "name"}
         super().__init__(instances)
+
+    def answer(self, method, path, headers, body):
+        lowered = {k.lower(): v for k, v in headers.items()}
+        action, params = self.parse(method, path, lowered, body)
+        if action == "RunInstances" and params.get("ZoneId") in self.sold_out_zones:
+            with self.lock:
+                self.requests.append({"action": action, "params": params, "headers": lowered, "method": method,
+                                      "time": time.time()})
+            from components.capacity import of
+            (answer,) = [a for a in of("alicloud").answers if a.code == "OperationDenied.NoStock"]
+            return 403, json.dumps({"Code": answer.code, "Message": answer.meaning, "RequestId": uuid.uuid4().hex,
+                                    "HostId": "ecs.aliyuncs.com"}).encode(), {"Content-Type": "application/json"}
+        return super().answer(method, path, headers, body)
 
     def add_pool(self, name: str, status: str = "active") -> str:
         """A spot pool the agent can find by name; its new id."""
@@ -75,6 +94,14 @@ class CloudApi(ApiStub):
                       for i, p in self.pools.items() if name in (None, p["name"])]
             out.update(TotalCount=len(groups), PageNumber=1, PageSize=100,
                        AutoProvisioningGroups={"AutoProvisioningGroup": groups})
+        elif action == "RunInstances":
+            made = [f"i-{uuid.uuid4().hex[:20]}" for _ in range(int(params.get("Amount") or 1))]
+            for instance_id in made:
+                self.launched[instance_id] = {"zone": params.get("ZoneId"), "type": params.get("InstanceType"),
+                                              "name": params.get("InstanceName")}
+            out.update(InstanceIdSets={"InstanceIdSet": made})
+        elif action == "DeleteInstance":
+            self.launched.pop(params.get("InstanceId"), None)
         elif action == "DeleteAutoProvisioningGroup" and params.get("AutoProvisioningGroupId") in self.pools:
             pool = self.pools[params["AutoProvisioningGroupId"]]
             pool.update(status="deleted", terminateInstances=params.get("TerminateInstances"))
@@ -208,3 +235,34 @@ def _status(code: int, reason: str, message: str, status: str = "Failure") -> di
     """A Kubernetes API Status object (what the API server answers for errors and deletes)."""
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": status, "message": message,
             "reason": reason, "code": code}
+
+
+# ---------------------------------------------------------------- the local engine's half (tools/localstack.py)
+# Which planned resources start nodes, and the ECS calls that start and release them: made with the ECS
+# SDK (alibabacloud_ecs20140526's own request models) against CloudApi, so a refusal reaches the engine as
+# the SDK reports it.
+NODE_TYPES = ("alicloud:ecs/instance:Instance",)
+_LOCAL_KEYS = {"ALIBABA_CLOUD_ACCESS_KEY_ID": "local", "ALIBABA_CLOUD_ACCESS_KEY_SECRET": "local"}
+
+
+def launch(api_url: str, region: str, name: str, inputs: dict) -> str:
+    """RunInstances for one planned node; its instance id (the SDK's exception when refused)."""
+    from alibabacloud_ecs20140526 import models
+
+    from components.providers.alicloud.pricing import _client, _runtime
+
+    request = models.RunInstancesRequest(region_id=region, zone_id=inputs.get("availabilityZone"),
+                                         instance_type=inputs.get("instanceType"), instance_name=name, amount=1,
+                                         image_id=str(inputs.get("imageId") or ""),
+                                         v_switch_id=str(inputs.get("vswitchId") or ""))
+    answer = _client(region, api_url, _LOCAL_KEYS).run_instances_with_options(request, _runtime())
+    return answer.body.instance_id_sets.instance_id_set[0]
+
+
+def release(api_url: str, region: str, instance_id: str) -> None:
+    from alibabacloud_ecs20140526 import models
+
+    from components.providers.alicloud.pricing import _client, _runtime
+
+    _client(region, api_url, _LOCAL_KEYS).delete_instance_with_options(
+        models.DeleteInstanceRequest(instance_id=instance_id, force=True), _runtime())

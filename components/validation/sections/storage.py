@@ -45,14 +45,17 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
         problems.error("checkpoint.prefix", f"{_show(prefix)} is not allowed; allowed: path segments of letters,"
                        " digits, '.', '_' and '-' joined by '/', none of them '.' or '..' (the node role's storage"
                        " policy is scoped to this prefix, so it may hold no wildcard)")
-    store: ObjectStore = profile.object_storage.store(region)
+    # The bucket's region: the stack's, unless the bucket lives elsewhere (a failover region change
+    # leaves it where it is: docs/capacity.md); then the nodes reach it at its public endpoint.
+    bucket_region = str(raw.get("region") or region)
+    store: ObjectStore = profile.object_storage.store(bucket_region)
     endpoint = raw.get("endpoint") or store.endpoint
     if not _ENDPOINT_RE.fullmatch(endpoint):
         problems.error("checkpoint.endpoint", f"{_show(endpoint)} is not an http(s) URL (e.g."
                        f" {store.endpoint}; no spaces or control characters)")
     # Nodes use the in-VPC endpoint unless the user named one (then everyone uses theirs).
-    node_endpoint = None if raw.get("endpoint") else store.node_endpoint
-    return CheckpointSpec(bucket, prefix, endpoint, region, store.addressing_style, store.signature_version,
+    node_endpoint = None if raw.get("endpoint") or bucket_region != region else store.node_endpoint
+    return CheckpointSpec(bucket, prefix, endpoint, bucket_region, store.addressing_style, store.signature_version,
                           bool(raw.get("create", False)), node_endpoint, store.verification)
 
 

@@ -1,0 +1,119 @@
+"""A local stand-in for the Pulumi Automation layer (tools/runlib/automation.py's PulumiStack), for the
+tests and `gpu-training rehearse --stock-out ZONE`: the Pulumi CLI and the clouds are not reachable here.
+
+`up` runs the real program (__main__.py) under Pulumi's mock engine (tools/mockrun.py) with the stack's
+config as it stands (the stack file, then every `set_config`), and "creates" the plan's resources in the
+program's order into a local state. What the cloud decides is left to the cloud's API stand-in: each
+resource that starts nodes (the cloud's `NODE_TYPES`, components/providers/<cloud>/localcloud.py) is
+launched there with the cloud's SDK (its `launch`), so a stock-out comes back as the stand-in answers it,
+in the cloud's documented error. Like `pulumi up`, a failed create stops the update: what was created
+before it stays in the state, and the error names the resource and carries the cloud's answer.
+`destroy` removes the state's resources in reverse order, releasing the launched nodes at the stand-in.
+Not modelled: parallel creates, updates of an existing state, outputs computed by the providers.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from components import providers
+
+
+class LocalUpError(Exception):
+    """A failed local `up`: the resource that failed and the cloud's answer, as `pulumi up` reports it."""
+
+
+@dataclass
+class Created:
+    type: str
+    name: str
+    node_id: Optional[str] = None  # the stand-in's instance id, for a node
+
+
+@dataclass
+class LocalStack:
+    name: str
+    config: dict
+    api_url: str
+    on_up: Optional[Callable[[dict], dict]] = None  # the nodes' part after a successful up (and output changes)
+    state: list[Created] = field(default_factory=list)
+    outputs_now: dict = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)  # what happened, in order: "up", "destroy", "set_config ..."
+
+    def factory(self, name, work_dir, create=True):  # run.py's stack_factory signature
+        assert name == self.name, (name, self.name)
+        return self
+
+    @property
+    def cloud(self) -> str:
+        return str(self.config.get("gpu-training:provider", "alicloud"))
+
+    def _region(self) -> str:
+        return str(self.config.get(providers.profile(self.cloud).region_key) or "")
+
+    def up(self, on_output: Callable[[str], None]) -> dict:
+        from tools.mockrun import run_program
+
+        self.log.append("up")
+        stand_in = providers.stand_ins(self.cloud)
+        plan = run_program(self.config, self.name)
+        on_output(f"Updating ({self.name}): {len(plan.resources)} resources planned")
+        known = {(c.type, c.name) for c in self.state}
+        for resource in plan.resources:
+            if (resource.type, resource.name) in known:
+                continue
+            node_id = None
+            if resource.type in getattr(stand_in, "NODE_TYPES", ()):
+                try:
+                    node_id = stand_in.launch(self.api_url, self._region(), resource.name, resource.inputs)
+                except Exception as error:  # the cloud SDK's own error, as the provider would report it
+                    on_output(f"  + {resource.type} {resource.name} creating failed")
+                    raise LocalUpError(f"error: creating urn:pulumi:{self.name}::gpu-training::{resource.type}::"
+                                       f"{resource.name}: {error}") from None
+            self.state.append(Created(resource.type, resource.name, node_id))
+            on_output(f"  + {resource.type} {resource.name} created" + (f" ({node_id})" if node_id else ""))
+        self.outputs_now = dict(plan.outputs)
+        if self.on_up:
+            self.outputs_now = self.on_up(self.outputs_now) or self.outputs_now
+        return dict(self.outputs_now)
+
+    def outputs(self) -> dict:
+        return dict(self.outputs_now)
+
+    def last_update_started(self):
+        return None
+
+    def refresh(self, on_output, run_program: bool = False) -> None:
+        self.log.append("refresh")
+
+    def destroy(self, on_output, run_program: bool = False) -> None:
+        self.log.append("destroy")
+        stand_in = providers.stand_ins(self.cloud)
+        while self.state:
+            item = self.state.pop()
+            if item.node_id:
+                stand_in.release(self.api_url, self._region(), item.node_id)
+            on_output(f"  - {item.type} {item.name} deleted")
+        self.outputs_now = {}
+
+    def set_config(self, changes: dict[str, Any]) -> None:
+        """As `pulumi config set` / `config rm` (path keys like gpu-training:checkpoint.region included)."""
+        self.log.append("set_config " + ", ".join(f"{k}={v}" for k, v in changes.items()))
+        config = copy.deepcopy(self.config)
+        for key, value in changes.items():
+            namespace, _, path = key.partition(":")
+            head, _, rest = path.partition(".")
+            top = f"{namespace}:{head}"
+            if rest:
+                holder = dict(config.get(top) or {})
+                if value is None:
+                    holder.pop(rest, None)
+                else:
+                    holder[rest] = value
+                config[top] = holder
+            elif value is None:
+                config.pop(top, None)
+            else:
+                config[top] = value
+        self.config = config
