@@ -37,8 +37,8 @@ def check_stack(ctx, param, value):
     return value
 
 
-def stack_argument():
-    return click.argument("stack", shell_complete=complete_stack, callback=check_stack)
+def stack_argument(required: bool = True):
+    return click.argument("stack", shell_complete=complete_stack, callback=check_stack, required=required)
 
 
 def source_options(f):
@@ -193,11 +193,17 @@ cloud_pass_through("regions", "Show or refresh the declared regions and zones of
 @click.option("--poll", type=float, metavar="S", help="seconds between looks at the markers (default 10)")
 @click.option("--data", type=click.Path(), metavar="DIR", help="a packed data set to upload before `up`")
 @click.option("--out", type=click.Path(), metavar="DIR", help="report and run record folder (default out/STACK/)")
-def up(stack, keep, yes, force, watch_only, timeout, poll, data, out):
+@click.option("--allow-region-change", is_flag=True,
+              help="on a stock-out, move to the next region the stack's failover lists without asking")
+def up(stack, keep, yes, force, watch_only, timeout, poll, data, out, allow_region_change):
     """Upload the data set, `pulumi up` STACK, watch its nodes to the end, download the report, then
-    destroy once every node's data is saved (what scripts/run.py does). Ctrl-C leaves it running."""
+    destroy once every node's data is saved (what scripts/run.py does). Ctrl-C leaves it running.
+
+    When the cloud answers that the type is sold out (or a quota is reached) and the stack lists
+    alternatives (its `failover` key), what the attempt created is removed and the next zone, type or
+    region is tried, each attempt printed with why it moved on (docs/capacity.md)."""
     argv = [stack, *(["--keep"] if keep else []), *(["--yes"] if yes else []), *(["--force"] if force else []),
-            *(["--watch-only"] if watch_only else [])]
+            *(["--watch-only"] if watch_only else []), *(["--allow-region-change"] if allow_region_change else [])]
     for flag, value in (("--timeout", timeout), ("--poll", poll), ("--data", data), ("--out", out)):
         if value is not None:
             argv += [flag, str(value)]
@@ -221,18 +227,37 @@ def down(stack, yes, force, out):
 
 # --- status, logs, report: the bucket ---------------------------------------------------------------
 @cli.command()
-@stack_argument()
+@stack_argument(required=False)
 @source_options
 @click.option("--all", "every_run", is_flag=True, help="markers of earlier runs too")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document")
 def status(stack, rehearsal, endpoint, every_run, as_json):
     """STACK's nodes and their markers (RUNNING, DONE, FAILED, SYNC_FAILED, PREEMPTED), the newest
     checkpoint's step, the time to the TTL, the cost so far and what keeps billing. Reads the bucket
-    and the Pulumi stack outputs (the stack file when there are none); no SSH."""
+    and the Pulumi stack outputs (the stack file when there are none); no SSH.
+
+    Without STACK: every stack of the project, one row each (target, cloud/region, state, nodes, GPU
+    utilisation, step, cost so far, what keeps billing), looked at in parallel."""
     import json
 
     from tools.runlib import status as status_lib
 
+    if stack is None:
+        if rehearsal or endpoint or every_run:
+            fail("--rehearsal, --endpoint and --all need a STACK", EXIT_USAGE)
+        from .sources import every_stack
+
+        rows, notes = every_stack(paths.stack_names())
+        if as_json:
+            click.echo(json.dumps({"stacks": rows, "notes": notes}, indent=1, default=str))
+            return
+        from tools.runlib.overview import render_all
+
+        out = console()
+        for note in notes:
+            out.print(f"note: {note}", style="yellow", highlight=False, soft_wrap=True)
+        render_all(out, rows)
+        return
     source = open_source(stack, rehearsal, endpoint)
     try:
         doc = status_lib.gather(source.bucket, source.outputs, stack, source.baseline, source.since, every_run)

@@ -118,3 +118,41 @@ def open_stack(stack: str, rehearsal: bool = False, endpoint: Optional[str] = No
         raise SourceError(str(error)) from None
     baseline, since = run_record(stack)
     return StackSource(bucket, outputs, notes, None, baseline, since)
+
+
+def deployed_outputs(stack: str) -> tuple[Optional[dict], str]:
+    """(outputs, "") of a deployed stack; (None, "not deployed") when the backend has no such stack or it
+    has no outputs; (None, why) when the backend cannot be asked."""
+    from tools.runlib.automation import AutomationError, PulumiStack
+
+    try:
+        outputs = PulumiStack(stack, paths.REPO, create=False).outputs()
+    except AutomationError as error:
+        return None, "not deployed" if "does not exist" in str(error) else str(error)
+    return (outputs, "") if outputs else (None, "not deployed")
+
+
+def stack_bucket(stack: str, outputs: dict):
+    """The deployed stack's bucket, read with its cloud's credentials from the environment."""
+    from tools.runlib.bucket import StackBucket
+    from tools.runlib.credentials import from_env
+
+    provider = outputs.get("provider") or offline_outputs(stack)["provider"]
+    return StackBucket(dict(outputs["checkpoint"]), stack, session=from_env(provider).boto3_session())
+
+
+def every_stack(stacks: list[str], outputs_of=deployed_outputs, bucket_of=stack_bucket) -> tuple[list[dict], list[str]]:
+    """`gpu-training status` with no stack: (one row per stack, notes) (tools/runlib/overview.py). Without a
+    Pulumi CLI that is said once, in a note, rather than asked of the backend and repeated in every row."""
+    import shutil
+
+    from tools.runlib.overview import UNKNOWN, gather_all
+
+    notes = []
+    if outputs_of is deployed_outputs and shutil.which("pulumi") is None:
+        notes.append("the Pulumi CLI is not installed (`pulumi` is not on PATH): no stack's deployment can be read;"
+                     " https://www.pulumi.com/docs/install/")
+
+        def outputs_of(stack):  # noqa: F811  (one answer for all: the CLI is not there)
+            return None, UNKNOWN
+    return gather_all(stacks, outputs_of, bucket_of, run_record), notes
