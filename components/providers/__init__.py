@@ -36,7 +36,7 @@ PARTS = ("network", "identity", "storage", "compute")
 # Parts a package may lack: the Kubernetes path's `cluster` (components/kubernetes/cluster.py asks for it).
 OPTIONAL_PARTS = ("cluster",)
 # Modules a package may lack; the tool that needs one says so (prices.py: no price API).
-OPTIONAL_MODULES = ("pricing", "regions_api")
+OPTIONAL_MODULES = ("pricing", "regions_api", "capacity_api")
 # Environment variables boto3 reads: the S3 protocol every store speaks, not one cloud's.
 S3_CREDENTIAL_PREFIXES = ("AWS_",)
 

@@ -225,6 +225,72 @@ def down(stack, yes, force, out):
     sys.exit(run_script("run", argv))
 
 
+# --- check: credentials, stock and quotas ----------------------------------------------------------------
+@cli.command(epilog="Exit codes: 0 all well; 1 a problem found (sold out, a quota short, keys refused), each "
+                    "named; 2 credentials missing (the variables to set are listed, every cloud at once).")
+@stack_argument(required=False)
+@click.option("--endpoint", "endpoints", multiple=True, metavar="CLOUD=URL",
+              help="a cloud's API at another address (a local stand-in); repeatable")
+@click.option("--json", "as_json", is_flag=True, help="one JSON document")
+def check(stack, endpoints, as_json):
+    """Which clouds (and Kubernetes, ModelArts, PAI-DLC) the credentials in the environment can use, with
+    the reason where not; with STACK, whether its instance types are on sale in its zones right now and
+    whether the account's quotas hold what it needs (instances, vCPUs, public IPs), with the numbers.
+    Read-only calls only (docs/capacity.md)."""
+    import json
+
+    from tools.runlib import check as check_lib
+
+    where = {}
+    for item in endpoints:
+        cloud, sep, url = item.partition("=")
+        if not sep or cloud not in providers_names() or not url:
+            fail(f"--endpoint {item!r}: expected CLOUD=URL with CLOUD one of {', '.join(providers_names())}", EXIT_USAGE)
+        where[cloud] = url
+    env = check_lib.environment()
+    missing = check_lib.missing_variables(env)
+    if stack is None:
+        rows = check_lib.cloud_rows(env, where)
+        code, line = check_lib.verdict(rows)
+        usable = any(r.ok for r in rows)
+        code = 0 if usable and code else code
+        if not usable and len(missing) >= len(providers_names()):
+            code, line = EXIT_USAGE, "no cloud credentials in the environment"
+        title = "clouds the credentials in the environment can use"
+    else:
+        from components.spec import SpecError
+        from tools.stackfiles import StackFileError, stack_spec
+
+        try:
+            _, spec = stack_spec(stack)
+        except (StackFileError, SpecError) as error:
+            fail(error.render(), EXIT_USAGE)
+        if check_lib.credentials(spec.provider, env) is None:
+            for line in missing:
+                click.echo(f"  {line}", err=True)
+            fail(f"{stack} is on {spec.profile.display_name}: its credentials are not set (above: every cloud's)",
+                 EXIT_USAGE)
+        rows = check_lib.stack_rows(spec, env, where.get(spec.provider))
+        code, line = check_lib.verdict(rows)
+        title = f"stack {stack}: {spec.nodes} x {spec.instance.name} ({spec.billing}) in {spec.region}"
+    if as_json:
+        click.echo(json.dumps({"rows": [vars(r) for r in rows], "missing": missing, "verdict": line}, indent=1))
+    else:
+        out = console()
+        check_lib.render(out, title, rows)
+        for item in missing:
+            out.print(f"to use it: {item}", highlight=False, soft_wrap=True)
+        out.print(("ok: " if code == 0 else "problem: ") + line, highlight=False, soft_wrap=True,
+                  style="green" if code == 0 else "bold red")
+    sys.exit(code)
+
+
+def providers_names() -> list[str]:
+    from components import providers
+
+    return providers.names()
+
+
 # --- status, logs, report: the bucket ---------------------------------------------------------------
 @cli.command()
 @stack_argument(required=False)
