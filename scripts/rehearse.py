@@ -107,6 +107,10 @@ def parse_args(argv):
     parser.add_argument("--example-data", action="store_true",
                         help="rehearse with a small generated image folder (4 classes of 32x32 JPEGs), packed, "
                              "staged and trained on: the whole data path without a data set of your own")
+    parser.add_argument("--stock-out", action="store_true",
+                        help="first drill `up` against the cloud's API stand-in with the stack's first zone sold out: "
+                             "the cloud's documented stock-out code, the failed attempt destroyed, the next zone "
+                             "deployed (docs/capacity.md)")
     parser.add_argument("--keep-dir", action="store_true", help="keep the sandbox folder and print its path")
     parser.add_argument("--keep", action="store_true",
                         help="keep the rehearsal's bucket in out/<stack>/rehearsal/ (replacing an earlier one) "
@@ -624,6 +628,13 @@ def main(argv=None) -> int:
     else:
         rehearsal = Rehearsal(args, args.stack, spec, build_node_config(spec, shared_fs_address=None), workdir)
     started, kept = time.time(), None
+    if args.stock_out:
+        from rich.console import Console
+
+        from tools.localstack import failover_drill
+
+        ok, detail = failover_drill(args.stack, Console(stderr=True), REPO)
+        rehearsal.check("failover on a stock-out", ok, detail)
     try:
         rehearsal.run()
     except RuntimeError as error:

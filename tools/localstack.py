@@ -14,6 +14,7 @@ Not modelled: parallel creates, updates of an existing state, outputs computed b
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -117,3 +118,56 @@ class LocalStack:
             else:
                 config[top] = value
         self.config = config
+
+
+def failover_drill(stack: str, console, work_dir) -> tuple[bool, str]:
+    """`gpu-training rehearse STACK --stock-out`: `up` against the cloud's API stand-in with the stack's first
+    zone sold out, through the Driver's own failover; (passed, what happened). A stack without failover
+    zones is given the region's next declared zone for the drill (the detail says so)."""
+    import json as _json
+    import tempfile
+
+    from components.providers import regions
+    from components.providers.standins import CloudApi
+    from tools.runlib.driver import Driver, RunOptions
+    from tools.runlib.failover import plan_for
+    from tools.stackfiles import apply_overrides, load_stack_config, stack_spec
+
+    _, spec = stack_spec(stack)
+    stand_in = providers.stand_ins(spec.provider)
+    if spec.platform is not None or spec.kubernetes is not None:
+        return False, "failover re-plans VM nodes: a platform or Kubernetes stack has none to move"
+    if not getattr(stand_in, "NODE_TYPES", ()):
+        return False, (f"the {spec.profile.display_name} stand-in launches no nodes for the local engine yet"
+                       f" (what the cloud answers on a stock-out: components/providers/{spec.provider}/capacity.yaml)")
+    table = regions.load(spec.provider)
+    zones = list((table.regions.get(spec.region) or ()) if table else ())
+    first = spec.zone or (zones[0] if zones else None)
+    others = list(spec.failover.zones) or [z for z in zones if z != first][:1]
+    if not first or not others:
+        return False, f"{spec.region}: no second zone declared to move to"
+    overrides = [f"zone={first}", f"failover.zones={_json.dumps(others)}"]
+    note = "" if spec.failover.zones else f" (the stack lists no failover.zones: the drill used {others[0]})"
+    config = apply_overrides(load_stack_config(stack), overrides)
+    _, drilled = stack_spec(stack, tuple(overrides))
+    api = CloudApi(spec.provider)
+    api.sold_out_zones = {first}
+    local = LocalStack(stack, config, api.url)
+    try:
+        with tempfile.TemporaryDirectory() as out:
+            opts = RunOptions(stack=stack, work_dir=Path(work_dir), out_dir=Path(out), provider=spec.provider,
+                              failover=plan_for(drilled))
+            outputs = Driver(opts, local.factory, console=console, confirm=lambda question: False).up_with_failover(local)
+        tried = [_zone_of(r["params"]) for r in api.requests if r["action"] in ("RunInstances",)]
+        left_after_first = "destroy" in local.log and local.log.index("destroy") < len(local.log) - 1
+        local.destroy(lambda line: None)
+        ok = (outputs is not None and tried[:1] == [first] and tried[-1] != first and api.launched == {}
+              and left_after_first)
+        return ok, (f"{first} answered a stock-out; attempt 1's resources destroyed; deployed in {tried[-1]}; "
+                    f"nothing left at the end{note}" if ok else f"zones tried {tried}, engine log {local.log}{note}")
+    finally:
+        api.stop()
+
+
+def _zone_of(params: dict) -> Optional[str]:
+    return params.get("ZoneId") or (params.get("Placement") or {}).get("Zone")

@@ -199,3 +199,25 @@ def test_a_spot_pool_keeps_its_spread_when_its_zone_moves():
     changes = plan.attempts[1].changes
     assert changes["gpu-training:zone"] == "cn-hangzhou-k"
     assert changes["gpu-training:spotZones"] == ["cn-hangzhou-j", "cn-hangzhou-i"]
+
+
+@pytest.mark.parametrize("stack, code", [("entry-t4", "OperationDenied.NoStock"),
+                                         ("tc-entry-t4", "ResourceInsufficient.SpecifiedInstanceType")])
+def test_the_rehearsal_drill_shows_the_failover_end_to_end(stack, code):
+    """`gpu-training rehearse STACK --stock-out`: the Driver's own failover against the cloud's stand-in."""
+    from tools.localstack import failover_drill
+
+    out = io.StringIO()
+    ok, detail = failover_drill(stack, Console(file=out, width=250), REPO)
+    assert ok, (detail, out.getvalue())
+    assert f"found no stock: {code}" in out.getvalue() and "removing what attempt 1 created" in out.getvalue()
+    assert "nothing left at the end" in detail
+
+
+def test_the_rehearsal_drill_says_why_it_cannot_run_where_it_cannot():
+    from tools.localstack import failover_drill
+
+    ok, detail = failover_drill("bd-large-a100", Console(file=io.StringIO()), REPO)
+    assert not ok and "capacity.yaml" in detail
+    ok, detail = failover_drill("large-a100-k8s", Console(file=io.StringIO()), REPO)
+    assert not ok and "VM nodes" in detail

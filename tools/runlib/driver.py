@@ -174,7 +174,7 @@ class Driver:
             if opts.mode == "full":
                 self.phase = "up"
                 up_started = self.now()
-                outputs = self._up(stack)
+                outputs = self.up_with_failover(stack)
                 if outputs is None:
                     return exitcodes.UP_FAILED
             else:
@@ -245,7 +245,7 @@ class Driver:
         return self._act(stack, decision)
 
     # --- up, moving on from a stock-out ----------------------------------------------------------
-    def _up(self, stack) -> Optional[Mapping]:
+    def up_with_failover(self, stack) -> Optional[Mapping]:
         """`pulumi up`; when the cloud answers a documented stock-out or quota code and the stack lists
         alternatives (`failover`), remove what the attempt created and try the next one. None: it failed."""
         plan = self.opts.failover if self.opts.failover and len(self.opts.failover.attempts) > 1 else None

@@ -38,11 +38,17 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    """CVM and Auto Scaling as the node runtime and the local engine (tools/localstack.py) call them.
+    RunInstances in a zone of `sold_out_zones` is answered as CVM answers a stock-out:
+    ResourceInsufficient.SpecifiedInstanceType with Tencent's own text (capacity.yaml, from the SDK's
+    errorcodes.py); otherwise the instances are made and listed in `launched` until TerminateInstances."""
     release_actions = ("TerminateInstances",)  # node_runtime.release
 
     def __init__(self, instances=()):
         self.pools = {}  # scaling group id -> {"name", "enabled": ENABLED | DISABLED}
         self.errors = {}  # action -> error code to answer with
+        self.sold_out_zones: set[str] = set()
+        self.launched: dict[str, dict] = {}  # instance id -> {"zone", "type", "name"}
         super().__init__(instances)
 
     def add_pool(self, name: str) -> str:
@@ -54,10 +60,27 @@ class CloudApi(ApiStub):
     def parse(self, method, path, headers, body):
         return headers.get("x-tc-action"), json.loads(body or b"{}")
 
+    @staticmethod
+    def new_id() -> str:
+        return Metadata.new_instance_id()
+
     def respond(self, action, params):
         out = {"Response": {"RequestId": uuid.uuid4().hex}}
         if action in self.errors:
             out["Response"]["Error"] = {"Code": self.errors[action], "Message": f"injected {self.errors[action]}"}
+        elif action == "RunInstances" and (params.get("Placement") or {}).get("Zone") in self.sold_out_zones:
+            from components.capacity import of
+            (answer,) = [a for a in of("tencentcloud").answers if a.code == "ResourceInsufficient.SpecifiedInstanceType"]
+            out["Response"]["Error"] = {"Code": answer.code, "Message": answer.meaning}
+        elif action == "RunInstances":
+            made = [self.new_id() for _ in range(int(params.get("InstanceCount") or 1))]
+            for instance_id in made:
+                self.launched[instance_id] = {"zone": params["Placement"]["Zone"], "type": params.get("InstanceType"),
+                                              "name": params.get("InstanceName")}
+            out["Response"].update(InstanceIdSet=made)
+        elif action == "TerminateInstances":
+            for instance_id in params.get("InstanceIds") or []:
+                self.launched.pop(instance_id, None)
         elif action == "DescribeInstances":
             out["Response"].update(TotalCount=len(self.instances), InstanceSet=[
                 {"InstanceId": i, "PrivateIpAddresses": [ip]} for i, ip in self.instances])
@@ -70,3 +93,33 @@ class CloudApi(ApiStub):
         elif action == "DisableAutoScalingGroup" and params.get("AutoScalingGroupId") in self.pools:
             self.pools[params["AutoScalingGroupId"]]["enabled"] = "DISABLED"
         return out
+
+
+# ---------------------------------------------------------------- the local engine's half (tools/localstack.py)
+# Which planned resources start nodes, and the CVM calls that start and release them, made with the
+# CVM SDK's own request models against CloudApi, so a refusal reaches the engine as the SDK raises it.
+NODE_TYPES = ("tencentcloud:Instance/instance:Instance",)
+_LOCAL_KEYS = {"TENCENTCLOUD_SECRET_ID": "local", "TENCENTCLOUD_SECRET_KEY": "local"}
+
+
+def launch(api_url: str, region: str, name: str, inputs: dict) -> str:
+    from tencentcloud.cvm.v20170312 import models
+
+    from components.providers.tencentcloud.pricing import _client
+
+    request = models.RunInstancesRequest()
+    request.from_json_string(json.dumps({
+        "Placement": {"Zone": inputs.get("availabilityZone")}, "InstanceType": inputs.get("instanceType"),
+        "ImageId": str(inputs.get("imageId") or ""), "InstanceName": name, "InstanceCount": 1,
+        "InstanceChargeType": "POSTPAID_BY_HOUR"}))
+    return _client(region, api_url, _LOCAL_KEYS).RunInstances(request).InstanceIdSet[0]
+
+
+def release(api_url: str, region: str, instance_id: str) -> None:
+    from tencentcloud.cvm.v20170312 import models
+
+    from components.providers.tencentcloud.pricing import _client
+
+    request = models.TerminateInstancesRequest()
+    request.InstanceIds = [instance_id]
+    _client(region, api_url, _LOCAL_KEYS).TerminateInstances(request)
