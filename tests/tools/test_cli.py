@@ -159,6 +159,18 @@ def test_status_reads_markers_checkpoint_and_cost_with_the_clouds_own_key(s3):
     assert "trainer exit code 3" in table.stdout, "a piped table keeps whole cells (no 80-column wrap)"
 
 
+def test_status_says_when_a_preempted_node_has_no_successor(s3):
+    """A spot pool that finds no stock starts no replacement: status says so, with how long it has been."""
+    proxy, client, bucket = s3
+    put(client, bucket, "markers/i-bp1.json", marker("PREEMPTED", reason="spot notice"))
+    done = cli("status", STACK, "--endpoint", proxy.url, "--json", **ALI)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["state"] == "PREEMPTED" and doc["noSuccessor"]["nodes"] == ["i-bp1"]
+    table = cli("status", STACK, "--endpoint", proxy.url, **ALI)
+    assert "no successor yet: i-bp1 preempted" in table.stdout and "finds no stock" in table.stdout
+
+
 def test_logs_joins_the_segments_and_picks_a_node(s3):
     proxy, client, bucket = s3
     put(client, bucket, "markers/i-bp1.json", marker("DONE"))

@@ -68,7 +68,18 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
         "keepsBilling": [k for k in outputs.get("keepsBilling") or [] if isinstance(k, Mapping)],
         "costSoFar": cost_so_far(outputs, chosen, now),
         "job": _platform_job(outputs),
+        "noSuccessor": _no_successor(verdict, chosen, now),
     }
+
+
+def _no_successor(verdict, markers, now: float) -> Optional[dict]:
+    """A node preempted and none running in its place: how long since, and the preempted nodes. A spot
+    pool that finds no stock in its zones starts no replacement; the cloud's pool history says why."""
+    if verdict.state != "PREEMPTED":
+        return None
+    preempted = [m for m in markers if m.state == "PREEMPTED"]
+    times = [m.updated_at.timestamp() for m in preempted if m.updated_at]
+    return {"nodes": [m.node for m in preempted], "sinceSeconds": round(now - max(times), 1) if times else None}
 
 
 def _platform_job(outputs: Mapping) -> Optional[dict]:
@@ -116,6 +127,13 @@ def render(console, doc: Mapping) -> None:
 
     if doc.get("job"):
         say(status_line(doc["job"]))
+    waiting = doc.get("noSuccessor")
+    if waiting:
+        since = waiting.get("sinceSeconds")
+        say(f"no successor yet: {', '.join(waiting['nodes'])} preempted"
+            + (f" {clock_text(since)} ago" if since is not None else "")
+            + " and no node has taken over; a spot pool that finds no stock in its zones starts none (the cloud's"
+              " scaling/provisioning history says why; `gpu-training check STACK` shows the zones' stock)")
     ck = doc["checkpoint"]
     say(f"newest checkpoint: step {ck['step'] if ck['step'] is not None else '?'} ({ck['id']}, node {ck['node']})"
         if ck else "newest checkpoint: none in the bucket yet")
