@@ -28,6 +28,8 @@ class NodeHourPrice:
     date: Optional[str] = None  # when it was read
     stale: bool = False  # read longer ago than catalog.STALE_AFTER_DAYS
     spot_read: bool = False  # spot is the cloud's own price, not the profile's estimate
+    spot_range: Optional[tuple[float, float]] = None  # the cloud's documented range per hour, when no figure was read
+    site: Optional[str] = None  # whose price book the figure is from
 
 
 @dataclass(frozen=True)
@@ -42,17 +44,32 @@ class ClusterCost:
     date: Optional[str] = None
     stale: bool = False
     spot_read: bool = False
+    spot_range_per_hour: Optional[tuple[float, float]] = None  # all nodes; the documented range, no figure read
+    site: Optional[str] = None
 
     def as_dict(self) -> dict:
         return {"currency": self.currency, "onDemandPerHour": self.on_demand_per_hour,
                 "spotPerHour": self.spot_per_hour, "effectivePerHour": self.effective_per_hour,
+                "spotRangePerHour": None if self.spot_range_per_hour is None else list(self.spot_range_per_hour),
                 "basis": self.basis, "priceSource": self.source, "priceDate": self.date, "stale": self.stale,
+                "priceSite": self.site,
                 "spotSource": None if self.spot_per_hour is None else ("cloud" if self.spot_read else "estimate")}
 
 
 def unknown_basis(instance: InstanceType) -> str:
-    return (f"unknown: no dated on-demand price for {instance.name} in the catalog"
-            f" ({catalog.refresh_command(instance.provider)} fills it)")
+    price = instance.price
+    why = price.why_unknown or f"no dated on-demand price for {instance.name} in the catalog"
+    check = f"; today's price: {price.check}" if price.check else ""
+    return f"unknown: {why} ({catalog.refresh_command(instance.provider, price.region)} fills it{check})"
+
+
+def spot_range(price: catalog.Price) -> Optional[tuple[float, float]]:
+    """The documented spot range per hour of a known on-demand price with no spot figure read; None otherwise."""
+    if not price.known or price.spot_per_hour is not None or price.spot_range is None:
+        return None
+    on_demand = float(price.on_demand_per_hour)
+    low = 0.0 if price.spot_range.low is None else price.spot_range.low
+    return round(on_demand * low, 4), round(on_demand * price.spot_range.high, 4)
 
 
 def node_hour_price(instance: InstanceType, spot_fraction: float, spot_source: str,
@@ -63,23 +80,31 @@ def node_hour_price(instance: InstanceType, spot_fraction: float, spot_source: s
     on_demand = float(price.on_demand_per_hour)
     age = price.age_days(clock.now().date())
     stale = age is not None and age > catalog.STALE_AFTER_DAYS
-    basis = f"on-demand {on_demand:g} {price.currency}/h ({price.region}, {price.date}, {price.source})"
+    book = "; ".join(part for part in (price.site, price.basis) if part)
+    basis = (f"on-demand {on_demand:g} {price.currency}/h ({price.region}, {price.date}, {price.source}"
+             + (f"; {book}" if book else "") + ")")
     if stale:
-        basis += (f"; STALE: read {age} days ago (over {catalog.STALE_AFTER_DAYS}),"
-                  f" {catalog.refresh_command(instance.provider)} renews it")
+        basis += (f"; STALE: dated {price.date}, {age} days ago (over {catalog.STALE_AFTER_DAYS}):"
+                  f" {catalog.refresh_command(instance.provider, price.region)} renews it")
     if price.caveat:
         basis += f"; {price.caveat}"
+    documented = spot_range(price)
     if price.spot_per_hour is not None:
         spot = float(price.spot_per_hour)
         basis += f"; spot {spot:g} {price.currency}/h read from the cloud with it"
     else:
         spot = on_demand * spot_fraction
+        if documented is not None:
+            basis += (f"; spot {documented[0]:g}-{documented[1]:g} {price.currency}/h, the cloud's documented range"
+                      f" ({price.spot_range.text()}) until a refresh reads a figure")
         basis += f"; spot estimated at {spot_fraction:.0%} of on-demand ({spot_source})"
     if spot_cap is not None and spot_cap < spot:
         spot = spot_cap
         basis += f"; capped at spotMaxPricePerHour {spot_cap:g}"
+    if documented is not None and spot_cap is not None:
+        documented = (min(documented[0], spot_cap), min(documented[1], spot_cap))
     return NodeHourPrice(price.currency, on_demand, round(spot, 4), basis, price.source, price.date, stale,
-                         price.spot_per_hour is not None)
+                         price.spot_per_hour is not None, documented, price.site)
 
 
 def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction: float, spot_source: str,
@@ -91,8 +116,9 @@ def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction
 
     on_demand, spot = times(unit.on_demand), times(unit.spot)
     effective = spot if billing == "spot" else on_demand
+    documented = None if unit.spot_range is None else (times(unit.spot_range[0]), times(unit.spot_range[1]))
     return ClusterCost(unit.currency, nodes, on_demand, spot, effective, unit.basis, unit.source, unit.date,
-                       unit.stale, unit.spot_read)
+                       unit.stale, unit.spot_read, documented, unit.site)
 
 
 def spec_cost(spec) -> ClusterCost:

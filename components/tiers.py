@@ -1,6 +1,8 @@
 """The guide's three scenarios (entry, medium, large) and the accelerator models, read from data files."""
 from __future__ import annotations
 
+from typing import Optional
+
 from dataclasses import dataclass
 
 from components import datafiles
@@ -41,6 +43,19 @@ class FitRules:
     vcpus_per_gpu: tuple[int, int]
     data_ram_max: float
     memory_range_slack: float
+
+
+def ram_shortfalls(tier: Tier, memory_gb: float, dataset_gb: Optional[float]) -> list[tuple[str, str]]:
+    """The RAM rules a node must meet, as (key, message): RAM >= 2x the data set and the tier's floor. The
+    validator refuses a stack on them and the advisor rejects a type on them: one rule, one place. The
+    tier's memoryGb range is the guide's advice, not a rule (the advisor ranks by cost, which weighs it)."""
+    found = []
+    if dataset_gb is not None and memory_gb < 2 * dataset_gb:
+        found.append(("datasetGb", f"{dataset_gb:g} GB of data needs at least {2 * dataset_gb:g} GB RAM (2x the data)"))
+    if memory_gb < tier.memory_floor_gb:
+        found.append(("instanceType", f"{memory_gb:.0f} GB RAM; the {tier.name} tier needs at least"
+                                      f" {tier.memory_floor_gb} GB"))
+    return found
 
 
 def fit_rules() -> FitRules:

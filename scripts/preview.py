@@ -193,7 +193,9 @@ def render_cost(console, spec: Spec) -> None:
 
     section = cost_section(spec)
     currency = section["currency"]
-    spot_kind = {"cloud": "spot (cloud price)", "estimate": "spot (estimate)"}.get(section["spotSource"], "spot")
+    documented = section.get("spotRangePerHour")  # the cloud's documented range: no spot figure was read
+    spot_kind = ("spot (documented range)" if documented else
+                 {"cloud": "spot (cloud price)", "estimate": "spot (estimate)"}.get(section["spotSource"], "spot"))
     table = Table(title=f"cost ({spec.nodes} node(s), {spec.billing}; the nodes release themselves after"
                         f" maxHours {spec.max_hours:g} h)")
     for column in ("", "on-demand", spot_kind, "this stack pays"):
@@ -202,13 +204,25 @@ def render_cost(console, spec: Spec) -> None:
     def money(value, unit=""):
         return "unknown" if value is None else f"{value:,.2f} {currency}{unit}"
 
+    def spot(value, factor: float, unit=""):
+        if not documented:
+            return money(value, unit)
+        low, high = documented[0] * factor, documented[1] * factor
+        return (f"up to {high:,.2f}" if low == 0 else f"{low:,.2f}-{high:,.2f}") + f" {currency}{unit}"
+
+    pays_spot = spec.billing == "spot"
     per_node = [None if v is None else v / spec.nodes for v in
                 (section["onDemandPerHour"], section["spotPerHour"], section["effectivePerHour"])]
-    table.add_row("per node-hour", *(money(v, "/h") for v in per_node))
+    node = 1 / spec.nodes
+    table.add_row("per node-hour", money(per_node[0], "/h"), spot(per_node[1], node, "/h"),
+                  spot(per_node[2], node, "/h") if pays_spot else money(per_node[2], "/h"))
     table.add_row(f"per hour, {spec.nodes} node(s)", money(section["onDemandPerHour"], "/h"),
-                  money(section["spotPerHour"], "/h"), money(section["effectivePerHour"], "/h"))
+                  spot(section["spotPerHour"], 1, "/h"),
+                  spot(section["effectivePerHour"], 1, "/h") if pays_spot else money(section["effectivePerHour"], "/h"))
     table.add_row(f"whole maxHours ({spec.max_hours:g} h)", money(section["onDemandPerMaxHours"]),
-                  money(section["spotPerMaxHours"]), money(section["effectivePerMaxHours"]))
+                  spot(section["spotPerMaxHours"], spec.max_hours),
+                  spot(section["effectivePerMaxHours"], spec.max_hours) if pays_spot
+                  else money(section["effectivePerMaxHours"]))
     disks = section["dataDisks"]
     disk_hour, disk_run = money(disks["perHour"], "/h"), money(disks["perMaxHours"])
     table.add_row(f"data disks ({spec.nodes} x {disks['sizeGb']} GiB {disks['kind']}), per hour",

@@ -3,7 +3,7 @@
 
 Give the model, the data set, the epochs and a deadline; the advisor evaluates every instance type of
 the registered providers' catalogs (1 to --max-nodes nodes, on-demand and, with --spot, spot), ranks
-what fits by total cost (or by GPU-hours where prices are unknown, and says so), explains each pick
+what fits by total cost at list prices where known (by GPU-hours where not, and says which), explains each pick
 (VRAM for the batch, vCPU per GPU, RAM against the data set, disk and shared FS) and why the rest
 were rejected. --write-stack NAME writes stacks/Pulumi.NAME.yaml for the first pick, validated by
 the same spec the preview uses. Estimates come from components/data/perf.yaml (docs/advisor.md).
@@ -41,8 +41,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                "  recommend.py --model vit-b --images 1281167 --dataset-gb 140 --epochs 300 --deadline 12 \\\n"
                "      --region alicloud:cn-beijing --write-stack large-vit")
     work = parser.add_argument_group("the workload")
-    work.add_argument("--model", help="resnet18/34/50/101, efficientnet-b0..b4, yolov5n..x, yolov8n..x, vit-b,"
-                      " vit-l, unet; or use --gflops and --params")
+    work.add_argument("--model", help="resnet18/34/50/101, resnext50/101, efficientnet-b0..b4, yolov5n..x,"
+                      " yolov8n..x, vit-b, vit-l, unet, mnist-cnn; or use --gflops and --params")
     work.add_argument("--gflops", type=float, help="custom model: forward GFLOPs per sample at --resolution"
                       " (a multiply-add counts 2)")
     work.add_argument("--params", type=float, help="custom model: parameters, in millions")
@@ -66,6 +66,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     out.add_argument("--write-stack", metavar="NAME", help="write stacks/Pulumi.NAME.yaml for the pick")
     out.add_argument("--pick", type=int, default=1, help="which ranked configuration --write-stack writes (default 1)")
     out.add_argument("--bucket", default=stackfile.DEFAULT_BUCKET, help="checkpoint bucket for the stack file")
+    out.add_argument("--train-command", help="the command that starts your training, written as train.command"
+                     " (without it the stack runs the example trainer, and the advisor says so)")
     out.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                      help="extra stack key for the written file (repeatable), e.g. spotMaxPricePerHour=20")
     out.add_argument("--force", action="store_true", help="replace an existing stack file")
@@ -111,10 +113,12 @@ def evaluation_doc(ev: Evaluation, request: Request) -> dict:
         "imagesPerSecond": round(ev.images_per_second, 1), "cpuBound": ev.cpu_bound,
         "scalingEfficiency": round(ev.scaling.efficiency, 4), "trainHours": round(ev.train_hours, 3),
         "hours": round(ev.hours, 3), "gpuHours": round(ev.gpu_hours, 2),
+        "region": ev.offer.region,
         "cost": {"currency": ev.run.currency, "onDemand": ev.run.on_demand, "spot": ev.run.spot,
                  "onDemandHours": round(ev.run.on_demand_hours, 3),
                  "spotHours": None if ev.run.spot_hours is None else round(ev.run.spot_hours, 3),
-                 "basis": ev.run.basis, "priceSource": row.price.source, "priceDate": row.price.date},
+                 "basis": ev.run.basis, "priceSource": row.price.source, "priceDate": row.price.date,
+                 "priceSite": row.price.site},
         "reasons": explain.reasons(ev, request),
     }
 
@@ -127,6 +131,7 @@ def document(result: Result) -> dict:
                     "epochs": request.epochs, "deadlineHours": request.deadline_hours, "budget": request.budget,
                     "providers": list(request.providers), "spot": request.spot, "maxNodes": request.max_nodes},
         "rankedBy": result.mode,
+        "rankingCurrency": result.currency,
         "ranking": explain.ranking_note(result),
         "configurations": [evaluation_doc(ev, request) for ev in result.ranked],
         "rejected": [{"provider": r.offer.provider, "instanceType": r.offer.instance.name, "billing": r.billing,
@@ -148,7 +153,7 @@ def render(result: Result, top: int, explain_count: int, console, args: argparse
                   + f"; providers {', '.join(request.providers)}; spot {'allowed' if request.spot else 'not allowed'}")
     if result.ranked:
         table = Table(title=f"configurations that fit ({len(result.ranked)}; best {min(top, len(result.ranked))} shown)")
-        for column in ("#", "provider", "instance type", "nodes x GPUs", "tier", "billing", "img/s",
+        for column in ("#", "provider", "instance type", "region", "nodes x GPUs", "tier", "billing", "img/s",
                        "time", "on-demand", "spot+reclaims", "GPU-h"):
             table.add_column(column, justify="right" if column in ("#", "img/s", "time", "GPU-h") else "left",
                              no_wrap=column in ("instance type", "nodes x GPUs"))
@@ -156,20 +161,20 @@ def render(result: Result, top: int, explain_count: int, console, args: argparse
             row, run = ev.offer.instance, ev.run
             spot = "not viable" if run.spot_hours is None else _money(run.spot, run.currency)
             gpus = f"{ev.nodes} x {row.gpu_count} {row.gpu}" + (" (stand-in)" if ev.offer.stand_in else "")
-            table.add_row(str(index), ev.offer.provider, row.name, gpus,
+            table.add_row(str(index), ev.offer.provider, row.name, ev.offer.region or "-", gpus,
                           ev.offer.tier.name, ev.billing, f"{ev.images_per_second:,.0f}" + ("*" if ev.cpu_bound else ""),
                           _hours(ev.hours), _money(run.on_demand, run.currency), spot, _gpu_hours(ev, result.mode))
         console.print(table)
         console.print(f"[dim]{explain.ranking_note(result)}. * = CPU-bound. Time = billed hours (start-up"
                       " included). Costs cover the instances only: disks, shared FS, object storage and traffic"
-                      " are extra.[/]")
+                      " are extra (`gpu-training preview` of a written stack lists them).[/]", highlight=False)
         blockers: dict[str, list[int]] = {}  # one text, said once, with the picks it holds for
         unpriced: dict[str, list[int]] = {}
         for index, ev in enumerate(result.ranked[:explain_count], 1):
             console.print(f"\n[bold]#{index} {ev.nodes} x {ev.offer.instance.name}[/] ({ev.billing}) fits because:")
             for line in explain.reasons(ev, request):
                 if line.startswith("cost: unknown"):  # the same command for every pick of a cloud: said once
-                    unpriced.setdefault(catalog.refresh_command(ev.offer.provider), []).append(index)
+                    unpriced.setdefault(catalog.refresh_command(ev.offer.provider, ev.offer.region), []).append(index)
                     continue
                 console.print(f"  - {line}", highlight=False)
             for blocker in stackfile.write_problems(ev, request, bucket=args.bucket, overrides=args.overrides):
@@ -214,7 +219,8 @@ def write_stack(args: argparse.Namespace, result: Result, console) -> int:
             raise stackfile.StackWriteError(
                 f"--write-stack needs a region for {ev.offer.provider}: the catalog price has none; add"
                 f" --region {ev.offer.provider}:<region> (e.g. the region your bucket is in)")
-        config = stackfile.stack_config(ev, request, region=region, bucket=args.bucket, overrides=args.overrides)
+        config = stackfile.stack_config(ev, request, region=region, bucket=args.bucket, overrides=args.overrides,
+                                        train_command=args.train_command)
         stackfile.validate(config, args.write_stack)
         text = stackfile.render(args.write_stack, ev, request, config, explain.ranking_note(result))
         stackfile.write(path, text, args.force)
@@ -226,12 +232,44 @@ def write_stack(args: argparse.Namespace, result: Result, console) -> int:
               " add the missing keys with --set KEY=VALUE (or --bucket):", file=sys.stderr)
         print(error.render(), file=sys.stderr)
         return USAGE
-    message = f"wrote {path}: preview it with `make preview STACK={args.write_stack}`"
+    message = f"wrote {path}: preview it with `gpu-training preview {args.write_stack}`"
+    demo = stackfile.runs_the_example(config)
     if console is not None:
         console.print(f"\n[green]{message}[/]")
+        if demo:
+            console.print(f"[bold red]WARNING: {demo}[/]", highlight=False)
     else:
         print(message, file=sys.stderr)
+        if demo:
+            print(f"WARNING: {demo}", file=sys.stderr)
     return OK
+
+
+def early_problems(args: argparse.Namespace, request: Request) -> list[tuple[str, str]]:
+    """What makes the run pointless, found before any ranking is printed: a region a cloud does not have, a
+    stack name or --set that cannot be written."""
+    from components.providers import regions as region_tables
+
+    problems = []
+    for provider, regions in request.regions.items():
+        table = region_tables.load(provider)
+        if table is None:
+            continue
+        for region in regions:
+            if region not in table.regions:
+                problems.append(("--region", f"{provider}:{region} is not among {provider}'s regions; known:"
+                                             f" {', '.join(sorted(table.regions))}"))
+    if args.write_stack:
+        try:
+            path = stackfile.target_path(args.stacks_dir, args.write_stack)
+        except stackfile.StackWriteError as error:
+            problems.append(("--write-stack", str(error).removeprefix(f"--write-stack {args.write_stack!r}: ")))
+        else:
+            if path.exists() and not args.force:
+                problems.append(("--write-stack", f"{path} exists; pick another name, or pass --force to replace it"))
+    if args.train_command is not None and not args.train_command.strip():
+        problems.append(("--train-command", "is empty; give the command that starts your training"))
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,6 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         request = request_from(args)
     except RequestError as error:
         for key, message in error.problems:
+            print(f"error: {key}: {message}", file=sys.stderr)
+        return USAGE
+    early = early_problems(args, request)
+    if early:
+        for key, message in early:
             print(f"error: {key}: {message}", file=sys.stderr)
         return USAGE
     result = search(request)

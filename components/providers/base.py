@@ -138,8 +138,9 @@ def sdk_default(region: str) -> Optional[str]:
 
 def spot_cap(spec: Any) -> Optional[float]:
     """The spot price cap: the user's cap, never above a known on-demand price of the pool's types; the
-    lowest known on-demand price without one; None when neither is known."""
-    known = [row.price.on_demand_per_hour for row in spec.pool_types if row.price.known]
+    lowest known on-demand price without one; None when neither is known. Known: read for the account by the
+    signed price API (Price.account_price), never a list price of the price book."""
+    known = [row.price.account_price for row in spec.pool_types if row.price.account_price is not None]
     if spec.spot_max_price is not None:
         return min([spec.spot_max_price, *known])
     return min(known) if known else None

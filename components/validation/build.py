@@ -66,7 +66,8 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         _check_capabilities(values, profile.display_name, profile.rules.unsupported, problems)
     region = _resolve_region(config, profile, problems)
 
-    catalog = catalog or (offer.catalog() if offer else load_catalog(provider))
+    # The price of a type is the one of the stack's region: never another region's (catalog.regional_price).
+    catalog = catalog or (offer.catalog() if offer else load_catalog(provider, region or None))
     gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
     _check_gpu_fits_tier(gpu, instance, tier, problems)
     nodes = _check_nodes(values, tier, problems)

@@ -99,10 +99,12 @@ def check_signature(cloud: str, method: str, path: str, headers: dict, body: byt
 
 
 class PriceStandIn(RecordingStandIn):
-    def __init__(self, cloud: str, deny: bool = False, signed: bool = True):
-        """signed=False: no signature check (a hand-written request testing only the cloud's rules)."""
+    def __init__(self, cloud: str, deny: bool = False, signed: bool = True, postpaid_total: bool = False):
+        """signed=False: no signature check (a hand-written request testing only the cloud's rules).
+        postpaid_total: Baidu answers a Postpaid price as a total for the purchaseLength months asked (the
+        unit the API reference leaves open, U4), not a rate."""
         super().__init__()
-        self.cloud, self.deny, self.signed = cloud, deny, signed
+        self.cloud, self.deny, self.signed, self.postpaid_total = cloud, deny, signed, postpaid_total
         self.rules = price_rules.load(cloud)
         self.refusals: list[tuple[str, str]] = []
 
@@ -215,5 +217,7 @@ class PriceStandIn(RecordingStandIn):
             per = round(price * SPOT_FACTOR["baiducloud"], 4)
             return 200, {"money": str(per), "count": "1", "perMoney": str(per)}
         family = spec.split(".")[1]
+        if self.postpaid_total:
+            price = round(price * 720 * int(params["purchaseLength"]), 4)
         return 200, {"price": [{"specId": family, "specPrices": [
             {"spec": spec, "status": "available", "specPrice": price, "tradePrice": price}]}]}

@@ -293,9 +293,9 @@ def test_missing_credentials_exit_2_naming_the_variables_and_touch_nothing(tmp_p
     args, _ = CASES[provider]
     path = catalog_copy(tmp_path, provider)
     before = path.read_text()
-    with PriceStandIn(provider) as stub:
-        run = prices("refresh", "--provider", provider, *args, "--endpoint", stub.url, "--catalog", str(path),
-                     env=environment())
+    with PriceStandIn(provider) as stub:  # --signed: without it a cloud with a public feed reads that instead
+        run = prices("refresh", "--provider", provider, *args, "--signed", "--endpoint", stub.url, "--catalog",
+                     str(path), env=environment())
     assert run.returncode == 2
     for name in list(CREDENTIALS[provider])[:2]:
         assert name in run.stderr
@@ -329,7 +329,8 @@ def test_an_api_that_prices_nothing_leaves_the_catalog_unchanged(tmp_path):
 
 @pytest.mark.parametrize("args,words", [
     (["refresh", "--provider", "azure", "--region", "x"], "allowed: " + ", ".join(providers.with_module("pricing"))),
-    (["refresh", "--provider", "tencentcloud", "--region", "ap-shanghai"], "--zone is required"),
+    (["refresh", "--provider", "tencentcloud", "--region", "ap-shanghai", "--signed"], "--zone is required"),
+    (["refresh", "--provider", "baiducloud", "--public"], "publishes no price feed"),
     (["refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--catalog", "/nonexistent/alicloud.yaml"],
      "no catalog for alicloud"),
     (["refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--types", "ecs.nope"], "ecs.nope not in"),
@@ -350,31 +351,63 @@ def test_a_row_that_is_not_one_line_is_refused_and_nothing_changes():
         catalog_prices.edit(text, {"a": quote}, "2026-12-02")
 
 
-def test_show_lists_each_row_with_its_price_or_unknown(tmp_path):
+def show_rows(run) -> dict:
+    """The catalog table's rows by instance type (rich's box characters as separators)."""
+    rows = {}
+    for line in run.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) > 8 and cells[7]:
+            rows[cells[7]] = cells
+    return rows
+
+
+def test_show_lists_each_type_with_gpu_memory_cpu_ram_region_price_date_and_source_or_unknown(tmp_path):
     path = catalog_copy(tmp_path, "tencentcloud")
     quote = catalog_prices.Quote("GN7.2XLARGE32", 8.68, "CNY", "ap-guangzhou", "a test quote")
     path.write_text(catalog_prices.edit(path.read_text(), {"GN7.2XLARGE32": quote}, "2026-11-01"))
     run = prices("show", "--provider", "tencentcloud", "--catalog", str(path), env=environment())
     assert run.returncode == 0, run.stderr
-    lines = {line.split()[0]: line for line in run.stdout.splitlines()[1:]}
-    assert "unknown" in lines["GT4.4XLARGE96"]
-    assert "8.68 CNY/h" in lines["GN7.2XLARGE32"] and "2026-11-01" in lines["GN7.2XLARGE32"]
+    rows = show_rows(run)
+    # cloud, GPU, GPUs, GPU mem, vCPU, RAM, type, region, on-demand, spot, currency, date, source
+    assert rows["GN7.2XLARGE32"][1:14] == ["tencentcloud", "T4", "1", "16 GB", "8", "32", "GN7.2XLARGE32",
+                                           "ap-guangzhou", "8.68", "0.26-1.74 (range)", "CNY", "2026-11-01 old", "[1]"]
+    assert rows["GT4.4XLARGE96"][9] == "unknown"
+    assert "[1] a test quote" in run.stdout
+    # The shipped list price of another type keeps its own source, date and currency.
+    assert rows["GN7.5XLARGE80"][9:12] == ["2.01", "0.06-0.40 (range)", "USD"]
+    assert "gpu-training prices refresh --provider tencentcloud --region REGION fills them" in run.stdout
 
 
-def test_show_marks_an_old_price_stale_and_says_which_command_fills_the_unknown(tmp_path):
+def test_show_marks_an_old_price_old_and_still_shows_it(tmp_path):
     path = catalog_copy(tmp_path, "tencentcloud")
     fresh = catalog_prices.Quote("GN7.2XLARGE32", 8.68, "CNY", "ap-guangzhou", "a test quote")
     old = catalog_prices.Quote("GN7.5XLARGE80", 20.1, "CNY", "ap-guangzhou", "a test quote")
     text = catalog_prices.edit(path.read_text(), {"GN7.2XLARGE32": fresh}, "2026-11-20")
     path.write_text(catalog_prices.edit(text, {"GN7.5XLARGE80": old}, "2026-09-01"))
-    run = prices("show", "--provider", "tencentcloud", "--catalog", str(path), env=environment())
-    lines = {line.split()[0]: line for line in run.stdout.splitlines()[1:]}
-    assert "STALE (92 days old)" in lines["GN7.5XLARGE80"]
-    assert "STALE" not in lines["GN7.2XLARGE32"]
-    assert "scripts/prices.py refresh --provider tencentcloud" in run.stdout
-    tighter = prices("show", "--provider", "tencentcloud", "--catalog", str(path), "--max-age-days", "5",
-                     env=environment())
-    assert "STALE (12 days old)" in tighter.stdout
+    rows = show_rows(prices("show", "--provider", "tencentcloud", "--catalog", str(path), env=environment()))
+    assert rows["GN7.5XLARGE80"][9] == "20.10" and rows["GN7.5XLARGE80"][12] == "2026-09-01 old"
+    assert rows["GN7.2XLARGE32"][12] == "2026-11-20"
+    tighter = show_rows(prices("show", "--provider", "tencentcloud", "--catalog", str(path), "--max-age-days", "5",
+                               env=environment()))
+    assert tighter["GN7.2XLARGE32"][12] == "2026-11-20 old"
+
+
+def test_show_filters_by_gpu_cloud_and_region_and_says_why_a_type_has_no_price_there():
+    run = prices("show", "--gpu", "a100-40g", "--region", "cn-hangzhou", "--provider", "alicloud", env=environment())
+    assert run.returncode == 0, run.stderr
+    rows = show_rows(run)
+    assert set(rows) == {"ecs.gn7-c12g1.3xlarge", "ecs.gn7-c13g1.13xlarge", "ecs.gn7-c13g1.26xlarge"}
+    assert all(cells[8] == "cn-hangzhou" and cells[9] == "unknown" for cells in rows.values())
+    assert "has no list price in cn-hangzhou" in run.stdout
+    listed = json.loads(prices("show", "--gpu", "A100-40G", "--provider", "alicloud", "--all-regions", "--json",
+                               env=environment()).stdout)
+    assert {(r["instanceType"], r["region"]) for r in listed if r["instanceType"] == "ecs.gn7-c13g1.13xlarge"} == \
+        {("ecs.gn7-c13g1.13xlarge", region) for region in ("cn-beijing", "cn-shanghai", "cn-wulanchabu")}
+    assert all(r["currency"] == "CNY" and r["date"] == "2024-12-31" and r["old"] for r in listed)
+    for args, words in ((["--gpu", "B200"], "allowed: "), (["--region", "mars-1"], "not a region of"),
+                        (["--provider", "azure"], "allowed: ")):
+        bad = prices("show", *args, env=environment())
+        assert bad.returncode == 2 and words in bad.stderr and "Traceback" not in bad.stderr
 
 
 PREVIEWED = {"alicloud": "entry-t4", "tencentcloud": "tc-medium-a100", "huaweicloud": "hw-entry-t4",
@@ -388,19 +421,29 @@ def preview_json(stack: str, env: dict) -> dict:
     return json.loads(run.stdout)
 
 
+STACK_REGION_ARGS = {"alicloud": ["--region", "cn-hangzhou"],
+                     "tencentcloud": ["--region", "ap-guangzhou", "--zone", "ap-guangzhou-3", "--image", "img-487zeit5"],
+                     "huaweicloud": ["--region", "cn-north-4", "--project-id", "0a1b2c3d4e5f"],
+                     "baiducloud": ["--region", "bj", "--zone", "cn-bj-a"]}
+
+
 @pytest.mark.parametrize("provider", sorted(PREVIEWED))
 def test_the_preview_shows_the_refreshed_price_with_its_source_and_date_else_the_command(tmp_path, provider):
-    args, api = CASES[provider]
+    _, api = CASES[provider]
     stack = PREVIEWED[provider]
     before = preview_json(stack, environment())["cost"]
-    assert before["onDemandPerHour"] is None and before["effectivePerMaxHours"] is None
-    assert f"scripts/prices.py refresh --provider {provider}" in before["basis"]
+    if provider == "alicloud":  # a shipped list price: dated, sourced, and old
+        assert before["onDemandPerHour"] == 14 and before["priceDate"] == "2024-12-31" and before["stale"]
+        assert "karpenter-provider-alibabacloud@5d2e077" in before["priceSource"]
+    else:
+        assert before["onDemandPerHour"] is None and before["effectivePerMaxHours"] is None
+    assert f"gpu-training prices refresh --provider {provider}" in before["basis"]
 
     path = tmp_path / f"{provider}.yaml"
     shutil.copy(providers.catalog_path(provider), path)
     with PriceStandIn(provider) as stand_in:
-        run = prices("refresh", "--provider", provider, *args, "--spot", "--endpoint", stand_in.url,
-                     "--catalog", str(path), env=environment(**CREDENTIALS[provider]))
+        run = prices("refresh", "--provider", provider, *STACK_REGION_ARGS[provider], "--spot", "--endpoint",
+                     stand_in.url, "--catalog", str(path), env=environment(**CREDENTIALS[provider]))
     assert run.returncode == 0, run.stderr
     document = preview_json(stack, environment(GPU_TRAINING_CATALOGS=str(tmp_path)))
     section, outputs = document["cost"], document["outputs"]
@@ -412,14 +455,31 @@ def test_the_preview_shows_the_refreshed_price_with_its_source_and_date_else_the
     assert section["spotSource"] == ("cloud" if provider in SPOT_FACTOR else "estimate")
 
 
+@pytest.mark.parametrize("provider", ["alicloud", "tencentcloud"])
+def test_a_refresh_of_another_region_is_not_shown_as_the_stack_s_price(tmp_path, provider):
+    """The catalog row holds one region's refreshed price: a stack in another region must not show it."""
+    args, _ = CASES[provider]  # cn-hangzhou / ap-shanghai
+    stack, region = {"alicloud": ("large-a100", "cn-beijing"), "tencentcloud": ("tc-entry-t4", "ap-guangzhou")}[provider]
+    path = tmp_path / f"{provider}.yaml"
+    shutil.copy(providers.catalog_path(provider), path)
+    with PriceStandIn(provider) as stand_in:
+        run = prices("refresh", "--provider", provider, *args, "--endpoint", stand_in.url, "--catalog", str(path),
+                     env=environment(**CREDENTIALS[provider]))
+    assert run.returncode == 0, run.stderr
+    section = preview_json(stack, environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]
+    assert section["onDemandPerHour"] is None or "127.0.0.1" not in (section["priceSource"] or "")
+    assert f"({region}, " in section["basis"] or f" in {region}" in section["basis"]
+
+
 def test_node_hours_cost_prices_a_stack_s_hours_with_the_source_and_date_and_flags_a_stale_price(tmp_path, monkeypatch):
     from components import cost
     from tools.stackfiles import stack_spec
 
     monkeypatch.setenv("GPU_TRAINING_NOW", "2026-12-02T10:00:00Z")
     _, spec = stack_spec("entry-t4", [])
-    unknown = cost.node_hours_cost(spec, 3.0)
-    assert unknown.total is None and "scripts/prices.py refresh --provider alicloud" in unknown.basis
+    listed = cost.node_hours_cost(spec, 3.0)  # the shipped list price, old and said to be
+    assert (listed.total, listed.per_node_hour, listed.date, listed.stale) == (42.0, 14.0, "2024-12-31", True)
+    assert "STALE: dated 2024-12-31" in listed.basis and "gpu-training prices refresh --provider alicloud" in listed.basis
 
     path = tmp_path / "alicloud.yaml"
     shutil.copy(providers.catalog_path("alicloud"), path)
@@ -435,7 +495,7 @@ def test_node_hours_cost_prices_a_stack_s_hours_with_the_source_and_date_and_fla
     assert cost.node_hours_cost(spot_spec, 3.0).total == 6.0  # the cloud's spot price, not the estimate
     monkeypatch.setenv("GPU_TRAINING_NOW", "2027-02-01T10:00:00Z")
     late = cost.node_hours_cost(spec, 3.0)
-    assert late.stale and "STALE: read 63 days ago" in late.basis and late.total == 22.5
+    assert late.stale and "STALE: dated 2026-11-30, 63 days ago" in late.basis and late.total == 22.5
 
 
 def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_path):
@@ -491,14 +551,40 @@ def test_baidu_prices_a_postpaid_spec_in_the_zone_and_asks_the_bid_market_price(
     assert run.returncode == 0, run.stderr
     calls = [(r["method"], urlsplit(r["path"]).path, json.loads(r["body"])) for r in stub.requests]
     spec = "bcc.hgn5IB.c116m978.8A100-80g"
+    # Postpaid asked for 1 and 2 months (purchaseLength is required and in months): the same answer is a rate.
     assert calls == [("POST", "/v2/instance/price", {"spec": spec, "paymentTiming": "Postpaid", "zoneName": "cn-bj-d",
-                                                      "purchaseCount": 1, "purchaseLength": 1}),
-                     ("POST", "/v2/instance/bidPrice", {"spec": spec, "zoneName": "cn-bj-d", "purchaseCount": 1})]
+                                                      "purchaseCount": 1, "purchaseLength": months})
+                     for months in (1, 2)] + \
+        [("POST", "/v2/instance/bidPrice", {"spec": spec, "zoneName": "cn-bj-d", "purchaseCount": 1})]
     for r in stub.requests:
         assert r["headers"]["authorization"].startswith(f"bce-auth-v1/{KEY_ID}/")
         assert "clientToken" in urlsplit(r["path"]).query
     price = rows(path)[spec]["price"]
     assert "hourly unit assumed" in price["caveat"]
+
+
+def test_baidu_postpaid_answer_that_grows_with_the_months_asked_is_not_recorded_as_hourly(tmp_path):
+    """U4: purchaseLength is required and in months; an answer that doubles from 1 to 2 months is a total for
+    the length, not a rate per hour: nothing is written, and the run says why."""
+    path = catalog_copy(tmp_path, "baiducloud")
+    before = path.read_text()
+    with PriceStandIn("baiducloud", postpaid_total=True) as stub:
+        run = prices("refresh", "--provider", "baiducloud", "--region", "bj", "--zone", "cn-bj-d",
+                     "--endpoint", stub.url, "--catalog", str(path), env=environment(**CREDENTIALS["baiducloud"]))
+    assert run.returncode == 1, run.stdout
+    assert "a total for the length asked, not an hourly rate" in run.stderr and "unchanged" in run.stderr
+    assert path.read_text() == before
+
+
+def test_tencent_and_baidu_answers_name_no_currency_so_the_account_s_site_is_recorded(tmp_path):
+    """U5: the currency recorded is the one of the site the account is on (--site), never silently CNY."""
+    path = catalog_copy(tmp_path, "baiducloud")
+    with PriceStandIn("baiducloud") as stub:
+        run = prices("refresh", "--provider", "baiducloud", "--region", "bj", "--zone", "cn-bj-d", "--site", "intl",
+                     "--endpoint", stub.url, "--catalog", str(path), env=environment(**CREDENTIALS["baiducloud"]))
+    assert run.returncode == 0, run.stderr
+    price = rows(path)["bcc.hgn5IB.c116m978.8A100-80g"]["price"]
+    assert price["currency"] == "USD" and "--site intl" in price["caveat"] and "names no currency" in price["caveat"]
 
 
 @pytest.mark.parametrize("provider,sdk", [("alicloud", "alibabacloud_ecs20140526"), ("tencentcloud", "tencentcloud"),

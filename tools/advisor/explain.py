@@ -1,7 +1,7 @@
 """Plain-language reasons: why a configuration fits, why others were rejected, what the ranking means."""
 from __future__ import annotations
 
-from components import catalog
+from components import catalog, clock
 from components.tiers import fit_rules
 from tools.advisor.optimiser import Evaluation, Rejection, Result, ram_range, tier_summary
 
@@ -54,8 +54,10 @@ def reasons(ev: Evaluation, request) -> list[str]:
     as_given = (f"the {request.dataset_gb_int} GB data set" if request.dataset_gb == request.dataset_gb_int
                 else f"the {request.dataset_gb:g} GB data set, counted as the stack's datasetGb"
                      f" {request.dataset_gb_int}")
-    lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x {as_given}{floor});"
-                 f" {row.memory_gib:g} GiB within the tier's {low:.0f}-{high:.0f}")
+    inside = low <= row.memory_gib <= high
+    lines.append(f"RAM: {row.memory_gb:.0f} GB >= {fit.ram_needed_gb} GB (2x {as_given}{floor}, the spec's rule);"
+                 f" {row.memory_gib:g} GiB " + (f"within the tier's {low:.0f}-{high:.0f}" if inside else
+                 f"outside the tier's {low:.0f}-{high:.0f} (the guide's advice, not a rule: its cost counts it)"))
     disk = ev.offer.profile.disks.data_disk(tier.disk_class, fit.data_disk_gb, None)
     level = f" {disk.performance_level}" if disk.performance_level else ""
     fs, fs_gb = shared_storage(ev)
@@ -85,10 +87,14 @@ def reasons(ev: Evaluation, request) -> list[str]:
 def cost_line(ev: Evaluation, request) -> str:
     """What the pick costs to the deadline, what spot would save, and where the price comes from."""
     run, row = ev.run, ev.offer.instance
-    if run.on_demand is None:
-        return f"cost: unknown; {catalog.refresh_command(ev.offer.provider)} fills {row.name}'s price"
     price = row.price
-    where = f"{price.source}, {price.date}"
+    if run.on_demand is None:
+        why = price.why_unknown or f"no dated price for {row.name}"
+        return (f"cost: unknown: {why}; {catalog.refresh_command(ev.offer.provider, ev.offer.region)} fills it"
+                + (f" (today's price: {price.check})" if price.check else ""))
+    old = price.age_days(clock.now().date())
+    when = f"{price.date}" + (f", {old} days old" if old is not None and old > catalog.STALE_AFTER_DAYS else "")
+    where = f"{price.region}, {price.source}, {when}"
     if ev.billing == "spot":
         saved = run.on_demand - run.spot
         return (f"cost: {run.spot:,.0f} {run.currency} on spot, reclaims included; on-demand would be"
@@ -120,15 +126,20 @@ def rejection_groups(rejections: list[Rejection], limit: int = 6) -> list[tuple[
 def ranking_note(result: Result) -> str:
     if not result.ranked:
         return ""
+    after = [ev for ev in result.ranked if ev.cost is None or ev.run.currency != result.currency]
     if result.mode == "cost":
-        return f"ranked by total cost ({result.ranked[0].run.currency}), spot including reclaim overhead"
+        note = (f"ranked by total cost to the deadline ({result.currency}), spot including reclaim overhead,"
+                " at list prices (the price book's date is in each cost line)")
+        if after:
+            unknown = sum(1 for ev in after if ev.cost is None)
+            other = sorted({ev.run.currency for ev in after if ev.cost is not None})
+            why = ", ".join(part for part in (f"{unknown} with no known price" if unknown else "",
+                                              f"{len(after) - unknown} priced in {'/'.join(other)} (not converted)"
+                                              if other else "") if part)
+            note += f"; then {len(after)} more by GPU-hours ({why})"
+        return note
     unknown = sum(1 for ev in result.ranked if ev.cost is None)
-    currencies = sorted({ev.run.currency for ev in result.ranked})
-    why = (f"{unknown} of {len(result.ranked)} fitting configurations have no known price"
-           if unknown else f"prices are in several currencies ({', '.join(currencies)})")
-    priced = sorted({ev.offer.provider for ev in result.ranked if ev.cost is not None})
-    narrow = (f"; --provider {' --provider '.join(priced)} ranks the priced clouds by cost" if priced and unknown
-              else "")
-    return (f"ranked by GPU-hours, not cost: {why} (scripts/prices.py refresh fills catalog prices{narrow});"
-            " the guide's named GPUs come before stand-ins, spot GPU-hours are weighted by the provider's typical"
-            " spot fraction. GPU-hours favour fast GPUs, whose hours usually cost more")
+    return (f"ranked by GPU-hours, not cost: none of the {len(result.ranked)} fitting configurations has a known"
+            f" price ({unknown} unknown; `gpu-training prices refresh --provider P` fills them); the guide's named"
+            " GPUs come before stand-ins, spot GPU-hours are weighted by the provider's typical spot fraction, and"
+            " among equal GPU-hours the slower GPU class comes first")

@@ -1,17 +1,21 @@
 """Evaluate every catalog offer against a request and rank the configurations that fit.
 
-A configuration is an instance type, a node count and a billing model. For each instance type and
+A configuration is an instance type in a region, a node count and a billing model. For each instance type and
 billing the search starts at the fewest nodes that could possibly meet the deadline (perfect
 scaling) and stops at the first node count that does: cost and GPU-hours never fall as nodes are
 added (efficiency only drops, spot reclaims only grow), so that node count is the cheapest for the
-pair. Fit follows the guide (components/data/tiers.yaml `fit`): 8-16 vCPU per GPU and the tier's RAM
-range (or 2-4x the data set where the data needs more) are rules, so a type outside them is rejected
-with the reason, never ranked. The ranking is by total cost to the deadline when every fitting
-configuration has a known price in one currency, else by GPU-hours (spot hours weighted by the
-provider's typical spot fraction), and the result says which; either way the guide's named GPUs come
-before stand-ins among equals (the same cost to the unit; without prices, the same standing, since
-GPU-hours of different GPUs say nothing about their price). tests/tools/test_advisor.py checks the search
-against a brute force over the catalog.
+pair. Fit follows the guide (components/data/tiers.yaml `fit`): 8-16 vCPU per GPU is a rule, and RAM follows
+the validator's rule (components.tiers.ram_shortfalls: at least twice the data set and the tier's floor), so a
+type outside them is rejected with the reason, never ranked; the tier's RAM range is advice that cost weighs.
+Each type is offered in its cheapest region among those the user allows (--region) or, without one, among
+those a price book lists it in; a type priced nowhere is offered unpriced.
+
+Ranking: configurations with a known price in the ranking currency (the one most of them are priced in: no
+currency is converted) come first, by total cost to the deadline; the rest follow by GPU-hours (spot hours
+weighted by the provider's typical spot fraction), and the result says how many and why. Among GPU-hours
+equals (within 1%) the slower GPU class goes first: where the CPUs bound the speed, a faster GPU trains no
+faster and its hours cost more. Either way the guide's named GPUs come before stand-ins among equals (the same
+cost to the unit). tests/tools/test_advisor.py checks the search against a brute force over the catalog.
 """
 from __future__ import annotations
 
@@ -19,11 +23,12 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Optional, Union
 
-from components import cost, providers
-from components.catalog import InstanceType, load_catalog
+from components import cost, price_book, providers
+from components.providers import regions as region_tables
+from components.catalog import InstanceType, Price, load_catalog, regional_price
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES
-from components.tiers import Tier, fit_rules, tiers
+from components.tiers import Tier, fit_rules, ram_shortfalls, tiers
 from tools.advisor import perf as perfmod
 from tools.advisor.request import Request, usable_providers
 
@@ -35,13 +40,14 @@ MIN_BATCH = 8  # below this BatchNorm statistics get noisy: the advisor will not
 class Offer:
     provider: str
     profile: ProviderProfile
-    instance: InstanceType
+    instance: InstanceType  # its price is the one of `region`
     tier: Optional[Tier]
     gpu: Optional[perfmod.GpuPerf]
+    region: Optional[str] = None  # None: priced in no allowed region, none chosen
 
     @property
     def label(self) -> str:
-        return f"{self.provider} {self.instance.name}"
+        return f"{self.provider} {self.instance.name}" + (f" ({self.region})" if self.region else "")
 
     @property
     def stand_in(self) -> bool:
@@ -121,6 +127,7 @@ class Result:
     mode: str  # cost | gpu-hours
     notes: list[str] = field(default_factory=list)
     offers: list[Offer] = field(default_factory=list)  # what was searched (relaxations search it again)
+    currency: Optional[str] = None  # the ranking currency in cost mode
 
     @property
     def feasible(self) -> bool:
@@ -130,7 +137,8 @@ class Result:
 # ---------------------------------------------------------------- offers
 
 def offers(request: Request) -> tuple[list[Offer], list[str]]:
-    """Every catalog row of the requested providers, with its tier and GPU figures; plus skip notes."""
+    """Every catalog row of the requested providers, each in its cheapest allowed region, with its tier and GPU
+    figures; plus skip notes."""
     perf = perfmod.load()
     tier_table = tiers()
     notes = []
@@ -143,11 +151,37 @@ def offers(request: Request) -> tuple[list[Offer], list[str]]:
         if name not in usable:
             continue
         profile = providers.profile(name)
+        book = price_book.load(name)
+        table = region_tables.load(name)
+        allowed = request.regions.get(name)
+        # Without --region: the regions a stack can name (the provider's region table; the spec refuses others).
+        deployable = None if table is None else set(table.regions)
         for row in load_catalog(name).instances:
             tier = next((t for t in tier_table.values()
                          if row.gpu_count in t.gpu_counts and t.accepts(row.gpu)), None)
-            result.append(Offer(name, profile, row, tier, perf.gpus.get(row.gpu)))
+            region, price = _cheapest_region(row, allowed, book, deployable)
+            result.append(Offer(name, profile, replace(row, price=price), tier, perf.gpus.get(row.gpu), region))
     return result, notes
+
+
+def _cheapest_region(row: InstanceType, allowed: Optional[tuple[str, ...]], book: Optional[price_book.Book],
+                     deployable: Optional[set[str]] = None) -> tuple[Optional[str], Price]:
+    """The region (of `allowed`, else of those with a price that a stack may name) where the row is cheapest,
+    and its price there; the first allowed region (or None) with an unknown price when no candidate has one."""
+    listed = set(book.listed_regions(row.name)) if book else set()
+    if row.price.known and row.price.region:
+        listed.add(row.price.region)
+    if deployable is not None:
+        listed &= deployable
+    candidates = list(allowed) if allowed else sorted(listed)
+    priced = [(regional_price(row, region, book), region) for region in candidates]
+    known = [(price, region) for price, region in priced if price.known]
+    if known:
+        price, region = min(known, key=lambda item: (item[0].on_demand_per_hour, item[1]))
+        return region, price
+    if allowed:
+        return allowed[0], priced[0][0]
+    return None, row.price
 
 
 def tier_summary() -> str:
@@ -176,18 +210,9 @@ def check_static(offer: Offer, request: Request) -> Union[Fit, Rejection]:
                          f" {low_vcpu}-{high_vcpu}")
     dataset = request.dataset_gb_int
     ram_needed = max(tier.memory_floor_gb, 2 * dataset)
-    if row.memory_gb < 2 * dataset:
-        return Rejection(offer, "ram", f"{row.memory_gb:.0f} GB RAM < {2 * dataset} GB")
-    if row.memory_gb < tier.memory_floor_gb:
-        return Rejection(offer, "ram", f"{row.memory_gb:.0f} GB RAM is below the {tier.name} tier's"
-                         f" {tier.memory_floor_gb} GB floor")
-    low, high = ram_range(tier, dataset)
-    if not low <= row.memory_gib <= high:
-        return Rejection(offer, "ram", f"{row.memory_gib:g} GiB RAM is outside the {tier.name} tier's"
-                         f" {tier.memory_gb[0]}-{tier.memory_gb[1]} GB"
-                         + (f" (up to {rules.data_ram_max:g}x the {dataset} GB data set)" if high > tier.memory_gb[1]
-                            * (1 + rules.memory_range_slack) else "")
-                         + f", {rules.memory_range_slack:.0%} allowed either way for the cloud's rounding")
+    short = ram_shortfalls(tier, row.memory_gb, dataset)  # the validator's rule, nothing stricter
+    if short:
+        return Rejection(offer, "ram", f"{row.name}: {'; '.join(message for _, message in short)}")
     usable = perfmod.usable_gb(perf, row.gpu_memory_gb)
     model = request.model
     if request.batch is not None:
@@ -262,11 +287,17 @@ def within_budget(ev: Evaluation, request: Request) -> bool:
     return request.budget is None or (ev.cost is not None and ev.cost <= request.budget)
 
 
+def rank_currency(evaluations: list[Evaluation]) -> Optional[str]:
+    """The currency most priced configurations are in (ties: alphabetical); None when none is priced."""
+    counts: dict[str, int] = {}
+    for ev in evaluations:
+        if ev.cost is not None:
+            counts[ev.run.currency] = counts.get(ev.run.currency, 0) + 1
+    return min(counts, key=lambda c: (-counts[c], c)) if counts else None
+
+
 def rank_mode(evaluations: list[Evaluation]) -> str:
-    currencies = {ev.run.currency for ev in evaluations}
-    if all(ev.cost is not None for ev in evaluations) and len(currencies) <= 1:
-        return "cost"
-    return "gpu-hours"
+    return "cost" if rank_currency(evaluations) is not None else "gpu-hours"
 
 
 def unconfirmed(row: InstanceType) -> int:
@@ -274,16 +305,21 @@ def unconfirmed(row: InstanceType) -> int:
     return (row.nvlink is None) + (row.nvswitch is None) + (row.rdma == "unknown")
 
 
-def rank_key(ev: Evaluation, mode: str) -> tuple:
+def rank_key(ev: Evaluation, mode: str, currency: Optional[str] = None) -> tuple:
     # Ties go to the shorter run, fewer nodes, then the instance whose docs confirm more.
     tail = (ev.hours, ev.nodes, unconfirmed(ev.offer.instance), ev.offer.provider, ev.offer.instance.name,
-            ev.billing)
-    if mode == "cost":
+            ev.offer.region or "", ev.billing)
+    priced = mode == "cost" and ev.cost is not None and ev.run.currency == currency
+    if priced:
         # The same cost to the currency unit is a tie: the guide's named GPU goes first.
-        return (round(ev.cost), ev.offer.stand_in, ev.cost, ev.gpu_hours) + tail
-    # No prices: GPU-hours of an L20 and a T4 say nothing about which costs less, so every configuration
-    # that fits is an equal and the guide's named GPUs come first; GPU-hours order each group.
-    return (ev.offer.stand_in, ev.weighted_gpu_hours) + tail
+        return (0, round(ev.cost), ev.offer.stand_in, ev.cost, ev.gpu_hours) + tail
+    # No comparable price: GPU-hours of an L20 and a T4 say nothing about which costs less, so every
+    # configuration that fits is an equal and the guide's named GPUs come first; GPU-hours order each group,
+    # and among equal GPU-hours (1%) the slower GPU class (where the CPUs set the pace, it trains as fast).
+    hours = ev.weighted_gpu_hours
+    bucket = round(math.log(hours) / math.log(1.01)) if hours and hours > 0 else 0
+    speed = ev.offer.gpu.images_per_second if ev.offer.gpu and ev.offer.gpu.images_per_second else 0.0
+    return (1, ev.offer.stand_in, bucket, speed, hours) + tail
 
 
 def _lower_bound_nodes(fit: Fit, offer: Offer, request: Request) -> Optional[int]:
@@ -343,11 +379,11 @@ def search(request: Request, offer_list: Optional[list[Offer]] = None) -> Result
         for billing in request.billings:
             outcome = best_for(offer, fit, billing, request)
             (rejections if isinstance(outcome, Rejection) else feasible).append(outcome)
-    mode = rank_mode(feasible)
-    feasible.sort(key=lambda ev: rank_key(ev, mode))
+    mode, currency = rank_mode(feasible), rank_currency(feasible)
+    feasible.sort(key=lambda ev: rank_key(ev, mode, currency))
     if mode == "cost":
         notes.extend(_caveated_prices(feasible))
-    return Result(request, feasible, rejections, mode, notes, list(offer_list))
+    return Result(request, feasible, rejections, mode, notes, list(offer_list), currency)
 
 
 def _caveated_prices(ranked: list[Evaluation]) -> list[str]:
@@ -411,7 +447,7 @@ def relaxations(result: Result) -> list[str]:
                          f" {cheapest.billing}): a budget of {math.ceil(cheapest.cost):,} or more admits it")
         elif relaxed.ranked:
             hints.append("budget: configurations meet the deadline but none has a known price to check a budget"
-                         " against: drop --budget, or fill prices with scripts/prices.py refresh")
+                         " against: drop --budget, or fill prices with `gpu-training prices refresh --provider P`")
     if "vram" in counts and not result.ranked:
         perf = perfmod.load()
         largest = max((o.instance.gpu_memory_gb for o in result.offers if o.tier is not None), default=0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Optional
 
 from components import datafiles
@@ -90,8 +90,9 @@ def load() -> PerfModel:
     }
     models = {name: _model(name, row) for name, row in raw["models"].items()}
     reference = models[raw["reference"]["model"]]
+    derived = raw.get("derivedModels") or {}
     cpu = raw["cpu"]
-    return PerfModel(
+    perf = PerfModel(
         sources=raw["sources"], reference_resolution=int(raw["reference"]["resolution"]), gpus=gpus,
         models=models, pcie_gbps={int(k): float(v) for k, v in raw["pcieGBps"].items()},
         reference_gflops=float(raw["models"][reference.name]["gflops"]),
@@ -112,6 +113,11 @@ def load() -> PerfModel:
         spot_max_lost_fraction=float(raw["spot"]["maxLostFraction"]),
         dataset_kb_per_image=float(raw["datasetKbPerImage"]),
     )
+    # Models known by architecture only: a custom model under their own name (models is the dict perf holds).
+    for name, row in derived.items():
+        model = custom_model(perf, float(row["gflops"]), float(row["paramsM"]), int(row["resolution"]))
+        models[name] = replace(model, name=name, basis=f"estimate: ResNet-50 scaled by GFLOPs ({row['source']})")
+    return perf
 
 
 def custom_model(perf: PerfModel, gflops: float, params_m: float, resolution: int) -> ModelPerf:

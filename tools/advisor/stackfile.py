@@ -32,11 +32,11 @@ class StackWriteError(Exception):
 
 
 def region_for(ev: Evaluation, regions: dict) -> Optional[str]:
-    """The first region the user allowed for the provider, else the region of the catalog price."""
+    """The region the pick was priced in (the cheapest the user allowed), else the first allowed one."""
+    if ev.offer.region:
+        return ev.offer.region
     allowed = regions.get(ev.offer.provider)
-    if allowed:
-        return allowed[0]
-    return ev.offer.instance.price.region
+    return allowed[0] if allowed else None
 
 
 def max_hours(ev: Evaluation) -> int:
@@ -44,7 +44,17 @@ def max_hours(ev: Evaluation) -> int:
     return int(min(MAX_HOURS, max(1, math.ceil((ev.hours or 1) * 1.5))))
 
 
-def stack_config(ev: Evaluation, request, *, region: str, bucket: str, overrides: Iterable[str] = ()) -> dict:
+def runs_the_example(config: dict) -> Optional[str]:
+    """Why the stack would train the example, not the user's model (no train.command of its own), or None."""
+    train = config.get(f"{NS}:train") or {}
+    if train.get("command") and train["command"] != schema.DEFAULT_TRAIN_COMMAND:
+        return None
+    return (f"train.command is the example trainer ({schema.DEFAULT_TRAIN_COMMAND!r}): `pulumi up` would pay for"
+            f" these GPUs to run the demo. Set {NS}:train.command to your job first (--train-command, or edit the file)")
+
+
+def stack_config(ev: Evaluation, request, *, region: str, bucket: str, overrides: Iterable[str] = (),
+                 train_command: Optional[str] = None) -> dict:
     row, profile = ev.offer.instance, ev.offer.profile
     assert ev.offer.tier is not None
     config = {
@@ -61,6 +71,8 @@ def stack_config(ev: Evaluation, request, *, region: str, bucket: str, overrides
         f"{NS}:maxHours": max_hours(ev),
         f"{NS}:checkpoint": {"bucket": bucket, "prefix": "gpu-training"},
     }
+    if train_command:
+        config[f"{NS}:train"] = {"command": train_command}
     return apply_overrides(config, overrides)
 
 
@@ -100,9 +112,13 @@ def render(name: str, ev: Evaluation, request, config: dict, ranking: str) -> st
         "Why it fits:",
         *[f"  - {line}" for line in reasons(ev, request)],
         "Estimates come from components/data/perf.yaml (sources listed there); docs/advisor.md explains them.",
-        "Before `pulumi up`: set checkpoint.bucket to a bucket you own, and train.command to your job"
-        f" (per-GPU batch {ev.fit.batch}).",
+        "Before `pulumi up`: set checkpoint.bucket to a bucket you own"
+        + ("." if not runs_the_example(config) else ", and train.command to your job"
+           f" (per-GPU batch {ev.fit.batch})."),
     ]
+    demo = runs_the_example(config)
+    if demo:
+        header.insert(0, f"!!! WARNING: {demo} !!!")
     lines = []
     for text in header:
         lines.extend(_wrap(text))

@@ -157,7 +157,9 @@ def cloud_pass_through(name: str, summary: str):
         from components import providers
 
         wanted = _provider_argument(list(args))
-        if "refresh" in args and wanted in providers.with_module("credentials"):
+        # A cloud with a public price feed is refreshed without an account: the script picks the path.
+        public = name == "prices" and wanted in providers.with_module("public_prices") and "--signed" not in args
+        if "refresh" in args and wanted in providers.with_module("credentials") and not public:
             from tools.runlib.credentials import MissingCredentials, from_env
             try:
                 from_env(wanted)
@@ -178,7 +180,7 @@ def _provider_argument(args: list[str]):
     return None
 
 
-cloud_pass_through("prices", "Show or refresh the catalog's dated prices (refresh uses the cloud's credentials).")
+cloud_pass_through("prices", "The GPU catalog with dated prices (show), or refresh them: public feed, no account.")
 cloud_pass_through("regions", "Show or refresh the declared regions and zones of each cloud.")
 
 

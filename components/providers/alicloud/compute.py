@@ -33,16 +33,16 @@ def _missing_image(spec: Spec) -> str:
 
 
 def on_demand_price(spec: Spec, instance_type: str) -> pulumi.Output:
-    """The price cap for one pool type: the user's cap, else the on-demand price (catalog or the cloud's)."""
+    """The price cap for one pool type: the user's cap, else the on-demand price (the account's as the signed
+    price API read it, or the cloud's at deploy time; never a list price from the price book, which may be old)."""
     row = next(t for t in spec.pool_types if t.name == instance_type)
+    account = row.price.account_price
     if spec.spot_max_price is not None:
-        cap = spec.spot_max_price
-        if row.price.known:
-            cap = min(cap, row.price.on_demand_per_hour)
+        cap = spec.spot_max_price if account is None else min(spec.spot_max_price, account)
         return pulumi.Output.from_input(f"{cap:g}")
-    if row.price.known:
-        return pulumi.Output.from_input(f"{row.price.on_demand_per_hour:g}")
-    # Unknown in the catalog: ask the cloud for the pay-as-you-go price at deploy time.
+    if account is not None:
+        return pulumi.Output.from_input(f"{account:g}")
+    # Not read for the account: ask the cloud for the pay-as-you-go price at deploy time.
     types = alicloud.ecs.get_instance_types_output(instance_type=instance_type, instance_charge_type="PostPaid",
                                                    sorted_by="Price")
     return types.instance_types.apply(lambda found: _price_or_fail(found, instance_type))

@@ -88,7 +88,7 @@ class Nodes(NodesComponent):
         """Bid instances with a custom price: the cap, never above the pay-as-you-go price (profile.spot_cap;
         validation refuses a spot stack whose cap is unknown). No pool: see the module docstring."""
         spec = launch.spec
-        known = spec.instance.price.on_demand_per_hour if spec.instance.price.known else None
+        known = spec.instance.price.account_price
         self._instances(launch, {"paymentTiming": "bid", "bidModel": "custom", "bidPrice": spot_cap(spec),
                                  "onDemandPrice": known})
 

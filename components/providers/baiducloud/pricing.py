@@ -23,8 +23,15 @@ DISPLAY = "Baidu AI Cloud"
 CREDENTIALS = (bceapi.ACCESS_KEY_ENV, bceapi.SECRET_KEY_ENV)
 TOKEN = bceapi.TOKEN_ENV
 NEEDS = ("zone",)  # both price calls require zoneName
-CURRENCY = "CNY"  # the answers carry no currency; the China site bills in CNY
-UNIT_CAVEAT = "hourly unit assumed: the API reference does not state the unit of a Postpaid or bid price"
+# The answers carry no currency: the account's site decides it (--site), recorded with the figure, never converted.
+CURRENCY = {"china": "CNY", "intl": "USD"}
+# getPriceBySpec requires purchaseLength, documented in months ("时长,[1,...,36],单位:月",
+# https://cloud.baidu.com/doc/BCC/s/uk5dt23r8), and states no unit for a Postpaid answer. Each Postpaid spec is
+# therefore asked for 1 and for 2 months: a rate (per hour or minute) does not change with the length, a
+# total for the months asked doubles. A changed answer is refused, never recorded as hourly.
+LENGTHS = (1, 2)
+UNIT_CAVEAT = ("hourly unit assumed: the Postpaid answer did not change with purchaseLength (1 and 2 months), so it"
+               " is a rate, but the API reference does not state per hour or per minute")
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
@@ -72,20 +79,28 @@ def _spec_price(answer: dict, name: str) -> float:
 
 
 def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Optional[str],
-          endpoint: Optional[str], spot: bool, env: Mapping[str, str], **_) -> dict[str, Union[dict, str]]:
+          endpoint: Optional[str], spot: bool, env: Mapping[str, str], site: str = "china",
+          **_) -> dict[str, Union[dict, str]]:
     """{type: {"onDemandPerHour", "currency", "spotPerHour"?, "caveat"} or the reason it has no price}."""
     from baidubce.http import http_methods
     from baidubce.services.bcc.bcc_client import generate_client_token
 
     client, result = _client(region, endpoint, env), {}
+    caveat = f"{UNIT_CAVEAT}; the answer names no currency: {CURRENCY[site]} is the {site} site's (--site {site})"
     for name in types:
         try:
-            answer = bceapi.body(client.get_price_by_spec(spec=name, payment_timing="Postpaid", zone_name=zone,
-                                                          purchase_num=1, purchase_length=1))
-            quote = {"onDemandPerHour": _spec_price(answer, name), "currency": CURRENCY, "caveat": UNIT_CAVEAT}
+            asked = [_spec_price(bceapi.body(client.get_price_by_spec(spec=name, payment_timing="Postpaid",
+                                                                      zone_name=zone, purchase_num=1,
+                                                                      purchase_length=months)), name)
+                     for months in LENGTHS]
         except Exception as error:  # BceHttpClientError / BceServerError, transport errors, an unexpected answer
             result[name] = f"getPriceBySpec failed: {_why('getPriceBySpec', error)}"
             continue
+        if abs(asked[1] - asked[0]) > 1e-9 * max(asked):
+            result[name] = (f"getPriceBySpec answered {asked[0]:g} for purchaseLength 1 and {asked[1]:g} for 2 (months):"
+                            " a total for the length asked, not an hourly rate; not recorded")
+            continue
+        quote = {"onDemandPerHour": asked[0], "currency": CURRENCY[site], "caveat": caveat}
         if spot:
             try:
                 body = json.dumps({"spec": name, "zoneName": zone, "purchaseCount": 1})

@@ -12,7 +12,9 @@ DISPLAY = "Tencent Cloud"
 CREDENTIALS = ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
 TOKEN = "TENCENTCLOUD_SESSION_TOKEN"  # optional: temporary credentials
 NEEDS = ("zone", "image")  # InquiryPriceRunInstances requires Placement.Zone and ImageId
-CURRENCY = "CNY"  # the China site bills in CNY; the API answer carries no currency
+# The answer carries no currency: the account's site decides it (China site CNY, international site USD), as
+# --site says; it is recorded with the figure, never converted.
+CURRENCY = {"china": "CNY", "intl": "USD"}
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
@@ -50,14 +52,16 @@ def _unit_price(answer: Mapping) -> float:
 
 
 def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Optional[str],
-          endpoint: Optional[str], spot: bool, env: Mapping[str, str], **_) -> dict[str, Union[dict, str]]:
-    """{type: {"onDemandPerHour", "currency", "spotPerHour"?} or the reason it has no price}."""
+          endpoint: Optional[str], spot: bool, env: Mapping[str, str], site: str = "china",
+          **_) -> dict[str, Union[dict, str]]:
+    """{type: {"onDemandPerHour", "currency", "caveat", "spotPerHour"?} or the reason it has no price}."""
     client, result = _client(region, endpoint, env), {}
+    caveat = f"the answer names no currency: {CURRENCY[site]} is the {site} site's (--site {site})"
     for name in types:
         launch = {"Placement": {"Zone": zone}, "ImageId": image, "InstanceType": name}
         try:
             answer = client.call_json("InquiryPriceRunInstances", {**launch, "InstanceChargeType": "POSTPAID_BY_HOUR"})
-            quote = {"onDemandPerHour": _unit_price(answer["Response"]), "currency": CURRENCY}
+            quote = {"onDemandPerHour": _unit_price(answer["Response"]), "currency": CURRENCY[site], "caveat": caveat}
         except Exception as error:  # TencentCloudSDKException, transport errors, an unexpected answer
             result[name] = f"InquiryPriceRunInstances failed: {getattr(error, 'code', '') or ''} {getattr(error, 'message', '') or error}".strip()
             continue

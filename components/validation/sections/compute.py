@@ -6,7 +6,7 @@ from typing import Optional
 from components.catalog import Catalog, InstanceType
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES
-from components.tiers import Gpu, Tier
+from components.tiers import Gpu, Tier, ram_shortfalls
 from components.validation.read import _Problems, _suggest
 
 _MAX_POOL_TYPES = 4
@@ -138,13 +138,13 @@ def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes
                else "more is more than the data loaders need, paid for by the hour")
         problems.warning("instanceType", f"{instance.name} has {per_gpu:g} vCPU per GPU; the guide advises 8-16"
                          f" ({why})")
-    dataset = spec_values.get("datasetGb")
-    if dataset is not None and instance.memory_gb < 2 * dataset:
-        problems.error("datasetGb", f"{dataset:g} GB of data needs at least {2 * dataset:g} GB RAM (2x the data);"
-                       f" {instance.name} has {instance.memory_gb:.0f} GB: pick a larger instanceType or lower datasetGb")
-    if instance.memory_gb < tier.memory_floor_gb:
-        problems.error("instanceType", f"{instance.name} has {instance.memory_gb:.0f} GB RAM; the {tier.name}"
-                       f" tier needs at least {tier.memory_floor_gb} GB")
+    # The RAM rule the advisor applies too (tiers.ram_shortfalls).
+    for key, message in ram_shortfalls(tier, instance.memory_gb, spec_values.get("datasetGb")):
+        if key == "datasetGb":
+            problems.error(key, f"{message}; {instance.name} has {instance.memory_gb:.0f} GB: pick a larger"
+                           " instanceType or lower datasetGb")
+        else:
+            problems.error(key, f"{instance.name} has {message}")
     if not tier.vcpus[0] <= instance.vcpus <= tier.vcpus[1]:
         problems.info("instanceType", f"{instance.name} has {instance.vcpus} vCPU; the {tier.name} tier's range"
                       f" is {tier.vcpus[0]}-{tier.vcpus[1]}")
@@ -192,10 +192,18 @@ def _check_spot_price(values: dict, instance: Optional[InstanceType], billing: O
     if spot_cap is not None:
         if spot_cap <= 0:
             problems.error("spotMaxPricePerHour", f"{spot_cap:g} must be greater than 0")
-        elif instance is not None and instance.price.known and spot_cap > instance.price.on_demand_per_hour:
+        elif instance is not None and instance.price.account_price is not None \
+                and spot_cap > instance.price.account_price:
             problems.error("spotMaxPricePerHour", f"{spot_cap:g} is more than the on-demand price of"
-                           f" {instance.name} ({instance.price.on_demand_per_hour:g} {instance.price.currency}/h);"
+                           f" {instance.name} ({instance.price.account_price:g} {instance.price.currency}/h);"
                            " spot is never worth more")
+        elif instance is not None and instance.price.known and not instance.price.from_api \
+                and spot_cap > instance.price.on_demand_per_hour:
+            # A list price may be old or of the other site (another currency): a warning, not a refusal.
+            price = instance.price
+            problems.warning("spotMaxPricePerHour", f"{spot_cap:g} is more than the list price of {instance.name}"
+                             f" ({price.on_demand_per_hour:g} {price.currency}/h, {price.source}, {price.date});"
+                             " spot is never worth more than on-demand: check the cap's currency and today's price")
         if billing != "spot":
             problems.warning("spotMaxPricePerHour", "ignored: billing is on-demand")
     if values.get("spotFallback") and billing != "spot":
