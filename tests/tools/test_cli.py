@@ -82,7 +82,7 @@ def test_an_unknown_stack_is_exit_2_naming_the_stacks(args):
     (("status", "bd-large-a100"), ("BAIDUCLOUD_ACCESS_KEY", "BAIDUCLOUD_SECRET_KEY")),
     (("report", "entry-t4"), ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY")),
     (("up", "entry-t4"), ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY")),
-    (("prices", "refresh", "--provider", "alicloud", "--region", "cn-hangzhou"), ("ALICLOUD_ACCESS_KEY",
+    (("prices", "refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--signed"), ("ALICLOUD_ACCESS_KEY",
                                                                                  "ALICLOUD_SECRET_KEY")),
     (("regions", "refresh", "--provider", "tencentcloud"), ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")),
 ])
