@@ -10,7 +10,8 @@ module; a resource type the plan holds that neither list names is reported, neve
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 
 from components import clock, generated_key
 from components.providers.base import Lingering
@@ -21,10 +22,10 @@ STATE_ONLY = {clock.TIME_STATIC: "pulumiverse-time: a time kept in the Pulumi st
               generated_key.TYPE: "a public key made by `pulumi up` itself (components/generated_key.py), no cloud resource"}
 
 
-def checkpoint_data(spec) -> Lingering:
-    """What the nodes write to object storage: it outlives the stack on purpose."""
+def checkpoint_data(spec, what: str = "checkpoints, markers and reports the nodes wrote") -> Lingering:
+    """What the training writes to object storage: it outlives the stack on purpose."""
     where = f"{spec.checkpoint.bucket}/{spec.checkpoint.stack_prefix(spec.stack)}/"
-    return Lingering("checkpoints, markers and reports the nodes wrote", None, where,
+    return Lingering(what, None, where,
                      "object storage: stored GiB per month plus requests", None,
                      "you delete them (kept on destroy, so training can resume and reports stay)")
 
@@ -38,10 +39,12 @@ def as_output(spec) -> list[dict]:
     return [item.as_dict() for item in keeps_billing(spec)]
 
 
-def unclassified(spec, resources: Sequence[Any]) -> list[str]:
-    """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone."""
-    known = ({item.type for item in keeps_billing(spec)} | set(spec.profile.billing.bills_nothing_alone)
-             | set(STATE_ONLY))
+def unclassified(spec, resources: Sequence[Any], lingering: Sequence[Lingering] = (),
+                 classified: Mapping[str, str] = MappingProxyType({})) -> list[str]:
+    """Resource types in the plan that the provider neither lists as billing nor as billing nothing alone;
+    `lingering` and `classified` (type -> why) are what the stack's target adds (components/targets)."""
+    known = ({item.type for item in (*keeps_billing(spec), *lingering)} | set(spec.profile.billing.bills_nothing_alone)
+             | set(STATE_ONLY) | set(classified))
     return sorted({r.type for r in resources if not r.type.startswith((COMPONENT_PREFIX, *INSIDE_THE_CLUSTER))} - known)
 
 

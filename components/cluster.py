@@ -46,7 +46,7 @@ def standard_tags(spec: Spec, expiry: pulumi.Input[str]) -> dict[str, pulumi.Inp
 
 
 class TrainingCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None, *, target):
         super().__init__("gpu-training:index:TrainingCluster", name, None, opts)
         package = providers.parts(spec.provider)
         self.expires_at = expires_at(spec, record_creation_time(spec, name, self)).apply(_warn_if_expired)
@@ -60,7 +60,7 @@ class TrainingCluster(pulumi.ComponentResource):
                 build_node_config(spec, shared_fs_address=values[0], role=values[1])).encoded)
         compute = package.compute.create(spec, ctx, network, identity, storage, user_data, self.expires_at)
 
-        self.outputs = node_outputs(spec, instance_ids=compute.instance_ids, private_ips=compute.private_ips,
+        self.outputs = node_outputs(spec, target, instance_ids=compute.instance_ids, private_ips=compute.private_ips,
                                     pool_id=compute.pool_id, shared_fs_address=storage.shared_fs_address,
                                     expires_at=self.expires_at, ssh_command=self._ssh_command(spec, compute.public_ips))
         self.register_outputs(self.outputs)

@@ -1,4 +1,4 @@
-"""The Pulumi program: read the stack config, validate it into a Spec, build one TrainingCluster, export.
+"""The Pulumi program: read the stack config, validate it into a Spec, build its target's component, export.
 
 Invalid config stops the program before any resource is declared: every problem is printed and
 the process exits with status 2 (never a traceback).
@@ -11,9 +11,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from components.cluster import TrainingCluster
-from components.kubernetes.cluster import KubernetesTraining
-from components.platforms.training import PlatformTraining
+from components import targets
 from components.spec import Spec
 from components.validation import SpecError, build_spec
 
@@ -36,12 +34,10 @@ def validated_spec() -> Spec:
     return spec
 
 
-def main() -> TrainingCluster | KubernetesTraining | PlatformTraining:
+def main() -> pulumi.ComponentResource:
     spec = validated_spec()
-    # A stack with a `kubernetes:` section runs on a managed cluster (docs/kubernetes.md), else on VMs.
-    # `platform:` submits a job to a managed training platform (docs/platforms.md).
-    kind = PlatformTraining if spec.platform else KubernetesTraining if spec.kubernetes else TrainingCluster
-    cluster = kind(spec.stack, spec)
+    # Where the training runs (VM nodes, a Kubernetes cluster, a platform job): components/targets.
+    cluster = targets.of(spec).component(spec.stack, spec)
     for name, value in cluster.outputs.items():
         pulumi.export(name, value)
     return cluster

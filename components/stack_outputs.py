@@ -1,5 +1,6 @@
 """The stack outputs every node stack exports, on VMs (components/cluster.py) and on Kubernetes
-(components/kubernetes/cluster.py): one builder, so the two paths cannot drift apart.
+(components/kubernetes/cluster.py): one builder, so the two paths cannot drift apart; its first keys are the
+ones every target writes (components/targets/base.py common_outputs, `target` first).
 
 scripts/run.py and tools/runlib read these keys from either kind of stack (`pulumi stack output`): the
 nodes and their addresses, the pool, the expiry, the cost, what keeps billing. Each path passes what only
@@ -13,32 +14,22 @@ from typing import Any, Optional
 
 import pulumi
 
-from components import billing, cost
+from components.targets.base import COMMON_KEYS, common_outputs
 
 # Every key node_outputs() writes, in the order it writes them (tests compare both paths' exports to it).
-NODE_KEYS = ("stack", "provider", "region", "instanceType", "nodeCount", "billing", "instanceIds", "privateIps",
-             "poolId", "sharedFsAddress", "expiresAt", "costPerHour", "checkpoint", "sshCommand", "keepsBilling")
+NODE_KEYS = (*COMMON_KEYS, "instanceIds", "privateIps", "poolId", "sharedFsAddress", "sshCommand")
 
 
-def node_outputs(spec, *, instance_ids: list, private_ips: list, pool_id: Optional[pulumi.Input[str]],
+def node_outputs(spec, target, *, instance_ids: list, private_ips: list, pool_id: Optional[pulumi.Input[str]],
                  shared_fs_address: Optional[pulumi.Input[str]], expires_at: pulumi.Input[str],
                  ssh_command: Optional[pulumi.Input[str]]) -> dict[str, Any]:
-    """The outputs both paths export: the spec's facts plus what the path's parts made."""
+    """The outputs both paths export: every target's (`keepsBilling`: what bills after the nodes release
+    themselves, which run.py shows) plus what the path's parts made."""
     return {
-        "stack": spec.stack,
-        "provider": spec.provider,
-        "region": spec.region,
-        "instanceType": spec.instance.name,
-        "nodeCount": spec.nodes,
-        "billing": spec.billing,
+        **common_outputs(target, spec, expires_at=expires_at, keeps_billing=target.keeps_billing(spec)),
         "instanceIds": instance_ids,
         "privateIps": private_ips,
         "poolId": pool_id,
         "sharedFsAddress": shared_fs_address,
-        "expiresAt": expires_at,
-        "costPerHour": cost.spec_cost(spec).as_dict(),  # the preview's "cost", same keys
-        "checkpoint": spec.checkpoint.output(),
         "sshCommand": ssh_command,
-        # What bills after the nodes release themselves (maxHours ends nodes only): run.py shows it.
-        "keepsBilling": billing.as_output(spec),
     }

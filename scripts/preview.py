@@ -12,7 +12,7 @@ import gc
 import json
 import sys
 
-from components import billing, cost, dataset, egress, safety
+from components import billing, cost, dataset, egress, safety, targets
 from components.bootstrap import decode, user_data_limit
 from components.providers import facts
 from components.spec import Spec, SpecError
@@ -61,18 +61,22 @@ def findings_of(spec: Spec) -> list[dict]:
 
 def document(spec: Spec, plan: Plan) -> dict:
     user_data = node_user_data(plan, spec)
+    target = targets.of(spec)
     return {
         "stack": spec.stack,
         "provider": spec.provider,
+        "target": target.kind,
         "resources": [r.as_dict() for r in plan.resources],
         "outputs": plan.outputs,
         "cost": cost_section(spec),
         "userData": {"encodedSize": user_data[1] if user_data else None, "limit": user_data_limit(spec.provider),
                      "headroom": user_data_limit(spec.provider) - user_data[1] if user_data else None},
-        "egress": egress.describe(spec, plan.resources),
-        "keepsBilling": billing.as_output(spec),
+        # Only nodes reach endpoints themselves: a platform's job has the platform's network (components/targets).
+        "egress": egress.describe(spec, plan.resources) if target.node_endpoints else None,
+        "keepsBilling": [item.as_dict() for item in target.keeps_billing(spec)],
         "data": dataset.describe(spec),
-        "unclassifiedResourceTypes": billing.unclassified(spec, plan.resources),
+        "unclassifiedResourceTypes": unclassified(spec, plan),
+        "targetLines": target.preview_lines(spec, plan.outputs),
         "findings": findings_of(spec),
     }
 
@@ -143,12 +147,14 @@ def render_human(spec: Spec, plan: Plan) -> None:
     console.print(tree)
 
     render_cost(console, spec)
-    console.print(f"image: {spec.image or spec.profile.node.default_image_note}")
-    console.print(f"expires at {plan.outputs.get('expiresAt')} (cloud-side release after {spec.max_hours:g} h)")
-    render_egress(console, egress.describe(spec, plan.resources))
+    target = targets.of(spec)
+    for line in target.preview_lines(spec, plan.outputs):  # what runs, its image, when it ends and who ends it
+        console.print(line, highlight=False)
+    if target.node_endpoints:
+        render_egress(console, egress.describe(spec, plan.resources))
     render_keeps_billing(console, spec, plan)
     data = dataset.describe(spec)
-    if data["stage"]:
+    if data["stage"] and target.data_disks:
         size = "size unknown" if data["sizeGb"] is None else f"{data['sizeGb']:.2f} GB"
         shards = f", {data['shards']} shards, {data['samples']:,} images" if data["shards"] else ""
         least = data["stagingMinutesAtLeast"]
@@ -196,8 +202,8 @@ def render_cost(console, spec: Spec) -> None:
     documented = section.get("spotRangePerHour")  # the cloud's documented range: no spot figure was read
     spot_kind = ("spot (documented range)" if documented else
                  {"cloud": "spot (cloud price)", "estimate": "spot (estimate)"}.get(section["spotSource"], "spot"))
-    table = Table(title=f"cost ({spec.nodes} node(s), {spec.billing}; the nodes release themselves after"
-                        f" maxHours {spec.max_hours:g} h)")
+    ending = targets.of(spec).ending
+    table = Table(title=f"cost ({spec.nodes} node(s), {spec.billing}; {ending} ({spec.max_hours:g} h))")
     for column in ("", "on-demand", spot_kind, "this stack pays"):
         table.add_column(column)
 
@@ -224,14 +230,17 @@ def render_cost(console, spec: Spec) -> None:
                   spot(section["effectivePerMaxHours"], spec.max_hours) if pays_spot
                   else money(section["effectivePerMaxHours"]))
     disks = section["dataDisks"]
+    has_disks = targets.of(spec).data_disks  # a platform's flavor brings its own disk: no row of ours
     disk_hour, disk_run = money(disks["perHour"], "/h"), money(disks["perMaxHours"])
-    table.add_row(f"data disks ({spec.nodes} x {disks['sizeGb']} GiB {disks['kind']}), per hour",
-                  disk_hour, disk_hour, disk_hour)
-    table.add_row("data disks, whole maxHours", disk_run, disk_run, disk_run)
+    if has_disks:
+        table.add_row(f"data disks ({spec.nodes} x {disks['sizeGb']} GiB {disks['kind']}), per hour",
+                      disk_hour, disk_hour, disk_hour)
+        table.add_row("data disks, whole maxHours", disk_run, disk_run, disk_run)
     console.print(table)
     console.print(f"[dim]instances: {section['basis']}[/]", highlight=False)
-    console.print(f"[dim]data disks: {disks['basis']}[/]", highlight=False)
-    console.print("[dim]what keeps billing after the nodes are gone is listed below[/]")
+    if has_disks:
+        console.print(f"[dim]data disks: {disks['basis']}[/]", highlight=False)
+    console.print("[dim]what keeps billing after that is listed below[/]")
 
 
 HEADROOM_GOAL = 4096  # bytes of encoded user-data a stack keeps free for train.env and commands
@@ -261,14 +270,23 @@ def render_keeps_billing(console, spec: Spec, plan: Plan) -> None:
     """What bills once the nodes have released themselves: maxHours ends the nodes, not these."""
     from rich.table import Table
 
-    table = Table(title="keeps billing after the nodes release themselves (maxHours ends the nodes only)")
+    target = targets.of(spec)
+    table = Table(title="keeps billing after the nodes release themselves (maxHours ends the nodes only)"
+                  if target.kind != "platform" else "keeps billing after the job ends (maxHours ends the job only)")
     for column in ("what", "size", "billed by", "rate", "until"):
         table.add_column(column, overflow="fold")
-    for item in billing.as_output(spec):
-        table.add_row(item["what"], item["size"], item["basis"], item["rate"] or "unknown", item["until"])
+    for item in target.keeps_billing(spec):
+        table.add_row(item.what, item.size, item.basis, item.rate or "unknown", item.until)
     console.print(table)
-    for type_token in billing.unclassified(spec, plan.resources):
+    for type_token in unclassified(spec, plan):
         console.print(f"[red]unclassified[/] {type_token}: the provider does not say whether it bills; treat it as billing")
+
+
+def unclassified(spec: Spec, plan: Plan) -> list[str]:
+    """The plan's resource types nobody says whether they bill (the provider's table and the target's)."""
+    target = targets.of(spec)
+    return billing.unclassified(spec, plan.resources, target.keeps_billing(spec),
+                                getattr(target, "classified_types", lambda spec: {})(spec))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     if args.user_data:
         user_data = node_user_data(plan, spec)
+        target = targets.of(spec)
+        if user_data is None and target.kind != "vm":
+            print(f"error: --user-data: stack {args.stack} runs on {target.description}, which boots no VM of its own, so it"
+                  " has no node user-data (the VM stacks have it; the plan and its settings: preview without"
+                  " --user-data)", file=sys.stderr)
+            return EXIT_INVALID
         if user_data is None:
             print("error: no node user-data in the plan", file=sys.stderr)
             return EXIT_FAILED

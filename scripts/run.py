@@ -122,12 +122,15 @@ def stack_capacity(stack: str, spec) -> dict:
 
 
 def teardown_runs_program(stack: str) -> bool:
-    """A Kubernetes stack's provider takes a temporary kubeconfig that the program reads (docs/kubernetes.md):
-    refresh and destroy must run the program, or they use the expired one recorded at the last `up`."""
-    from tools.stackfiles import StackFileError, load_stack_config
+    """Whether the stack's target needs refresh and destroy to run the program (components/targets): a
+    Kubernetes stack's provider takes a temporary kubeconfig that the program reads (docs/kubernetes.md), so
+    without it they use the expired one recorded at the last `up`."""
+    from components import targets
+    from components.spec import SpecError
+    from tools.stackfiles import StackFileError, stack_spec
     try:
-        return load_stack_config(stack).get("gpu-training:kubernetes") is not None
-    except StackFileError as exc:
+        return targets.of(stack_spec(stack)[1]).teardown_runs_program
+    except (StackFileError, SpecError) as exc:
         raise UsageError(exc.render()) from None
 
 

@@ -39,7 +39,7 @@ def objects(spec: Spec, bindings: manifests.ClusterBindings, pod_role: str) -> l
 
 
 class KubernetesTraining(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None, *, target):
         super().__init__("gpu-training:index:KubernetesTraining", name, None, opts)
         package = providers.parts(spec.provider, "cluster")  # checked against the contract there
         # A cluster has no cloud-side TTL: this expiry is shown and tagged; the Job itself stops at
@@ -60,10 +60,9 @@ class KubernetesTraining(pulumi.ComponentResource):
                           after=cluster.workload_depends_on)
 
         # A cluster's GPU nodes are the pool's: no instance ids or addresses to list, no SSH, no shared FS.
-        self.outputs = node_outputs(spec, instance_ids=[], private_ips=[], pool_id=cluster.gpu_pool_id,
+        self.outputs = node_outputs(spec, target, instance_ids=[], private_ips=[], pool_id=cluster.gpu_pool_id,
                                     shared_fs_address=None, expires_at=self.expires_at, ssh_command=None)
         self.outputs.update({
-            "platform": "kubernetes",
             "clusterId": cluster.cluster_id,
             "gpuPoolId": cluster.gpu_pool_id,
             "kubeconfig": cluster.kubeconfig,  # secret: `pulumi stack output kubeconfig --show-secrets`

@@ -5,16 +5,20 @@ Nothing here knows a cloud: the offer (components/platforms/offer.py) gives the 
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import os
 from typing import Optional
 
 import pulumi
 import pulumi.dynamic as dyn
+import pulumiverse_time
 
-from components import artifacts, billing, cost, providers
+from components import artifacts, clock, providers
 from components.dynamic_pickle import pickler_kept
 from components.spec import Spec
+from components.targets.base import common_outputs
 
 
 class JobProvider(dyn.ResourceProvider):
@@ -58,7 +62,7 @@ class TrainingJob(dyn.Resource):
 
 
 class PlatformTraining(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, spec: Spec, opts: Optional[pulumi.ResourceOptions] = None, *, target):
         super().__init__("gpu-training:index:PlatformTraining", name, None, opts)
         offer = spec.platform.offer
         request = offer.request(spec)
@@ -75,22 +79,21 @@ class PlatformTraining(pulumi.ComponentResource):
         uploaded = providers.module(spec.provider, "storage").upload(spec, name, code, pulumi.ResourceOptions(parent=self))
         job = TrainingJob(f"{name}-job", offer.package, spec.region, request,
                           opts=pulumi.ResourceOptions(parent=self, depends_on=uploaded))
+        # The stack's one clock (components/clock.py): the moment the job was submitted, kept in state and renewed
+        # with the job (any change of its request replaces it); the platform ends it maxHours after it starts.
+        submitted = pulumiverse_time.Static(f"{name}-submitted", triggers={"request": request_digest(request)},
+                                            opts=pulumi.ResourceOptions(parent=self, depends_on=[job]))
+        expires = submitted.rfc3339.apply(lambda moment: clock.expiry(moment, spec.max_hours))
         self.outputs = {
-            "stack": spec.stack,
-            "provider": spec.provider,
-            "region": spec.region,
-            "platform": offer.kind,
-            "flavor": spec.instance.name,
-            "nodeCount": spec.nodes,
-            "billing": spec.billing,
+            **common_outputs(target, spec, expires_at=expires, keeps_billing=target.keeps_billing(spec)),
+            "platform": offer.kind,  # which platform: the target is `platform`
             "jobId": job.jobId,
             "maxRunningMinutes": spec.platform.max_running_minutes,
-            "costPerHour": cost.spec_cost(spec).as_dict(),
-            "checkpoint": spec.checkpoint.output(),
-            # A job bills while it runs and ends at its max running time; a dedicated pool (yours) bills on.
-            "keepsBilling": billing.as_output(spec) if spec.platform.pool == "public" else
-            [*billing.as_output(spec), {"what": f"dedicated pool {spec.platform.pool_id}",
-                                        "basis": "yours: it bills until you delete it, job or no job"}],
             "unverified": list(offer.unverified),
         }
         self.register_outputs(self.outputs)
+
+
+def request_digest(request: dict) -> str:
+    """A short digest of the job request: what renews the submit time with the job."""
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:16]

@@ -95,10 +95,13 @@ class Lingering:
 FREE = "no charge of its own"
 
 
+UPLOADED_WHAT = "agent files and training code the program uploads"
+
+
 def uploaded_files(object_type: str, unit: str = "GiB") -> Lingering:
     """What every stack keeps billing: the agent files and training code `pulumi up` puts in the bucket, as
     objects of the cloud's `object_type`; `unit` as its price list counts stored bytes."""
-    return Lingering("agent files and training code the program uploads", object_type, "a few MB",
+    return Lingering(UPLOADED_WHAT, object_type, "a few MB",
                      f"object storage: stored {unit} per month", None, "pulumi destroy")
 
 

@@ -5,14 +5,14 @@ real program runs on the mock engine for one of each, so a path that drops or re
 """
 from __future__ import annotations
 
-from components import billing, cost
+from components import billing, cost, targets
 from components.validation import build_spec
 from components.stack_outputs import NODE_KEYS
 from tools.stackfiles import load_stack_config
 
 VM_STACK, KUBERNETES_STACK = "medium-a100", "large-a100-k8s"
 # What the Kubernetes path exports on top of the shared keys (components/kubernetes/cluster.py).
-KUBERNETES_KEYS = {"platform", "clusterId", "gpuPoolId", "kubeconfig", "apiServerAccess", "job", "restartAgent"}
+KUBERNETES_KEYS = {"clusterId", "gpuPoolId", "kubeconfig", "apiServerAccess", "job", "restartAgent"}
 
 
 def test_the_vm_path_exports_exactly_the_shared_keys(plan_for):
@@ -31,6 +31,6 @@ def test_the_shared_keys_say_the_same_of_the_spec_on_both_paths(plan_for):
         spec = build_spec(load_stack_config(stack), stack=stack, project="gpu-training")
         outputs = plan_for(stack).outputs
         assert outputs["costPerHour"] == cost.spec_cost(spec).as_dict()
-        assert outputs["keepsBilling"] == billing.as_output(spec)
+        assert outputs["keepsBilling"] == billing.as_output(spec) and outputs["target"] == targets.of(spec).kind
         assert (outputs["stack"], outputs["provider"], outputs["instanceType"], outputs["nodeCount"]) == \
             (stack, spec.provider, spec.instance.name, spec.nodes)

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from components.validation import build_spec
-from tools.runlib import platformjob, status
+from tools.runlib import platformjob, status, targets as run_targets
 from tools.stackfiles import load_stack_config
 
 STACK = "large-a100-dlc"
@@ -27,7 +27,8 @@ def running_job(tmp_path, monkeypatch):
     server = standin.serve()
     monkeypatch.setenv("GPU_TRAINING_PLATFORM_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     job_id = job.client(spec.region).submit(job.request(spec))
-    outputs = {"stack": STACK, "provider": "alicloud", "region": spec.region, "platform": "pai-dlc", "jobId": job_id}
+    outputs = {"target": "platform", "stack": STACK, "provider": "alicloud", "region": spec.region, "platform": "pai-dlc",
+               "jobId": job_id}
     yield outputs, standin
     standin.close(server)
 
@@ -47,7 +48,7 @@ def test_status_and_logs_read_the_job_from_its_api(running_job):
     doc = {"stack": STACK, "state": "NO_MARKERS", "simulated": False, "nodes": [], "source": "oss://b/p/",
            "checkpoint": None, "expiresAt": None, "ttlSeconds": None, "keepsBilling": [], "earlierRunsLeftOut": 0,
            "costSoFar": {"amount": None, "currency": "CNY", "basis": "no node has reported yet"},
-           "job": status._platform_job(outputs)}
+           "markers": False, "job": run_targets.for_outputs(outputs).job_state(outputs)}
     status.render(Console(file=out, width=200), doc)
     assert f"platform job {outputs['jobId']} on pai-dlc: stopped (Stopped)" in out.getvalue()
 
@@ -57,4 +58,5 @@ def test_a_job_that_cannot_be_asked_says_why():
         platformjob.job_state({"provider": "alicloud", "platform": "pai-dlc", "region": "cn-beijing"})
     with pytest.raises(platformjob.JobUnreachable, match="not offered by tencentcloud"):
         platformjob.job_state({"provider": "tencentcloud", "platform": "pai-dlc", "jobId": "j-1"})
-    assert status._platform_job({"stack": "entry-t4"}) is None  # a VM stack has no job
+    assert run_targets.for_outputs({"target": "vm", "stack": "entry-t4"}).job_state({}) is None  # a VM has no job
+    assert run_targets.for_outputs({"target": "kubernetes", "stack": "large-a100-k8s"}).job_state({}) is None

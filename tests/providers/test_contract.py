@@ -275,7 +275,7 @@ def test_a_cloud_from_the_template_offers_spot_shared_fs_and_kubernetes_with_onl
     kubernetes = planned(root, KUBERNETES_STACK, "stub-k8s")
     assert kubernetes["types"].count("stubcloud:kubernetes:NodePool") == 2, kubernetes["types"]  # system, GPU
     assert {"stubcloud:kubernetes:Cluster", "kubernetes:batch/v1:Job"} <= set(kubernetes["types"])
-    assert kubernetes["outputs"]["platform"] == "kubernetes" and kubernetes["outputs"]["clusterId"]
+    assert kubernetes["outputs"]["target"] == "kubernetes" and kubernetes["outputs"]["clusterId"]
     for plan in (vm, kubernetes):  # the outputs run.py reads, from the one builder
         assert [key for key in NODE_KEYS if key not in plan["outputs"]] == []
 

@@ -356,13 +356,13 @@ def logs(stack, rehearsal, endpoint, node, which, lines, follow, poll):
     from tools.runlib import logs as logs_lib
 
     source = open_source(stack, rehearsal, endpoint)
-    if source.outputs.get("platform"):  # a platform job: its log from the platform's job API
-        from tools.runlib import platformjob
+    from tools.runlib import platformjob, targets as run_targets
 
-        try:
-            text = platformjob.job_log(source.outputs)
-        except platformjob.JobUnreachable as error:
-            fail(str(error))
+    try:  # a run whose log is not in the bucket (a platform job's: its job API) says so here
+        text = run_targets.for_outputs(source.outputs).log(source.outputs)
+    except platformjob.JobUnreachable as error:
+        fail(str(error))
+    if text is not None:
         click.echo(logs_lib.tail_lines(text, lines) if lines else text, nl=not text.endswith("\n"))
         return
     names = (which,) if which else logs_lib.LOG_NAMES
@@ -405,6 +405,17 @@ def report(stack, rehearsal, endpoint, folder, every_run, as_json):
     """Every node's utilisation report of STACK in one table, the run's diagnosis and advice, and one
     combined plot (scripts/report.py)."""
     argv = [stack, *(["--all"] if every_run else []), *(["--json"] if as_json else [])]
+    if not rehearsal and not folder:
+        from tools.runlib import targets as run_targets
+
+        from .sources import SourceError, offline_outputs
+        try:
+            run = run_targets.for_outputs(offline_outputs(stack))
+        except SourceError as error:
+            fail(str(error), error.code)
+        if not run.report:
+            fail(f"stack {stack} runs on {run.target.description}: no node agent, so no utilisation report; its state"
+                 f" is `gpu-training status {stack}` and its log `gpu-training logs {stack}` (the job API's)")
     if rehearsal:
         source = open_source(stack, rehearsal, None)
         target = source.rehearsal / "report"

@@ -35,7 +35,7 @@ class StackSource:
 
 def offline_outputs(stack: str) -> dict:
     """What the stack file says of the outputs status needs, without Pulumi (no TTL, no instance ids)."""
-    from components import billing, cost
+    from components import cost, targets
     from components.spec import SpecError
     from tools.stackfiles import StackFileError, stack_spec
 
@@ -43,9 +43,14 @@ def offline_outputs(stack: str) -> dict:
         _, spec = stack_spec(stack)
     except (StackFileError, SpecError) as error:
         raise SourceError(error.render()) from None
-    return {"stack": stack, "provider": spec.provider, "nodeCount": spec.nodes, "billing": spec.billing,
-            "checkpoint": spec.checkpoint.output(), "costPerHour": cost.spec_cost(spec).as_dict(),
-            "keepsBilling": billing.as_output(spec)}
+    target = targets.of(spec)
+    outputs = {targets.OUTPUT_KEY: target.kind, "stack": stack, "provider": spec.provider, "region": spec.region,
+               "nodeCount": spec.nodes, "billing": spec.billing, "checkpoint": spec.checkpoint.output(),
+               "costPerHour": cost.spec_cost(spec).as_dict(),
+               "keepsBilling": [item.as_dict() for item in target.keeps_billing(spec)]}
+    if spec.platform is not None:  # which platform the job API is asked on; the job id only Pulumi knows
+        outputs["platform"] = spec.platform.offer.kind
+    return outputs
 
 
 def pulumi_outputs(stack: str) -> tuple[Optional[dict], Optional[str]]:

@@ -26,11 +26,11 @@ from .automation import AutomationError
 from .bucket import BucketError, StackBucket
 from .decide import Commands, Decision, decide, decide_start_failed
 from .failover import Attempt, Plan as FailoverPlan
-from .kubeapi import KubeApi
+from .jobwatch import JobWatcher, decide_job, job_text
 from .markers import Verdict, assess, current
 from .report import ReportError, render, report_folder
-from .startcheck import StartCheck
 from .spend import cost_so_far, money_text
+from .targets import for_outputs
 from .watch import Watcher, WatchResult, clock_text
 
 DEFAULT_TIMEOUT_H = 24.0
@@ -187,7 +187,7 @@ class Driver:
         self.phase = "outputs"
         keeps = outputs.get("keepsBilling")
         self.keeps_billing = list(keeps) if isinstance(keeps, list) else []
-        self.billing_lines("Keeps billing after the nodes release themselves (maxHours ends the nodes only):")
+        self.billing_lines("Keeps billing after the training ends (maxHours ends the nodes or the job, not these):")
         checkpoint = outputs.get("checkpoint")
         if not isinstance(checkpoint, Mapping) or not checkpoint.get("bucket"):
             self.say(f"error: stack {opts.stack} has no 'checkpoint' output with a bucket (outputs: "
@@ -196,8 +196,11 @@ class Driver:
                 self.continue_hints()
             return exitcodes.ERROR
         node_count = int(outputs.get("nodeCount") or 1)
-        if isinstance(outputs.get("restartAgent"), str):  # the stack says how its agent is restarted (a pod's)
-            self.cmd = replace(self.cmd, restart_agent=outputs["restartAgent"])
+        run = for_outputs(outputs)  # how this stack's target is followed (tools/runlib/targets.py)
+        if run.restart_agent(outputs):  # the stack says how its agent is restarted (a pod's)
+            self.cmd = replace(self.cmd, restart_agent=run.restart_agent(outputs))
+        if not run.markers:
+            return self._run_job(stack, run, outputs, up_started)
         try:
             bucket = self.bucket_factory(checkpoint, str(outputs.get("stack") or opts.stack))
             baseline, since, stack_started = self._baseline(bucket, stack, up_started)
@@ -224,7 +227,8 @@ class Driver:
                 watcher = Watcher(bucket, node_count, outputs, baseline=baseline, since=since,
                                   stack_started=stack_started, timeout_s=opts.timeout_h * 3600,
                                   poll_s=opts.poll_s, settle_s=opts.settle_s, console=self.console,
-                                  now=self.now, sleep=self.sleep, start_check=self._start_check(outputs))
+                                  now=self.now, sleep=self.sleep,
+                                  start_check=run.start_check(outputs, lambda line: self.say(line, "yellow")))
                 result = watcher.run()
 
             self.phase = "report"
@@ -326,14 +330,24 @@ class Driver:
             self.attempts.append({"number": attempt.number, "zone": attempt.zone, "instanceType": attempt.instance_type,
                                   "region": attempt.region, "outcome": outcome})
 
-    def _start_check(self, outputs: Mapping) -> Optional[StartCheck]:
-        """A Kubernetes stack's bound on a Job that never starts (its `job` output names the deadline)."""
-        job, kubeconfig = outputs.get("job"), outputs.get("kubeconfig")
-        if not isinstance(job, Mapping) or not job.get("startDeadlineMinutes") or not isinstance(kubeconfig, str):
-            return None
-        return StartCheck(api=lambda: KubeApi.from_kubeconfig(kubeconfig), namespace=str(job["namespace"]),
-                          job=str(job["name"]), deadline_s=float(job["startDeadlineMinutes"]) * 60,
-                          say=lambda line: self.say(line, "yellow"))
+    def _run_job(self, stack, run, outputs: Mapping, up_started: Optional[float]) -> int:
+        """A platform job (the `job` run style): its job API says when it has ended; no markers, no report."""
+        opts = self.opts
+        started = up_started if up_started is not None else self.now()
+        if opts.mode == "destroy":
+            self.phase = "check"
+            result = WatchResult(job=run.job_state(outputs))
+        else:
+            self.phase = "watch"
+            self.say(f"watching the {outputs.get('platform')} job {outputs.get('jobId')} through its job API, timeout "
+                     f"{opts.timeout_h:g} h (Ctrl-C leaves it running)", "bold")
+            result = JobWatcher(outputs, run.job_state, timeout_s=opts.timeout_h * 3600, poll_s=opts.poll_s,
+                                stack_started=started, console=self.console, now=self.now, sleep=self.sleep).run()
+        spent = cost_so_far(outputs, [], self.now(), started)
+        self.say(f"outcome: {job_text(result.job)}" + (" (timed out)" if result.timed_out and opts.mode != "destroy"
+                                                      else ""))
+        self.say(f"cost so far: ~{money_text(spent)} ({spent['basis']})")
+        return self._act(stack, decide_job(result.job, opts.keep, opts.force, self.cmd))
 
     def _baseline(self, bucket, stack, up_started: Optional[float]):
         """(baseline etags, fallback time, when the stack started) for telling this run's markers apart."""

@@ -1,6 +1,7 @@
-"""A platform stack's job (ModelArts, PAI-DLC: docs/platforms.md) for `status` and `logs`: its state and its
-first worker's log, through the job API client of the platform's package (`job.state`, `job.logs`), from the
-stack's outputs (`platform`, `provider`, `region`, `jobId`). GPU_TRAINING_PLATFORM_ENDPOINT points the client
+"""A platform stack's job (ModelArts, PAI-DLC: docs/platforms.md) for `up`, `status`, `logs` and `down` (the
+`job` run style, tools/runlib/targets.py): its state and its first worker's log, through the job API client of
+the platform's package (`job.state`, `job.logs`), from the stack's outputs (`platform`: which platform,
+`provider`, `region`, `jobId`). GPU_TRAINING_PLATFORM_ENDPOINT points the client
 at a stand-in; otherwise it is the cloud's endpoint, with the caveats docs/platforms.md lists.
 """
 from __future__ import annotations
@@ -11,10 +12,6 @@ from typing import Mapping, Optional
 
 class JobUnreachable(Exception):
     """The job API could not be asked (no job id yet, a refused or failed call): the message says which."""
-
-
-def is_platform(outputs: Mapping) -> bool:
-    return bool(outputs.get("platform"))
 
 
 def _job_module(outputs: Mapping):

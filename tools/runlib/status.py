@@ -1,5 +1,6 @@
 """What `gpu-training status STACK` shows: each node's marker, the newest checkpoint's step, the TTL,
-what keeps billing and the cost so far. Reads the bucket and the stack outputs only (no SSH).
+what keeps billing and the cost so far. Reads the bucket and the stack outputs only (no SSH); a platform job's
+state comes from its job API instead of markers (the stack's run style, tools/runlib/targets.py).
 
 The outputs are the Pulumi stack's (Automation API), the stack file's offline equivalent when no
 Pulumi backend is at hand, or a kept rehearsal's record (localbucket.py): the same keys each time.
@@ -15,6 +16,7 @@ from typing import Mapping, Optional
 
 from .markers import assess, current, parse_time
 from .spend import cost_so_far
+from .targets import for_outputs
 from .watch import clock_text
 
 
@@ -35,12 +37,13 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
            since: Optional[datetime] = None, every_run: bool = False, now: Optional[float] = None) -> dict:
     """The status document (what --json prints; render() draws it)."""
     now = time.time() if now is None else now
-    every = bucket.markers()
+    run = for_outputs(outputs)
+    every = bucket.markers() if run.markers else []
     chosen = every if every_run or (baseline is None and since is None) else current(every, baseline, since)
     node_count = int(outputs.get("nodeCount") or 1)
     verdict = assess(chosen, node_count)
     snapshot = bucket.newest_snapshot()
-    logs = {node for node, _ in bucket.log_segments()}
+    logs = {node for node, _ in bucket.log_segments()} if run.markers else set()
     expires = parse_time(outputs.get("expiresAt"))
     nodes = []
     for m in sorted(chosen, key=lambda m: m.body.get("updatedAt") or "", reverse=True):
@@ -51,6 +54,7 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
                       "lastCheckpoint": m.body.get("lastCheckpoint"), "gpuUtil": m.gpu_util,
                       "estimatedCost": m.body.get("estimatedCost"), "currency": m.body.get("currency"),
                       "log": m.node in logs})
+    job = run.job_state(outputs)
     listed = outputs.get("instanceIds")
     for node in listed if isinstance(listed, list) else []:
         if isinstance(node, str) and node not in {n["node"] for n in nodes}:
@@ -58,7 +62,9 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
                           "log": node in logs})
     return {
         "stack": stack, "source": bucket.url, "simulated": bool(outputs.get("simulated")),
-        "state": verdict.state, "dataSaved": verdict.data_saved, "nodeCount": node_count,
+        "target": run.target.kind, "markers": run.markers,
+        "state": verdict.state if job is None else str(job.get("state") or "unknown").upper(),
+        "dataSaved": verdict.data_saved, "nodeCount": node_count,
         "nodes": nodes, "earlierRunsLeftOut": len(every) - len(chosen),
         "checkpoint": None if snapshot is None else {
             "id": snapshot.get("id"), "node": snapshot.get("node"), "step": step_of(snapshot),
@@ -67,7 +73,7 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
         "ttlSeconds": None if expires is None else round(expires.timestamp() - now),
         "keepsBilling": [k for k in outputs.get("keepsBilling") or [] if isinstance(k, Mapping)],
         "costSoFar": cost_so_far(outputs, chosen, now),
-        "job": _platform_job(outputs),
+        "job": job,
         "noSuccessor": _no_successor(verdict, chosen, now),
     }
 
@@ -80,18 +86,6 @@ def _no_successor(verdict, markers, now: float) -> Optional[dict]:
     preempted = [m for m in markers if m.state == "PREEMPTED"]
     times = [m.updated_at.timestamp() for m in preempted if m.updated_at]
     return {"nodes": [m.node for m in preempted], "sinceSeconds": round(now - max(times), 1) if times else None}
-
-
-def _platform_job(outputs: Mapping) -> Optional[dict]:
-    """A platform stack's job state (tools/runlib/platformjob.py); None for VM and Kubernetes stacks."""
-    from . import platformjob
-
-    if not platformjob.is_platform(outputs):
-        return None
-    try:
-        return platformjob.job_state(outputs)
-    except platformjob.JobUnreachable as error:
-        return {"error": str(error)}
 
 
 def ttl_text(seconds: Optional[float]) -> str:
@@ -120,8 +114,10 @@ def render(console, doc: Mapping) -> None:
                       "yes" if n.get("log") else "no")
     if doc["nodes"]:
         console.print(table)
-    else:
+    elif doc.get("markers", True):
         console.print(f"stack {doc['stack']}: no node has reported yet ({doc['source']}markers/)", highlight=False)
+    else:  # a platform job writes no markers: the job API's answer is the state
+        console.print(f"stack {doc['stack']}: {doc['state']}", highlight=False)
     say = lambda text: console.print(text, highlight=False, soft_wrap=True)  # noqa: E731
     from .platformjob import status_line
 
@@ -137,7 +133,8 @@ def render(console, doc: Mapping) -> None:
     ck = doc["checkpoint"]
     say(f"newest checkpoint: step {ck['step'] if ck['step'] is not None else '?'} ({ck['id']}, node {ck['node']})"
         if ck else "newest checkpoint: none in the bucket yet")
-    say(f"time to live: {ttl_text(doc['ttlSeconds'])}" + (f" (expires {doc['expiresAt']})" if doc["expiresAt"] else ""))
+    say(("time to live: " if doc.get("markers", True) else "time limit (the platform stops the job): ")
+        + ttl_text(doc["ttlSeconds"]) + (f" (expires {doc['expiresAt']})" if doc["expiresAt"] else ""))
     cost = doc["costSoFar"]
     say(f"cost so far: {cost['amount']:g} {cost['currency'] or ''}".rstrip() if cost["amount"] is not None
         else f"cost so far: unknown ({cost['basis']})")

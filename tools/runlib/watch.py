@@ -29,6 +29,7 @@ class WatchResult:
     polls: int = 0
     last_error: Optional[str] = None
     start_failed: Optional[str] = None  # why the run never started (startcheck.py): nothing ran, nothing to lose
+    job: Optional[dict] = None  # a platform job's last state (jobwatch.py), instead of markers
 
 
 def clock_text(seconds: float) -> str:
