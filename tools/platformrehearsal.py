@@ -77,7 +77,8 @@ class PlatformRehearsal:
         os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         self.server = self.standin.serve()
         client = self.job.client(spec.region, base_url=f"http://127.0.0.1:{self.server.server_address[1]}")
-        body = self.job.request(self._sized(spec))
+        # A name of its own per submit, as the dynamic resource gives each (a platform may refuse a name it knows).
+        body = self.job.API.named(self.job.request(self._sized(spec)), "rehearsal")
         try:
             job_id = client.submit(body)
         except JobApiError as error:
@@ -113,7 +114,7 @@ class PlatformRehearsal:
         self.check("trained to the end", summary.get("status") == "finished" and final == self.args.steps,
                    f"final step {final} of {self.args.steps} ({summary.get('status') or 'no summary line in the log'})")
         self.lost = self._steps_redone(resumed)
-        second = client.submit(body)
+        second = client.submit(self.job.API.named(body, "2"))
         self._wait(lambda: self.standin.jobs[second].process is not None, "the second job to start")
         client.stop(second)
         stopped = self._wait(lambda: client.state(second)["state"] == "stopped", "the stop")

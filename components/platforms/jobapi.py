@@ -1,5 +1,5 @@
-"""A platform's job API as data (its api.yaml: method, path, required fields, allowed values, sources) and
-one small client over it: submit, state, logs, stop.
+"""A platform's job API as data (its api.yaml: method, path, required fields, allowed values, integer fields,
+every job state with what it means, sources) and one small client over it: submit, state, logs, stop, delete.
 
 The rules are the platform's, kept in its package; this module only reads them. The same `problems()`
 is what the stand-in (a real local HTTP server) refuses a request with, what the Pulumi dynamic resource
@@ -7,6 +7,7 @@ checks its inputs with, and what the plan tests check the declared job against, 
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 import urllib.error
@@ -17,7 +18,9 @@ from typing import Any, Callable, Optional
 
 from components import datafiles
 
-NEUTRAL_STATES = ("running", "succeeded", "failed", "stopped")
+# The neutral states status and run.py show, whatever the platform calls them (api.yaml `states`).
+NEUTRAL_STATES = ("pending", "running", "stopping", "succeeded", "failed", "stopped")
+ENDED = ("succeeded", "failed", "stopped")
 
 
 def _lookup(body: Any, dotted: str) -> list[Any]:
@@ -57,6 +60,13 @@ class ApiReference:
             values = _lookup(body, path)
             if not values or any(v in (None, "", [], {}) for v in values):
                 found.append(f"{path}: required ({source})")
+        for path, rule in (op.get("absentUnless") or {}).items():
+            if _lookup(body, path) and not any(v not in (None, "") for v in _lookup(body, rule["field"])):
+                found.append(f"{path}: taken only with {rule['field']} ({rule['source']})")
+        for path, source in (op.get("integers") or {}).items():
+            for value in _lookup(body, path):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    found.append(f"{path}: {value!r} is not an integer ({source})")
         for path, rule in (op.get("values") or {}).items():
             for value in _lookup(body, path):
                 if "allowed" in rule and value not in rule["allowed"]:
@@ -68,6 +78,38 @@ class ApiReference:
                     found.append(f"{path}: {value!r} does not match {rule['pattern']} ({rule['source']})")
         return found
 
+    def wire(self, name: str, body: dict) -> dict:
+        """`body` as the API takes it: the integer fields api.yaml names as integers. Pulumi hands a dynamic
+        provider every number as a float (pulumi/runtime/rpc.py deserialize_property: a protobuf number_value),
+        so `"PodCount": 1.0` would reach an API whose SDK types the field int."""
+        body = copy.deepcopy(body)
+        for path in self.operation(name).get("integers") or {}:
+            _rewrite(body, path, lambda v: int(v) if isinstance(v, float) and v.is_integer() else v)
+        return body
+
+    def named(self, body: dict, suffix: str) -> dict:
+        """`body` with `suffix` added to the job's name (api.yaml submit.name), within its length limit: a
+        name of its own per submit, which a platform that keeps names of ended jobs requires."""
+        rule = self.operation("submit")["name"]
+        body = copy.deepcopy(body)
+        _rewrite(body, rule["field"], lambda v: f"{str(v)[:rule['max'] - len(suffix) - 1]}-{suffix}")
+        return body
+
+    def gone(self, error: "JobApiError") -> bool:
+        """Whether a refused call means the job does not exist (api.yaml notFound; 404 where it says nothing)."""
+        rule = self.data.get("notFound") or {"statuses": [404]}
+        if error.status in rule.get("statuses", ()):
+            return True
+        try:
+            code = json.loads(error.body).get("error_code")
+        except (ValueError, AttributeError):
+            return False
+        return error.status == 400 and code in rule.get("codes", ())
+
+    def phase(self, phase: Optional[str]) -> Optional[dict]:
+        """The states table's row of a platform phase ({state, bills, stop}); None for a phase it does not list."""
+        return self.data["states"]["phases"].get(phase) if phase is not None else None
+
     def path(self, name: str, **ids: str) -> str:
         return self.operation(name)["path"].format(**ids)
 
@@ -75,17 +117,27 @@ class ApiReference:
         return self.operation(name)["answer"][what]
 
     def neutral_state(self, phase: Optional[str]) -> str:
-        """The platform's own job phase as running | succeeded | failed | stopped ('unknown' if unlisted)."""
-        for neutral, phases in self.data["phases"].items():
-            if phase in phases:
-                return neutral
-        return "unknown"
+        """The platform's own job phase as one of NEUTRAL_STATES ('unknown' if the table does not list it)."""
+        row = self.phase(phase)
+        return row["state"] if row else "unknown"
+
+
+def _rewrite(body: Any, dotted: str, change: Callable[[Any], Any]) -> None:
+    """Replace every value at a dotted path ('a.b', 'list.*.x') in place with change(value)."""
+    head, _, rest = dotted.partition(".")
+    items = (list(enumerate(body)) if head == "*" and isinstance(body, list)
+             else [(head, body[head])] if isinstance(body, dict) and head in body else [])
+    for key, value in items:
+        if rest:
+            _rewrite(value, rest, change)
+        else:
+            body[key] = change(value)
 
 
 class JobApiError(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(f"HTTP {status}: {message}")
-        self.status = status
+        self.status, self.body = status, message
 
 
 class NoCredentials(Exception):
@@ -156,3 +208,11 @@ class JobClient:
     def stop(self, job_id: str) -> None:
         body = self.api.data["operations"]["stop"].get("body")
         self._call("stop", body, **{self.job_id_name: job_id})
+
+    def ask(self, name: str, **ids: str) -> Any:
+        """Any other operation api.yaml lists (a listing a platform's preflight reads)."""
+        return self._call(name, **ids)
+
+    def delete(self, job_id: str) -> None:
+        """DELETE the job (api.yaml `delete`; a platform without one keeps its ended jobs)."""
+        self._call("delete", **{self.job_id_name: job_id})

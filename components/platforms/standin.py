@@ -1,10 +1,14 @@
-"""A local stand-in of a platform's job API (submit, state, logs, stop) as a real HTTP server on 127.0.0.1.
+"""A local stand-in of a platform's job API (submit, state, logs, stop, delete) as a real HTTP server on 127.0.0.1.
 
 It refuses a request that breaks the platform's API data (api.yaml, via ApiReference.problems) with 400,
 runs a submitted job's command locally (`sh -c`, the job's environment), and restarts it once when the
 caller asks (`restart(job_id)`: the process is killed, as a platform's fault-tolerant restart would after a
-lost worker, and started again with the same environment and mounts). It is not the cloud: it knows only
-the rules written as data. `mount` maps the job's container mount path to a local folder.
+lost worker, and started again with the same environment and mounts). Its phases are the platform's own,
+from api.yaml's `states` table: a test may put a job in any of them (`set_phase`), and a stop in a phase the
+table says the API refuses is refused. Where api.yaml says names must be unique (`uniqueName`), a submit under
+the name of a job that exists (ended or not, until deleted) is refused. It is not the cloud: it knows only
+the rules written as data. `mounts` maps container paths to local folders; a platform's `unpack` adds a
+job's own (its code, input and output folders).
 """
 from __future__ import annotations
 
@@ -34,6 +38,8 @@ class Job:
     process: Optional[subprocess.Popen] = None
     restarts: int = 0
     stopped: bool = False
+    name: Optional[str] = None  # the job's name in the request (api.yaml submit.name)
+    body: Optional[dict] = None  # the request as the stand-in received it
 
 
 @dataclass
@@ -41,7 +47,7 @@ class StandIn:
     api: ApiReference
     # request body -> (command, environment): where this platform keeps them (job.py knows its fields)
     unpack: Callable[[dict], tuple[str, dict]]
-    phases: dict  # neutral -> the platform's phase name it reports
+    phases: dict  # neutral -> the platform's phase name it reports (api.yaml states)
     id_field: str  # the submit answer's id field (api.yaml answer.id), dotted
     phase_field: str  # the state answer's phase field, dotted
     mounts: dict  # container path -> local folder
@@ -54,27 +60,68 @@ class StandIn:
     # payload) of the platform's API gateway to a request it refuses (a bad signature): the cloud's own check,
     # from its specification.
     authorize: Optional[Callable[[str, str, str, dict, bytes], Optional[tuple[int, dict]]]] = None
+    # (stand-in, operation name, body) -> None, or the answer of the account's side: a listing the API has besides
+    # the job's operations, or a refusal of what the account lacks (a platform's one-time authorization). It reads
+    # and keeps what it knows of the account in `facts`, which a test may change.
+    account: Optional[Callable[["StandIn", str, dict], Optional[tuple[int, object]]]] = None
+    facts: dict = field(default_factory=dict)
     jobs: dict = field(default_factory=dict)
+    stops: list = field(default_factory=list)  # (job id, its phase) of every stop asked, accepted or refused
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     @classmethod
     def for_api(cls, api: ApiReference, unpack: Callable[[dict], tuple[str, dict]], id_field: str, phase_field: str,
                 mounts: dict, workdir: Path, launcher_env: Optional[dict] = None,
-                authorize: Optional[Callable] = None) -> "StandIn":
+                authorize: Optional[Callable] = None, account: Optional[Callable] = None) -> "StandIn":
         """A stand-in that reports, for each neutral state, the platform's own phase name from its api.yaml."""
-        phases = {neutral: "Running" if "Running" in names else names[0]
-                  for neutral, names in api.data["phases"].items()}
-        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir, dict(launcher_env or {}), authorize)
+        phases: dict = {}
+        for name, row in api.data["states"]["phases"].items():
+            # The first phase of each neutral state that no longer bills once ended; "Running" for running.
+            if row["state"] not in phases or name == "Running" or (phases[row["state"]] != "Running"
+                                                                    and api.phase(phases[row["state"]])["bills"]
+                                                                    and not row["bills"]):
+                phases[row["state"]] = name
+        return cls(api, unpack, phases, id_field, phase_field, mounts, workdir, dict(launcher_env or {}), authorize,
+                   account)
 
     def platform_env(self) -> dict:
-        """What the platform sets in a one-node job's environment for its launcher (launcher_env)."""
-        values = {"nnodes": "1", "nodeRank": "0", "masterAddr": "127.0.0.1", "masterPort": str(free_port())}
-        return {variable: values[name] for name, variable in self.launcher_env.items() if name in values}
+        """What the platform sets in a one-node job's environment for its launcher (launcher_env); where it sets
+        no port variable, the contract's own (contract.MASTER_PORT_ENV) gets the free port here."""
+        from components.platforms.contract import MASTER_PORT_ENV
 
-    def _localize(self, text: str) -> str:
-        for container, local in sorted(self.mounts.items(), key=lambda item: -len(item[0])):
+        values = {"nnodes": "1", "nodeRank": "0", "masterAddr": "127.0.0.1", "masterHosts": "127.0.0.1",
+                  "masterPort": str(free_port())}
+        env = {variable: values[name] for name, variable in self.launcher_env.items() if name in values}
+        if self.launcher_env and "masterPort" not in self.launcher_env:
+            env[MASTER_PORT_ENV] = values["masterPort"]
+        return env
+
+    def _localize(self, text: str, mounts: Optional[dict] = None) -> str:
+        for container, local in sorted((mounts or self.mounts).items(), key=lambda item: -len(item[0])):
             text = text.replace(container, str(local))
         return text
+
+    def set_phase(self, job_id: str, phase: str) -> None:
+        """Report `phase` (one api.yaml lists) for the job from now on, as the platform would while it pulls an
+        image, bids for spot capacity or is terminating."""
+        if self.api.phase(phase) is None:
+            raise ValueError(f"{phase!r} is not a phase of {self.api.service} (api.yaml states)")
+        self.jobs[job_id].phase = phase
+        if self.api.phase(phase)["state"] == "stopping":  # on its way out: stopped once its processes are gone
+            self.stop(job_id)
+
+    def refusal(self, name: str, body: dict) -> Optional[tuple[int, dict]]:
+        """The API's own refusal of a request the rules as data forbid beyond the body's fields, or None."""
+        answered = self.account(self, name, body) if self.account else None
+        if answered is not None:
+            return answered
+        if name == "submit" and self.api.operation("submit").get("uniqueName"):
+            taken = _lookup_name(self.api, body)
+            if any(job.name == taken for job in self.jobs.values()):
+                # The error code ModelArts answers is not documented where the rule is: unverified.
+                return 400, {"error_code": "unverified", "error_msg": f"a training job named {taken} exists"
+                             f" ({self.api.operation('submit')['uniqueName']})"}
+        return None
 
     def _start(self, job: Job) -> None:
         handle = job.log.open("ab")
@@ -91,10 +138,12 @@ class StandIn:
         job.phase = self.phases["stopped"] if job.stopped else self.phases["succeeded" if code == 0 else "failed"]
 
     def submit(self, body: dict) -> str:
-        command, env = self.unpack(body)
+        command, env, *extra = self.unpack(body)
+        mounts = {**self.mounts, **(extra[0] if extra else {})}
         job_id = f"job-{next(self._ids)}"
-        job = Job(job_id, self._localize(command), {k: self._localize(str(v)) for k, v in env.items()},
+        job = Job(job_id, self._localize(command, mounts), {k: self._localize(str(v), mounts) for k, v in env.items()},
                   self.workdir / f"{job_id}.log", self.phases["running"])
+        job.name, job.body = _lookup_name(self.api, body), body
         self.jobs[job_id] = job
         self._start(job)
         return job_id
@@ -109,10 +158,21 @@ class StandIn:
         self._start(job)
 
     def stop(self, job_id: str) -> None:
+        """The job stops: its processes get SIGTERM (a platform stop reaches every worker) and it reads as stopped
+        once they are gone; a job with none running reads as stopped at once."""
         job = self.jobs[job_id]
         job.stopped = True
         if job.process and job.process.poll() is None:
-            kill_tree(job.process.pid, signal.SIGTERM)  # a platform stop reaches every worker
+            kill_tree(job.process.pid, signal.SIGTERM)
+        else:
+            job.phase = self.phases["stopped"]
+
+    def delete(self, job_id: str) -> None:
+        """The job and its name are gone (its processes killed, if any still ran)."""
+        job = self.jobs.pop(job_id)
+        job.stopped = True
+        if job.process and job.process.poll() is None:
+            kill_tree(job.process.pid)
 
     def close(self, server: ThreadingHTTPServer) -> None:
         """Stop `server` (what serve() started), then kill every job still running (all its processes): in
@@ -163,12 +223,17 @@ class StandIn:
                 problems = standin.api.problems(name, body) if name in ("submit", "stop") else []
                 if problems:
                     return self._answer(400, {"error": "malformed request", "problems": problems})
+                refused = standin.refusal(name, body)
+                if refused is not None:
+                    return self._answer(*refused)
                 ids = match.groups()
                 job = standin.jobs.get(ids[-1]) if name != "submit" else None
                 if name == "logs":
                     job = next((j for j in standin.jobs.values() if j.job_id in ids), None)
-                if name != "submit" and job is None:
-                    return self._answer(404, {"error": "no such job"})
+                if name != "submit" and job is None:  # as the API says it (api.yaml notFound)
+                    codes = (standin.api.data.get("notFound") or {}).get("codes")
+                    return self._answer(400, {"error_code": codes[0], "error_msg": "no such job"}) if codes \
+                        else self._answer(404, {"error": "no such job"})
                 if name == "submit":
                     return self._answer(200, _nest(standin.id_field, standin.submit(body)))
                 if name == "state":
@@ -177,6 +242,13 @@ class StandIn:
                     return self._answer(200, answer)
                 if name == "logs":
                     return self._answer(200, job.log.read_text(errors="replace") if job.log.exists() else "")
+                if name == "delete":
+                    standin.delete(job.job_id)
+                    return self._answer(200, {})
+                standin.stops.append((job.job_id, job.phase))
+                if not standin.api.phase(job.phase)["stop"]:
+                    return self._answer(400, {"error": f"a job in {job.phase} cannot be stopped"
+                                              f" ({standin.api.data['states']['source']})"})
                 standin.stop(job.job_id)
                 return self._answer(200, {})
 
@@ -186,9 +258,20 @@ class StandIn:
             def do_POST(self):
                 self._route("POST")
 
+            def do_DELETE(self):
+                self._route("DELETE")
+
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
+
+
+def _lookup_name(api: ApiReference, body: dict) -> Optional[str]:
+    rule = api.operation("submit").get("name")
+    node = body
+    for part in (rule["field"].split(".") if rule else ()):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, str) else None
 
 
 def _descendants(pid: int) -> list[int]:

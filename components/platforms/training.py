@@ -9,6 +9,8 @@ import hashlib
 import importlib
 import json
 import os
+import secrets
+import time
 from typing import Optional
 
 import pulumi
@@ -17,13 +19,20 @@ import pulumiverse_time
 
 from components import artifacts, clock, providers
 from components.dynamic_pickle import pickler_kept
+from components.platforms.jobapi import JobApiError
 from components.spec import Spec
 from components.targets.base import common_outputs
 
 
 class JobProvider(dyn.ResourceProvider):
-    """submit on create, state on read, stop on delete; any change replaces the job (a job's spec is fixed).
-    The check refuses what the platform's API data (api.yaml) says the API would refuse."""
+    """submit on create, state on read, stop and delete on delete; any change replaces the job (a job's spec is
+    fixed). The check refuses what the platform's API data (api.yaml) says the API would refuse; the request goes
+    out as the API takes it (api.yaml `integers` as integers, a name of its own per submit)."""
+
+    # How long a destroy waits for a stopped job to stop billing (and a deleted one to be gone), and how often it
+    # asks. A platform that takes longer leaves the destroy failed, saying which job in which state.
+    wait_s: float = 1200.0
+    poll_s: float = 10.0
 
     def __init__(self, package: str, region: str):
         self.package, self.region = package, region
@@ -34,11 +43,19 @@ class JobProvider(dyn.ResourceProvider):
         return importlib.import_module(f"{self.package}.job")
 
     def check(self, olds: dict, news: dict) -> dyn.CheckResult:
-        problems = self._job().API.problems("submit", news.get("request") or {})
+        api = self._job().API
+        problems = api.problems("submit", api.wire("submit", news.get("request") or {}))
         return dyn.CheckResult(news, [dyn.CheckFailure("request", p) for p in problems])
 
     def create(self, props: dict) -> dyn.CreateResult:
-        job_id = self._job().client(self.region).submit(props["request"])
+        job = self._job()
+        body = job.API.named(job.API.wire("submit", props["request"]), secrets.token_hex(4))
+        client = job.client(self.region)
+        # What the account lacks that the API can show before a submit (a platform's one-time authorization).
+        problem = job.preflight(client) if hasattr(job, "preflight") else None
+        if problem:
+            raise RuntimeError(problem)
+        job_id = client.submit(body)
         return dyn.CreateResult(job_id, {**props, "jobId": job_id})
 
     def diff(self, id_: str, olds: dict, news: dict) -> dyn.DiffResult:
@@ -46,10 +63,45 @@ class JobProvider(dyn.ResourceProvider):
         return dyn.DiffResult(changes=changed, replaces=["request"] if changed else [], delete_before_replace=True)
 
     def delete(self, id_: str, props: dict) -> None:
+        """Stop the job in every state that bills and takes a stop (api.yaml `states`), never in one the API
+        refuses it in, wait until it bills no more, then delete it where the API has a delete (its name is
+        then free again). A job already gone is done."""
         job = self._job()
         api = job.client(self.region)
-        if api.state(id_)["state"] == "running":
-            api.stop(id_)
+        stopped, deadline = False, time.monotonic() + self.wait_s
+        while True:
+            state = _state_or_gone(api, id_)
+            if state is None:
+                return
+            row = job.API.phase(state["phase"])
+            if row is None:
+                raise RuntimeError(f"{job.API.service} job {id_} is in {state['phase']!r}, a state api.yaml does not"
+                                   " list: not stopped (stop it in the console, then destroy again)")
+            if not row["bills"]:
+                break
+            if row["stop"] and not stopped:
+                api.stop(id_)
+                stopped = True
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"{job.API.service} job {id_} still {state['phase']} after {self.wait_s:g} s:"
+                                   " destroy again to keep waiting")
+            time.sleep(self.poll_s)
+        if "delete" in job.API.data["operations"]:
+            api.delete(id_)
+            while _state_or_gone(api, id_) is not None:
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"{job.API.service} job {id_} still listed after its delete")
+                time.sleep(self.poll_s)
+
+
+def _state_or_gone(api, job_id: str) -> Optional[dict]:
+    """The job's state, or None once the API says there is no such job (404)."""
+    try:
+        return api.state(job_id)
+    except JobApiError as error:
+        if api.api.gone(error):
+            return None
+        raise
 
 
 class TrainingJob(dyn.Resource):

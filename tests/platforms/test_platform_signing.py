@@ -67,9 +67,9 @@ def platform(request, tmp_path):
 
 def test_signed_requests_submit_read_and_stop_a_job(platform):
     p, job, spec, url = platform
-    for credentials in p.good:
+    for number, credentials in enumerate(p.good):
         api = job.client(spec.region, base_url=url, credentials=credentials)
-        job_id = api.submit(job.request(spec))
+        job_id = api.submit(job.API.named(job.request(spec), str(number)))  # a name per submit, as JobProvider's
         assert api.state(job_id)["state"] == "running"
         assert isinstance(job.logs(job_id, spec.region, base_url=url, credentials=credentials), str)
         api.stop(job_id)

@@ -43,8 +43,9 @@ for name in providers.names():
         job = importlib.import_module(offer.package + ".job")
         client = job.client("cn-north-4")
         client.signer("state", "GET", client.base_url + "/x", {}, b"")
-print(json.dumps({m: getattr(sys.modules[m], "__file__", None) for m in sorted({m.split(".")[0] for m in sys.modules})
-                  if m in sys.modules}))
+def where(module):  # a module's file, or a namespace package's first folder
+    return getattr(module, "__file__", None) or next(iter(getattr(module, "__path__", None) or []), None)
+print(json.dumps({m: where(sys.modules[m]) for m in sorted({m.split(".")[0] for m in sys.modules}) if m in sys.modules}))
 print(json.dumps(sorted({m.__file__ for m in list(sys.modules.values())
                          if getattr(m, "__name__", "").split(".")[0] == "components" and getattr(m, "__file__", None)})))
 """
@@ -74,14 +75,16 @@ def runtime_distributions() -> set[str]:
 
 
 def _owner(file) -> str | None:
-    """The distribution whose files hold `file` (a package a distribution vendors under its own folder, as
-    setuptools does jaraco and more_itertools, is that distribution's, whatever else ships the same name)."""
+    """The distribution whose files hold `file` (a module's file, or a namespace package's folder): a package a
+    distribution vendors under its own folder, as setuptools does jaraco and more_itertools, is that
+    distribution's, whatever else ships the same name."""
     if not file:
         return None
     path = Path(file).resolve()
     for distribution in metadata.distributions():
         for entry in distribution.files or ():
-            if entry.name == path.name and Path(distribution.locate_file(entry)).resolve() == path:
+            located = Path(distribution.locate_file(entry)).resolve()
+            if located == path or (path.is_dir() and path in located.parents):
                 return _norm(distribution.metadata["Name"])
     return None
 

@@ -2,7 +2,8 @@
 
 Field names are those of alibabacloud-pai-dlc20201203 1.11.6 (api.yaml cites each). The stack's OSS prefix
 is mounted in every pod (DataSources Uri + MountPath, RW) and the contract's environment points into it
-(components/platforms/contract.py).
+(components/platforms/contract.py). Spot is taken only on a resource quota: on the public (general-purpose)
+resources a reclaim fails the job and nothing restarts it (checks, platform.yaml spot).
 """
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ def job_name(spec) -> str:
 
 
 def oss_uri(spec) -> str:
-    """oss://<bucket>.<endpoint host>/<prefix>/<stack>/: the form DLC's OSS data sources take (unverified)."""
-    host = urlsplit(spec.checkpoint.endpoint_for_nodes).netloc
-    return f"oss://{spec.checkpoint.bucket}.{host}/{contract.stack_root(spec)}"
+    """oss://<bucket>.oss-<region>-internal.aliyuncs.com/<prefix>/<stack>/: an OSS path with the region's internal
+    OSS endpoint, the form of DLC's data sources (api.yaml DataSources.*.Uri, from the PAI API's DataSourceItem);
+    not the S3-compatible host the nodes' agent uses."""
+    return f"oss://{spec.checkpoint.bucket}.oss-{spec.region}-internal.aliyuncs.com/{contract.stack_root(spec)}"
 
 
 def spot_price_per_minute(spec) -> Optional[float]:
@@ -37,10 +39,16 @@ def spot_price_per_minute(spec) -> Optional[float]:
     return None if spec.spot_max_price is None else round(spec.spot_max_price / 60, 6)
 
 
+def paths(spec) -> contract.JobPaths:
+    """Where the job finds its files: every pod mounts the stack's prefix (DataSources)."""
+    return contract.mounted(OFFER.data["mounts"]["stack"])
+
+
 def request(spec) -> dict:
     """CreateJob body for the stack (api.yaml `submit`)."""
     platform = spec.platform
     mount = OFFER.data["mounts"]["stack"]
+    where = paths(spec)
     worker = {"Type": "Worker", "Image": platform.image, "PodCount": spec.nodes, "EcsSpec": spec.instance.name}
     if spec.spot:
         worker["UseSpotInstance"] = True
@@ -49,10 +57,10 @@ def request(spec) -> dict:
         "DisplayName": job_name(spec),
         "JobType": "PyTorchJob",
         "WorkspaceId": platform.workspace_id,
-        "UserCommand": contract.command(spec, mount),
+        "UserCommand": contract.command(spec, where),
         "JobSpecs": [worker],
         "DataSources": [{"Uri": oss_uri(spec), "MountPath": mount, "MountAccess": "RW"}],
-        "Envs": contract.environment(spec, mount),
+        "Envs": contract.environment(spec, where),
         "JobMaxRunningTimeMinutes": platform.max_running_minutes,
     }
     if platform.quota_id:
@@ -63,6 +71,10 @@ def request(spec) -> dict:
 def checks(spec) -> list[tuple[str, str]]:
     """PAI-DLC's rules on the resolved stack, by key."""
     found = []
+    if spec.spot and not spec.platform.quota_id:
+        spot = OFFER.data["spot"]
+        found.append(("billing", f"spot on DLC's public resources: {spot['publicWhy']} ({spot['publicSource']});"
+                      " allowed: on-demand, or spot with platform.resourceQuotaId naming your quota"))
     if spec.spot and spec.spot_max_price is None:
         found.append(("spotMaxPricePerHour", "not set; DLC's only listed spot strategy is SpotWithPriceLimit"
                       " (SDK models/_spot_spec.py:18-20), which needs a price limit, and the spec's price is"

@@ -1,9 +1,11 @@
 """The ModelArts training job a stack declares: its v2 request body, its rules, and its state and logs.
 
 The request follows the field names of huaweicloudsdkmodelarts 3.1.219 and terraform-provider-huaweicloud
-(resource_huaweicloud_modelarts_training_job.go at 10c32cbf; api.yaml cites each). The stack's OBS prefix
-is mounted in the container (spec.volumes.obs) and the contract's environment points into it
-(components/platforms/contract.py).
+(resource_huaweicloud_modelarts_training_job.go at 10c32cbf; api.yaml cites each). On the public pool the job
+gets its files the way the API documents for it: the code through algorithm.code_dir (ModelArts downloads it
+to ${MA_JOB_DIR}/code), the data set through an input channel, the checkpoints through an output channel
+(synced to OBS while the job runs); spec.volumes (the whole prefix mounted) is taken only with a dedicated
+pool's pool_id (api.yaml absentUnless). OBS paths are /bucket/path, as those fields take them.
 """
 from __future__ import annotations
 
@@ -13,8 +15,9 @@ from pathlib import Path
 from typing import Optional
 
 from components.platforms import contract
-from components.platforms.jobapi import ApiReference, JobClient, NoCredentials
+from components.platforms.jobapi import ApiReference, JobApiError, JobClient, NoCredentials
 from components.platforms.offer import PlatformOffer, load_offer
+from node_agent import layout
 
 HERE = Path(__file__).resolve().parent
 API = ApiReference.load(HERE / "api.yaml")
@@ -28,13 +31,30 @@ def job_name(spec) -> str:
 
 
 def obs_url(spec, relative: str = "") -> str:
+    """obs://bucket/<prefix>/<stack>/<relative>: the form of log_export_path.obs_url only (api.yaml)."""
     return f"obs://{spec.checkpoint.bucket}/{contract.stack_root(spec)}{relative}"
+
+
+def obs_path(spec, relative: str = "") -> str:
+    """/bucket/<prefix>/<stack>/<relative>: the form of code_dir, the channels' obs_url and a volume's obs_path."""
+    return f"/{spec.checkpoint.bucket}/{contract.stack_root(spec)}{relative}"
+
+
+def paths(spec) -> contract.JobPaths:
+    """Where the job finds its files: the mounted prefix on a dedicated pool; on the public pool the code where
+    ModelArts downloads code_dir (${MA_JOB_DIR}/<its last folder>, MA_JOB_DIR's documented default in the
+    command's fallback) and the channels' local folders."""
+    if spec.platform.pool == "dedicated":
+        return contract.mounted(OFFER.data["mounts"]["stack"])
+    channels = OFFER.data["channels"]
+    return contract.JobPaths(f"${{MA_JOB_DIR:-{OFFER.data['jobDir']}}}/{layout.CODE}".rstrip("/"),
+                             channels["checkpoints"], channels["data"])
 
 
 def request(spec) -> dict:
     """POST /v2/{project_id}/training-jobs body for the stack (api.yaml `submit`)."""
     platform = spec.platform
-    mount = OFFER.data["mounts"]["stack"]
+    where = paths(spec)
     resource = {"node_count": spec.nodes}
     if platform.pool == "dedicated":
         resource["pool_id"] = platform.pool_id
@@ -42,22 +62,24 @@ def request(spec) -> dict:
     metadata = {"name": job_name(spec), "description": f"gpu-training stack {spec.stack} ({spec.tier.name} tier)"}
     if platform.workspace_id:
         metadata["workspace_id"] = platform.workspace_id
-    return {
-        "kind": "job",
-        "metadata": metadata,
-        "algorithm": {
-            "command": contract.command(spec, mount),
-            "engine": {"image_url": platform.image},
-            "environments": contract.environment(spec, mount),
-        },
-        "spec": {
-            "resource": resource,
-            # maxHours as the job's own limit, whole hours up (api.yaml: time_unit HOURS, duration >= 1).
-            "auto_stop": {"time_unit": "HOURS", "duration": max(1, math.ceil(spec.max_hours))},
-            "volumes": [{"obs": {"obs_path": obs_url(spec), "local_path": mount}}],
-            "log_export_path": {"obs_url": obs_url(spec, contract.LOGS)},
-        },
+    algorithm = {"command": contract.command(spec, where), "engine": {"image_url": platform.image},
+                 "environments": contract.environment(spec, where)}
+    job_spec = {
+        "resource": resource,
+        # maxHours as the job's own limit, whole hours up (api.yaml: time_unit HOURS, duration >= 1).
+        "auto_stop": {"time_unit": "HOURS", "duration": max(1, math.ceil(spec.max_hours))},
+        "log_export_path": {"obs_url": obs_url(spec, contract.LOGS)},
     }
+    if platform.pool == "dedicated":  # a pool of yours mounts the whole prefix
+        job_spec["volumes"] = [{"obs": {"obs_path": obs_path(spec), "local_path": OFFER.data["mounts"]["stack"]}}]
+    else:  # the public pool: code, data and checkpoints through the algorithm's own fields
+        algorithm["code_dir"] = obs_path(spec, layout.CODE)
+        algorithm["outputs"] = [{"name": "checkpoints", "local_dir": where.checkpoints,
+                                 "remote": {"obs": {"obs_url": obs_path(spec, contract.CHECKPOINTS)}}}]
+        if spec.data.stage:
+            algorithm["inputs"] = [{"name": "data", "local_dir": where.data,
+                                    "remote": {"obs": {"obs_url": obs_path(spec, layout.DATA)}}}]
+    return {"kind": "job", "metadata": metadata, "algorithm": algorithm, "spec": job_spec}
 
 
 def checks(spec) -> list[tuple[str, str]]:
@@ -145,6 +167,23 @@ class _Credentials:
         self.ak, self.sk = ak, sk
 
 
+def preflight(api: JobClient) -> Optional[str]:
+    """Why a submit would fail before it is sent, where the API shows it (None: go): a project that lists no
+    ModelArts authorization at all (api.yaml `authorizations`). A user who may not list them is not stopped here:
+    whether this user is authorized is what the listing cannot tell without the user's id."""
+    try:
+        answer = api.ask("authorizations")
+    except JobApiError as error:
+        if error.status in (401, 403):
+            return None
+        raise
+    if isinstance(answer, dict) and answer.get(API.operation("authorizations")["answer"]["list"]):
+        return None
+    need = OFFER.data["prerequisites"][0]
+    return (f"ModelArts: this account lists no ModelArts authorization, so no training job can run: set up {need['what']}"
+            f" ({need['source']}), then `pulumi up` again; nothing was submitted")
+
+
 def state(job_id: str, region: str, **client_args) -> dict:
     """The job's state (`phase` ModelArts', `state` running|succeeded|failed|stopped): for status/report."""
     return client(region, **client_args).state(job_id)
@@ -174,9 +213,42 @@ def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, token
                 refused = "mismatch", f"the temporary key {key} needs its token in a signed X-Security-Token"
         return None if refused is None else (401, {"error_code": "APIG.0301", "error_msg": refused[1]})
 
-    return StandIn.for_api(API, lambda body: (body["algorithm"]["command"], body["algorithm"]["environments"]),
-                           "metadata.id", "status.phase", {OFFER.data["mounts"]["stack"]: bucket_dir}, workdir,
-                           launcher_env=OFFER.data["launcherEnv"], authorize=authorize if keys else None)
+    def unpack(body: dict):
+        """The job's command and environment, and where its container paths are here: `bucket_dir` is the stack's
+        prefix, so a channel's or a volume's OBS path maps to the folder under it, and MA_JOB_DIR to the folder
+        holding code_dir's last folder (what ModelArts downloads the code into)."""
+        algorithm = body["algorithm"]
+        volumes = [v["obs"] for v in body["spec"].get("volumes") or [] if "obs" in v]
+        root = volumes[0]["obs_path"] if volumes else algorithm["code_dir"][:-len(layout.CODE)]
+        local = lambda path: bucket_dir / path[len(root):]  # noqa: E731
+        mounts = {v["local_path"]: local(v["obs_path"]) for v in volumes}
+        for channel in (*algorithm.get("inputs", ()), *algorithm.get("outputs", ())):
+            mounts[channel["local_dir"]] = local(channel["remote"]["obs"]["obs_url"])
+            mounts[channel["local_dir"]].mkdir(parents=True, exist_ok=True)
+        env = dict(algorithm["environments"])
+        if "code_dir" in algorithm:
+            env["MA_JOB_DIR"] = str(local(algorithm["code_dir"]).parent)
+        return algorithm["command"], env, mounts
+
+    def account(standin, name: str, body: dict):
+        """The account's side: its authorizations (standin.facts), listed, and required by a submit."""
+        authorizations = standin.facts.setdefault("authorizations", [AUTHORIZED])
+        if name == "authorizations":
+            return 200, {"total_count": len(authorizations), "auth": authorizations}
+        if name == "submit" and not authorizations:
+            # ModelArts' error code for it is not documented where the rule is: unverified.
+            return 403, {"error_code": "unverified", "error_msg": "ModelArts is not authorized in this account"
+                         f" ({OFFER.data['prerequisites'][0]['source']})"}
+        return None
+
+    return StandIn.for_api(API, unpack, "metadata.id", "status.phase", {}, workdir,
+                           launcher_env=OFFER.data["launcherEnv"], authorize=authorize if keys else None,
+                           account=account)
+
+
+# An authorization as GetAuthorizations lists one (SDK model/authorization_response.py: type agency, content the
+# agency's name, user_id all = every IAM user): what the stand-in's account has unless a test removes it.
+AUTHORIZED = {"user_id": "all", "type": "agency", "content": "modelarts_agency", "user_type": "all-users"}
 
 
 OFFER: PlatformOffer = load_offer(HERE, checks=checks, request=request)
