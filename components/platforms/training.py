@@ -52,7 +52,7 @@ class JobProvider(dyn.ResourceProvider):
         body = job.API.named(job.API.wire("submit", props["request"]), secrets.token_hex(4))
         client = job.client(self.region)
         # What the account lacks that the API can show before a submit (a platform's one-time authorization).
-        problem = job.preflight(client) if hasattr(job, "preflight") else None
+        problem = job.preflight(client, body) if hasattr(job, "preflight") else None
         if problem:
             raise RuntimeError(problem)
         job_id = client.submit(body)

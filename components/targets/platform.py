@@ -77,6 +77,7 @@ class PlatformTarget:
                                                if platform.image == offer.default_image else ""),
                  f"time limit: the platform stops the job {spec.max_hours:g} h after it starts"
                  f" ({offer.data['maxRunning']['field']}); ends by {expiry_text(outputs)} at the latest"]
+        lines.extend((offer.data.get("notes") or {}).get(platform.pool, ()))
         for need in offer.data.get("prerequisites") or ():
             lines.append(f"before the first job: {need['what']} ({need['source']})")
         lines.extend(p.line() for p in self.placeholders(spec))

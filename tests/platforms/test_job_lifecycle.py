@@ -122,7 +122,11 @@ def test_integers_reach_the_api_as_integers_after_pulumis_round_trip(platform):
 
     job, spec, standin, provider = platform
     declared = {"request": job.request(spec), "jobId": None}
-    wire = asyncio.run(rpc.serialize_properties(declared, {}))
+    loop = asyncio.new_event_loop()  # its own: asyncio.run would leave the mock engine's tests without one
+    try:
+        wire = loop.run_until_complete(rpc.serialize_properties(declared, {}))
+    finally:
+        loop.close()
     props = rpc.deserialize_properties(wire)
     assert "1.0" in repr(props["request"]), "the round trip turns integers into floats"
     job_id = provider.create(props).id
@@ -141,6 +145,17 @@ def test_an_account_without_the_modelarts_authorization_is_stopped_before_a_subm
     assert "modelarts_03_0405" in str(stopped.value) and standin.jobs == {}
     standin.facts["authorizations"] = [job.AUTHORIZED]
     assert _create(provider, spec, job) in standin.jobs
+
+
+@pytest.mark.parametrize("platform", ["modelarts"], indirect=True)
+def test_a_public_pool_flavor_the_region_does_not_list_is_stopped_before_a_submit(platform):
+    """The 910B flavor id is not documented as a public training flavor: `pulumi up` checks it against the
+    region's list (ShowTrainingJobFlavors) and names the ones it has."""
+    job, spec, standin, provider = platform
+    standin.facts["flavors"] = ["modelarts.bm.npu.arm.8snt9b.other"]
+    with pytest.raises(RuntimeError, match="is not a training flavor of this region's public pool") as stopped:
+        _create(provider, spec, job)
+    assert "modelarts.bm.npu.arm.8snt9b.other" in str(stopped.value) and standin.jobs == {}
 
 
 def test_a_multi_node_modelarts_job_rendezvouses_on_the_variables_modelarts_sets(tmp_path):

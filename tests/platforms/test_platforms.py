@@ -54,7 +54,8 @@ def test_a_modelarts_dedicated_pool_mounts_the_prefix_in_the_documented_form():
 
     body = job.request(_spec(HW, platform={"kind": "modelarts", "pool": "dedicated", "poolId": "pool-abc"}))
     assert job.API.problems("submit", body) == []
-    assert body["spec"]["resource"]["pool_id"] == "pool-abc"
+    assert body["spec"]["resource"] == {"node_count": 1, "pool_id": "pool-abc",
+                                        "flavor_id": "modelarts.pool.visual.8xlarge"}  # the pool's 8-card flavor
     assert body["spec"]["volumes"] == [{"obs": {"obs_path": "/my-gpu-training/gpu-training/hw-large-910b-modelarts/",
                                                 "local_path": "/home/ma-user/gpu-training"}}]
 

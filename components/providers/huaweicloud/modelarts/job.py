@@ -58,7 +58,9 @@ def request(spec) -> dict:
     resource = {"node_count": spec.nodes}
     if platform.pool == "dedicated":
         resource["pool_id"] = platform.pool_id
-    resource["flavor_id"] = spec.instance.name
+    # A dedicated pool takes the pool's card-count flavor, a public pool the training flavor (flavors.yaml).
+    resource["flavor_id"] = (OFFER.data["dedicatedFlavors"][spec.gpus_per_node] if platform.pool == "dedicated"
+                             else spec.instance.name)
     metadata = {"name": job_name(spec), "description": f"gpu-training stack {spec.stack} ({spec.tier.name} tier)"}
     if platform.workspace_id:
         metadata["workspace_id"] = platform.workspace_id
@@ -167,21 +169,37 @@ class _Credentials:
         self.ak, self.sk = ak, sk
 
 
-def preflight(api: JobClient) -> Optional[str]:
-    """Why a submit would fail before it is sent, where the API shows it (None: go): a project that lists no
-    ModelArts authorization at all (api.yaml `authorizations`). A user who may not list them is not stopped here:
-    whether this user is authorized is what the listing cannot tell without the user's id."""
+def preflight(api: JobClient, body: dict) -> Optional[str]:
+    """Why the submit of `body` would fail before it is sent, where the API shows it (None: go): a project that
+    lists no ModelArts authorization at all (api.yaml `authorizations`), or, on the public pool, a flavor the
+    region does not list for training jobs (api.yaml `flavors`). A listing the user may not read stops nothing:
+    whether this user is authorized is also what the listing cannot tell without the user's id."""
+    authorizations = _listing(api, "authorizations")
+    if authorizations is not None and not authorizations:
+        need = OFFER.data["prerequisites"][0]
+        return (f"ModelArts: this account lists no ModelArts authorization, so no training job can run: set up"
+                f" {need['what']} ({need['source']}), then `pulumi up` again; nothing was submitted")
+    resource = body["spec"]["resource"]
+    flavors = None if resource.get("pool_id") else _listing(api, "flavors")
+    if flavors is not None:
+        offered = sorted({str(f.get(API.operation("flavors")["answer"]["id"])) for f in flavors if isinstance(f, dict)})
+        if resource["flavor_id"] not in offered:
+            return (f"ModelArts: flavor {resource['flavor_id']} is not a training flavor of this region's public pool"
+                    f" (ShowTrainingJobFlavors lists: {', '.join(offered) or 'none'}): set that flavor in"
+                    " components/providers/huaweicloud/modelarts/flavors.yaml, or use pool: dedicated with your pool's"
+                    " poolId; nothing was submitted")
+    return None
+
+
+def _listing(api: JobClient, name: str) -> Optional[list]:
+    """The list a listing operation answers (api.yaml answer.list); None when this user may not read it."""
     try:
-        answer = api.ask("authorizations")
+        answer = api.ask(name)
     except JobApiError as error:
         if error.status in (401, 403):
             return None
         raise
-    if isinstance(answer, dict) and answer.get(API.operation("authorizations")["answer"]["list"]):
-        return None
-    need = OFFER.data["prerequisites"][0]
-    return (f"ModelArts: this account lists no ModelArts authorization, so no training job can run: set up {need['what']}"
-            f" ({need['source']}), then `pulumi up` again; nothing was submitted")
+    return (answer.get(API.operation(name)["answer"]["list"]) if isinstance(answer, dict) else None) or []
 
 
 def state(job_id: str, region: str, **client_args) -> dict:
@@ -235,6 +253,10 @@ def stand_in(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, token
         authorizations = standin.facts.setdefault("authorizations", [AUTHORIZED])
         if name == "authorizations":
             return 200, {"total_count": len(authorizations), "auth": authorizations}
+        if name == "flavors":  # what flavors.yaml says the public pool sells (unverified: the stand-in is not the cloud)
+            flavors = standin.facts.setdefault("flavors", [row.name for row in OFFER.catalog().instances])
+            return 200, {"total_count": len(flavors), "flavors": [{"flavor_id": f, "flavor_type": "Ascend"}
+                                                                  for f in flavors]}
         if name == "submit" and not authorizations:
             # ModelArts' error code for it is not documented where the rule is: unverified.
             return 403, {"error_code": "unverified", "error_msg": "ModelArts is not authorized in this account"
