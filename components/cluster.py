@@ -55,9 +55,10 @@ class TrainingCluster(pulumi.ComponentResource):
         network = package.network.create(spec, ctx)
         identity = package.identity.create(spec, ctx)
         storage = package.storage.create(spec, ctx, network)
-        user_data = pulumi.Output.all(storage.shared_fs_address, identity.role_name).apply(
+        # The agent stops before the cloud releases the node, by the same moment (docs/agent.md, "Stops").
+        user_data = pulumi.Output.all(storage.shared_fs_address, identity.role_name, self.expires_at).apply(
             lambda values: render_user_data(
-                build_node_config(spec, shared_fs_address=values[0], role=values[1])).encoded)
+                build_node_config(spec, shared_fs_address=values[0], role=values[1], expires_at=values[2])).encoded)
         compute = package.compute.create(spec, ctx, network, identity, storage, user_data, self.expires_at)
 
         self.outputs = node_outputs(spec, target, instance_ids=compute.instance_ids, private_ips=compute.private_ips,

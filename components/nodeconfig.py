@@ -16,7 +16,16 @@ if TYPE_CHECKING:  # annotations only: the node config reads a Spec, it builds n
 VERSION = 1
 
 
-def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None) -> dict[str, Any]:
+# What the user-data budget and the offline tools render in place of the nodes' expiry, which only `pulumi up`
+# knows (the recorded creation time + maxHours): the same length as a real one (clock.EXPIRY_FORMAT).
+EXPIRY_STANDIN = "2000-01-01T00:00:00Z"
+
+
+def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None,
+                      expires_at: Optional[str] = None) -> dict[str, Any]:
+    """The node config (docs/node-config.md). `expires_at`: when the cloud releases the VM nodes (the stack's one
+    clock, components/cluster.py), which the agent stops before; None where no such moment exists (a Kubernetes
+    Job's deadline counts from its start: the agent counts maxHours from the boot)."""
     instance = spec.instance
     profile = spec.profile
     unit = cost.node_hour_price(instance, profile.spot.discount, profile.spot.discount_source, spec.spot_max_price)
@@ -78,6 +87,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "idleMinutes": spec.idle_minutes,
             "idleUtilPercent": 5,
             "maxHours": spec.max_hours,
+            **({"expiresAt": expires_at} if expires_at else {}),
             "ttlMarginMinutes": 15,
             "maxGraceSeconds": 120,
             "keep": spec.keep,

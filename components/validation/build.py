@@ -21,7 +21,7 @@ import components.validation.kubernetes as kubernetes_settings
 from components import cidrs as cidr_lists
 from components import egress, providers, schema
 from components.catalog import Catalog, load_catalog
-from components.nodeconfig import build_node_config
+from components.nodeconfig import EXPIRY_STANDIN, build_node_config
 from components.platforms import offer as platform_settings
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES, CheckpointSpec, Spec, SpecError
@@ -298,7 +298,8 @@ def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
 
     address = _FS_ADDRESS_STANDIN if spec.shared_storage != "none" else None
     try:
-        rendered = render_user_data(build_node_config(spec, shared_fs_address=address), max_encoded=None)
+        rendered = render_user_data(build_node_config(spec, shared_fs_address=address, expires_at=EXPIRY_STANDIN),
+                                    max_encoded=None)
     except BootstrapConfigError as error:  # the rules above should have said it; say it by key all the same
         for line in error.problems:
             key, _, message = line.partition(": ")

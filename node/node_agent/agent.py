@@ -35,6 +35,7 @@ from contextlib import suppress
 from datetime import datetime, timezone
 
 from . import layout, proc
+from .config import expiry
 from .logship import LogShipper
 from .monitor import Monitor
 from .s3 import retrying, runtime
@@ -246,7 +247,13 @@ class Agent:
             threading.Thread(target=self.every, args=(seconds, job, halt), daemon=True).start()
         # Import the plotting library now, not between the job's end and the release (about 0.6 s).
         threading.Thread(target=self.monitor.warm, daemon=True).start()
-        ttl = settings['maxHours'] and state['boot'] + settings['maxHours'] * 3600 - settings['ttlMarginMinutes'] * 60
+        # The stack's one clock: the node config's expiresAt is when the cloud releases the node (the recorded creation
+        # time + maxHours), so a node that booted later (a spot replacement, one added by `nodes`) stops before it
+        # too. Without it (pods: their Job's deadline counts from its start) the TTL counts maxHours from the boot.
+        margin, expires = settings['ttlMarginMinutes'] * 60, settings['expiresAt']
+        ttl = expiry(expires) - margin if expires else (
+            settings['maxHours'] and state['boot'] + settings['maxHours'] * 3600 - margin)
+        deadline = f'expiresAt {expires}' if expires else f"maxHours {settings['maxHours']}"
         spot = 0
         # The leader's /proc entry is cheap to check; the whole group is scanned only once it is gone.
         while proc.alive(pid, started) or proc.group_alive(pid):
@@ -276,8 +283,7 @@ class Agent:
             if not (stop or why) and self.idle_since and idle and now - self.idle_since >= idle * 60:
                 why = 'FAILED', f"idle: utilisation under {settings['idleUtilPercent']}% for {idle} min", grace
             if not (stop or why) and ttl and now >= ttl:
-                why = ('FAILED', f"ttl: maxHours {settings['maxHours']} less {settings['ttlMarginMinutes']} min reached",
-                       grace)
+                why = ('FAILED', f"ttl: {deadline} less {settings['ttlMarginMinutes']} min reached", grace)
             if why:
                 log.warning('%s: %s to the trainer, grace %.1f s', why[1], self.cfg['train']['stopSignal'], why[2])
                 proc.signal_group(pid, getattr(signal, self.cfg['train']['stopSignal']))

@@ -24,7 +24,18 @@ OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env
          'checkpoint.region': None, 'checkpoint.verify.header': '', 'checkpoint.verify.contentMd5': False,
          'checkpoint.verify.flexibleChecksums': False, 'checkpoint.verify.sources': [],
          'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {},
-         'data.stage': False, 'paths.dataset': '/data/dataset', 'data.manifestSha256': None}
+         'data.stage': False, 'paths.dataset': '/data/dataset', 'data.manifestSha256': None,
+         'agent.expiresAt': None}
+
+
+def expiry(value):
+    """agent.expiresAt (ISO 8601, UTC: the moment the cloud releases the node) as epoch seconds; None if unreadable."""
+    from datetime import datetime, timezone
+    try:
+        moment = datetime.fromisoformat(str(value).replace('Z', '+00:00'))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def load(path):
@@ -61,6 +72,9 @@ def load(path):
         slot(k, d, lambda v, d=d: d is None or type(v) is type(d), f'a {type(d).__name__} is required')
     if type(c['nodeCount']) in (int, float) and c['nodeCount'] > 1 and not c['cluster'].get('tagKey'):
         errs.append('cluster.tagKey: missing: peers are found by this tag when nodeCount > 1')
+    if c['agent']['expiresAt'] is not None and expiry(c['agent']['expiresAt']) is None:
+        errs.append(f"agent.expiresAt: {c['agent']['expiresAt']!r} is not allowed: an ISO 8601 UTC time"
+                    " (2026-12-07T13:48:00Z) is required")
     if c['checkpoint']['verify']['method'] == 'crc64ecma' and not c['checkpoint']['verify']['header']:
         errs.append('checkpoint.verify.header: missing: the crc64ecma method reads the CRC-64 from this response header')
     if errs:

@@ -289,3 +289,25 @@ def test_report_on_ascend_without_matplotlib_names_the_bottleneck_and_skips_the_
     assert summary['gpuUtilMean'] == 30.0 and summary['bottleneck']['kind'] == want, summary
     assert 'under 70%' in summary['bottleneck']['advice']
     assert node.marker()['utilisation'] == {k: v for k, v in summary.items() if k != 'plot'}
+
+
+def test_ttl_is_the_stacks_expiry_not_a_count_from_this_nodes_boot(make_node, api_stub):
+    """The node config's expiresAt is when the cloud releases the node (the stack's recorded creation time +
+    maxHours): a node that booted later (a spot replacement, one added by `nodes`) still stops before it, with
+    its final checkpoint, although maxHours counted from its own boot would be hours away."""
+    from datetime import datetime, timedelta, timezone
+
+    api = api_stub('alicloud')
+    expires = (datetime.now(timezone.utc) + timedelta(seconds=70)).strftime('%Y-%m-%dT%H:%M:%SZ')
+    node = make_node(api=api, maxHours=24, expiresAt=expires, ttlMarginMinutes=1)  # due about 10 s in
+    node.train(FT_STEPS=100000, FT_STEP_S=0.01)
+    assert node.run(timeout=90) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'FAILED' and m['reason'] == f'ttl: expiresAt {expires} less 1 min reached', m
+    assert m['durationSeconds'] < 60 and len(api.calls('DeleteInstance')) == 1
+
+
+def test_a_node_config_with_an_unreadable_expiry_is_refused(make_node):
+    node = make_node(expiresAt='tomorrow')
+    assert node.run() == 2
+    assert "agent.expiresAt: 'tomorrow' is not allowed" in node.output(), node.output()

@@ -143,3 +143,17 @@ def test_a_fourth_target_touches_only_its_module_and_the_registry(tmp_path):
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
                              capture_output=True, text=True, check=True).stdout.splitlines()
     assert sorted(line[3:] for line in changed) == ["components/targets/__init__.py", "components/targets/stub.py"]
+
+
+def test_the_nodes_get_the_stacks_expiry_as_a_moment(plan_for):
+    """One clock (components/clock.py): the user-data of every VM node carries the stack's expiresAt output, the
+    moment the cloud releases it, so the agent stops before it whenever the node booted."""
+    from components.bootstrap import decode
+    from components.bootstrap.render import node_config_of
+
+    plan = plan_for("medium-a100")
+    carriers = [r for r in plan.resources if isinstance(r.inputs.get("userData"), str)]
+    assert carriers, [r.type for r in plan.resources]
+    for resource in carriers:
+        agent = node_config_of(decode(resource.inputs["userData"]))["agent"]
+        assert agent["expiresAt"] == plan.outputs["expiresAt"], agent
