@@ -91,7 +91,7 @@ def test_the_dlc_data_source_is_an_oss_path_with_the_oss_endpoint():
 
     body = job.request(_spec(DLC))
     assert body["DataSources"][0]["Uri"] == \
-        "oss://my-gpu-training.oss-cn-hangzhou-internal.aliyuncs.com/gpu-training/large-a100-dlc/"
+        "oss://my-gpu-training-checkpoints.oss-cn-hangzhou-internal.aliyuncs.com/gpu-training/large-a100-dlc/"
     assert job.API.problems("submit", body) == []
     body["DataSources"][0]["Uri"] = "oss://my-gpu-training.s3.oss-cn-hangzhou-internal.aliyuncs.com/gpu-training/x/"
     assert any(p.startswith("DataSources.*.Uri:") for p in job.API.problems("submit", body))
