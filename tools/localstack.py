@@ -135,8 +135,10 @@ def failover_drill(stack: str, console, work_dir) -> tuple[bool, str]:
 
     _, spec = stack_spec(stack)
     stand_in = providers.stand_ins(spec.provider)
-    if spec.platform is not None or spec.kubernetes is not None:
-        return False, "failover re-plans VM nodes: a platform or Kubernetes stack has none to move"
+    from components import targets
+
+    if targets.of(spec).kind != "vm":
+        return False, f"failover re-plans VM nodes: a stack on {targets.of(spec).description} has none to move"
     if not getattr(stand_in, "NODE_TYPES", ()):
         return False, (f"the {spec.profile.display_name} stand-in launches no nodes for the local engine yet"
                        f" (what the cloud answers on a stock-out: components/providers/{spec.provider}/capacity.yaml)")

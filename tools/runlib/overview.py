@@ -27,6 +27,7 @@ from typing import Callable, Mapping, Optional
 from .markers import assess, current
 from .spend import cost_so_far
 from .status import step_of
+from .targets import for_outputs
 
 NOT_DEPLOYED, UNKNOWN = "not deployed", "unknown"
 
@@ -45,9 +46,16 @@ def describe(stack: str) -> dict:
         _, spec = stack_spec(stack)
     except (StackFileError, SpecError) as error:
         return {"target": "?", "cloud": "?", "region": "?", "fileError": error.render().splitlines()[0]}
-    target = (f"platform:{spec.platform.offer.kind}" if spec.platform is not None
-              else "kubernetes" if spec.kubernetes is not None else "vm")
+    from components import targets
+
+    kind = targets.of(spec).kind  # the target seam (components/targets), shown with the platform's kind
+    target = f"{kind}:{spec.platform.offer.kind}" if spec.platform is not None else kind
     return {"target": target, "cloud": spec.provider, "region": spec.region}
+
+
+# A platform job's neutral states (components/platforms/jobapi.py NEUTRAL_STATES) in this table's words.
+JOB_STATES = {"pending": "starting", "running": "running", "stopping": "stopping", "succeeded": "finished",
+              "failed": "failed", "stopped": "stopped"}
 
 
 def state_of(verdict, markers) -> str:
@@ -73,6 +81,12 @@ def row(stack: str, outputs_of: OutputsOf, bucket_of: BucketOf, run_record: RunR
     out["region"] = outputs.get("region") or out["region"]
     out["keepsBilling"] = [str(k.get("what")) for k in outputs.get("keepsBilling") or [] if isinstance(k, Mapping)]
     node_count = int(outputs.get("nodeCount") or 1)
+    run = for_outputs(outputs)
+    if not run.markers:  # a platform job: its job API says its state (tools/runlib/targets.py)
+        job = run.job_state(outputs) or {}
+        out.update(state=JOB_STATES.get(job.get("state"), UNKNOWN), why=job.get("error"),
+                   costSoFar={k: v for k, v in cost_so_far(outputs, [], now).items() if k in ("amount", "currency")})
+        return out
     try:
         bucket = bucket_of(stack, outputs)
         every = bucket.markers()
