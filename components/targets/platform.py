@@ -76,7 +76,8 @@ class PlatformTarget:
                  f"image: {platform.image}" + (f" (the default: {offer.data['image']['source']})"
                                                if platform.image == offer.default_image else ""),
                  f"time limit: the platform stops the job {spec.max_hours:g} h after it starts"
-                 f" ({offer.data['maxRunning']['field']}); ends by {expiry_text(outputs)} at the latest"]
+                 f" ({offer.data['maxRunning']['field']}); expires at {expiry_text(outputs)}, the submit time + maxHours"
+                 " (a job that waits in a queue first ends that much later)"]
         lines.extend((offer.data.get("notes") or {}).get(platform.pool, ()))
         for need in offer.data.get("prerequisites") or ():
             lines.append(f"before the first job: {need['what']} ({need['source']})")
