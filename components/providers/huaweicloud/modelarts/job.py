@@ -21,8 +21,8 @@ from node_agent import layout
 
 HERE = Path(__file__).resolve().parent
 API = ApiReference.load(HERE / "api.yaml")
-# The first worker's task, whose log the preview API returns (SDK ShowTrainingJobLogsPreview takes a task_id;
-# "worker-0" is the form ModelArts' task names take: unverified without an account).
+# The first worker's task, whose log the preview API returns (SDK ShowTrainingJobLogsPreview takes a task_id): a
+# one-node job's task is "worker-0" (ModelArts API ShowObsUrlOfTrainingJobLogs: "单节点默认为worker-0").
 FIRST_TASK = "worker-0"
 
 
