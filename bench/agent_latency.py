@@ -4,14 +4,16 @@ Prints medians of several runs of the real agent process against local servers o
 (moto S3, the metadata and cloud API stand-ins of localcloud, the fake trainer):
   1. job exit -> release request: the trainer's last instruction to the DeleteInstance request
      (includes the final verified sync, the report with its PNG, and the marker);
-  2. spot notice -> trainer signal: the stub starts serving the notice, the trainer's SIGTERM
-     handler runs (bounded by agent.spotPollSeconds; run with the default 2 s and with 0.5 s);
+  2. spot notice -> trainer signal, per cloud that posts a notice (Alibaba, Tencent, Huawei), each through
+     its own runtime and metadata stand-in (the notice in the cloud's own path and format): the stub starts
+     serving the notice, the trainer's SIGTERM handler runs (bounded by agent.spotPollSeconds, the default
+     0.5 s), with the grace the agent gave; Baidu posts none (no figure: what it loses is the sync interval);
   3. checkpoint upload throughput: the agent's snapshot (hash, upload, the store's confirmation,
      manifest) against a plain boto3 upload_file loop over the same files, per verification method
      (docs/agent.md, "Verified uploads"): etag-md5 with Content-MD5 and read-back against moto
      directly, crc64ecma through the local OSS stand-in, which reads each object back to answer its
      CRC-64 header (so that figure includes a cost the real store does not have).
-Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K] [--upload-only]
+Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K] [--upload-only] [--notice]
        python bench/agent_latency.py --spot  (the poll's CPU and requests at 2, 1 and 0.5 s against an
        agent polling every 3600 s, then notice -> SIGTERM over 10, 10 and 20 notices; docs/agent.md,
        "Spot poll interval"; run with PYTHONPATH=node:.)
@@ -39,9 +41,9 @@ from components import providers
 from components.providers.standins import CloudApi, Metadata
 
 
-def node_config(tmp, meta, api, s3_url, bucket, steps, **agent):
+def node_config(tmp, meta, api, s3_url, bucket, steps, cloud='alicloud', **agent):
     return {
-        'stack': 'bench', 'provider': 'alicloud', 'region': 'cn-hangzhou', 'nodeCount': 1,
+        'stack': 'bench', 'provider': cloud, 'region': meta.region, 'nodeCount': 1,
         'accelerator': {'kind': 'nvidia', 'count': 1},
         'paths': {'checkpoints': f'{tmp}/ckpt', 'state': f'{tmp}/state', 'logs': f'{tmp}/logs', 'trainEnv': f'{tmp}/none'},
         'checkpoint': {'bucket': bucket, 'prefix': 'bench', 'endpoint': s3_url, 'region': 'us-east-1',
@@ -90,24 +92,51 @@ def exit_to_release(s3_url, bucket, runs):
     return out
 
 
-def notice_to_signal(s3_url, bucket, runs, poll):
+def notice_to_signal(s3_url, bucket, runs, poll, cloud='alicloud', grace=None):
+    """Seconds from the notice to the trainer's SIGTERM handler, one per run; `grace` (a list) gets the
+    grace each run's agent gave the trainer (the node's marker), for a notice two minutes ahead."""
     out = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
-            meta, api = Metadata('alicloud', f'i-{uuid.uuid4().hex[:8]}'), CloudApi('alicloud')
+            meta, api = Metadata(cloud), CloudApi(cloud)
             t = {}
 
             def notice(p, meta=meta, t=t):  # bound now: the thread runs within this iteration
                 while not records(tmp):
                     time.sleep(0.05)
                 time.sleep(1 + poll * (len(out) * 0.618 % 1))  # spread the notices over the poll cycle
-                meta.notice = datetime.now(timezone.utc) + timedelta(minutes=2)
+                meta.notice = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(minutes=2)
                 t['notice'] = time.time()
-            run_agent(node_config(tmp, meta, api, s3_url, bucket, steps=10**6, spotPollSeconds=poll), tmp, notice)
+            run_agent(node_config(tmp, meta, api, s3_url, bucket, steps=10**6, cloud=cloud, spotPollSeconds=poll,
+                                  maxGraceSeconds=600), tmp, notice)
             out.append([r['term'] for r in records(tmp) if 'term' in r][0] - t['notice'])
+            if grace is not None:
+                grace.append(marker(s3_url, bucket, meta.instance_id)['stopSignal']['graceSeconds'])
             meta.stop()
             api.stop()
     return out
+
+
+def marker(s3_url, bucket, node):
+    from node_agent import layout
+    key = layout.stack_root('bench', 'bench') + layout.marker(node)  # node_config's prefix and stack
+    got = boto3.client('s3', endpoint_url=s3_url).get_object(Bucket=bucket, Key=key)
+    return json.loads(got['Body'].read())
+
+
+def per_cloud(s3_url, bucket, runs, poll=0.5):
+    """notice -> SIGTERM through each cloud's own runtime and notice format, printed one line a cloud."""
+    med = statistics.median
+    for cloud in providers.names():
+        if not providers.profile(cloud).spot.reclaim_notice:
+            print(f'{cloud}: no reclaim notice reaches the node (profile.spot.reclaim_notice False): no figure; a reclaim'
+                  f' loses what was saved since the last periodic sync (docs/agent.md, "Reclaim notices")', flush=True)
+            continue
+        grace = []
+        x = notice_to_signal(s3_url, bucket, runs, poll, cloud, grace)
+        print(f'{cloud}: spot notice -> trainer SIGTERM, spotPollSeconds={poll}: median {med(x):.2f} s, max {max(x):.2f} s'
+              f' over {len(x)} notices (min {min(x):.2f}); grace given for a reclaim 120 s ahead: median'
+              f' {med(grace):.1f} s', flush=True)
 
 
 def agent_cpu(pid):
@@ -192,6 +221,8 @@ def main():
     ap.add_argument('--files', type=int, default=4)
     ap.add_argument('--mb-per-file', type=int, default=48)
     ap.add_argument('--upload-only', action='store_true', help='only the upload throughput figures')
+    ap.add_argument('--notice', action='store_true',
+                    help='only notice -> SIGTERM per cloud (each cloud\'s runtime and notice format), --runs each')
     ap.add_argument('--spot', action='store_true',
                     help='only the spot poll: its CPU and request cost per interval, notice -> SIGTERM over 10-20 notices')
     a = ap.parse_args()
@@ -219,14 +250,15 @@ def main():
                   f'over {len(x)} notices (min {min(x):.2f})', flush=True)
         server.stop()
         return
+    if a.notice:
+        per_cloud(s3_url, bucket, a.runs)
+        server.stop()
+        return
     if not a.upload_only:
         x = exit_to_release(s3_url, bucket, a.runs)
         print(f'job exit -> release request: median {med(x):.2f} s over {len(x)} runs (min {min(x):.2f}, '
               f'max {max(x):.2f})')
-        for poll in (2, 0.5):
-            x = notice_to_signal(s3_url, bucket, a.runs, poll)
-            print(f'spot notice -> trainer SIGTERM, spotPollSeconds={poll}: median {med(x):.2f} s over {len(x)} runs '
-                  f'(min {min(x):.2f}, max {max(x):.2f})')
+        per_cloud(s3_url, bucket, a.runs)
     for name, verify in METHODS.items():
         ag, pl = upload_throughput(s3_url, bucket, max(3, a.runs // 2), a.files, a.mb_per_file, verify)
         print(f'checkpoint upload, {a.files} x {a.mb_per_file} MiB to local moto, verify {name}: agent snapshot '

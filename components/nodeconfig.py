@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from components import artifacts, cost, tags
+from components import artifacts, cost, reclaim, tags
 from components.naming import pool_name, role_name
 
 if TYPE_CHECKING:  # annotations only: the node config reads a Spec, it builds none
@@ -81,15 +81,16 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "rendezvousPort": 29400,
         },
         "agent": {
-            "syncIntervalSeconds": 300,
-            "spotPollSeconds": 0.5,  # measured: bench/agent_latency.py --spot, docs/agent.md "Stops"
+            # 60 s on spot nodes that no notice warns, else 300 (components/reclaim.py, bench/sync_cost.py).
+            "syncIntervalSeconds": reclaim.sync_interval(spec),
+            "spotPollSeconds": reclaim.SPOT_POLL_SECONDS,  # measured: bench/agent_latency.py --spot
             "utilSampleSeconds": 5,
             "idleMinutes": spec.idle_minutes,
             "idleUtilPercent": 5,
             "maxHours": spec.max_hours,
             **({"expiresAt": expires_at} if expires_at else {}),
             "ttlMarginMinutes": 15,
-            "maxGraceSeconds": 120,
+            "maxGraceSeconds": reclaim.MAX_GRACE_SECONDS,
             "keep": spec.keep,
             "uploadAttempts": 8,
         },

@@ -12,7 +12,7 @@ import gc
 import json
 import sys
 
-from components import billing, cost, dataset, egress, safety, targets
+from components import billing, cost, dataset, egress, reclaim, safety, targets
 from components.bootstrap import decode, user_data_limit
 from components.providers import facts
 from components.spec import Spec, SpecError
@@ -74,6 +74,7 @@ def document(spec: Spec, plan: Plan) -> dict:
         # Only nodes reach endpoints themselves: a platform's job has the platform's network (components/targets).
         "egress": egress.describe(spec, plan.resources) if target.node_endpoints else None,
         "keepsBilling": [item.as_dict() for item in target.keeps_billing(spec)],
+        "reclaim": reclaim.describe(spec),
         "data": dataset.describe(spec),
         "unclassifiedResourceTypes": unclassified(spec, plan),
         "targetLines": target.preview_lines(spec, plan.outputs),
@@ -153,6 +154,7 @@ def render_human(spec: Spec, plan: Plan) -> None:
     if target.node_endpoints:
         render_egress(console, egress.describe(spec, plan.resources))
     render_keeps_billing(console, spec, plan)
+    render_reclaim(console, reclaim.describe(spec))
     data = dataset.describe(spec)
     if data["stage"] and target.data_disks:
         size = "size unknown" if data["sizeGb"] is None else f"{data['sizeGb']:.2f} GB"
@@ -264,6 +266,18 @@ def render_egress(console, section: dict) -> None:
             f" [dim](in the plan: {', '.join(r['resources'])})[/]" if r["inPlan"] else " [red](NOT in the plan)[/]")
         console.print(f"route [bold]{r['name']}[/]: {r['description']}{made}")
         console.print(f"  [dim]cost: {r['cost']}[/]")
+
+
+def render_reclaim(console, section: dict | None) -> None:
+    """A spot stack's reclaim: how the node learns of it, how early, and the work a reclaim can lose."""
+    if not section:
+        return
+    console.print(f"[bold]spot reclaim[/]: {section['mechanism']}")
+    console.print(f"  lead time: {section['lead']}")
+    if section["note"]:
+        console.print(f"  {section['note']}")
+    console.print(f"  work at risk: {section['workAtRisk']}")
+    console.print(f"  [dim]source: {section['source']}[/]", highlight=False)
 
 
 def render_keeps_billing(console, spec: Spec, plan: Plan) -> None:

@@ -58,6 +58,11 @@ EXAMPLE = "train_cnn.py"
 # before the spot notice was read, and the drill failed. Paced at PACE_SECONDS a step, the notice
 # (posted once a checkpoint past a quarter of the run is in the bucket) always lands mid-run.
 PACE_SECONDS = 0.04
+# The drill's notice names a reclaim this far ahead (the clouds give about 2-5 minutes; a rehearsal is
+# shorter): under the rehearsal's maxGraceSeconds (60), so the grace the agent gives is the time left.
+NOTICE_LEAD_SECONDS = 45
+# How much later than one spot poll the trainer may be signalled on a loaded test machine.
+NOTICE_SLACK_SECONDS = 1.0
 REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--batch-size", "16", "--image-size",
                           "32", "--width", "8", "--depth", "1", "--dataset-size", "1024", "--workers", "0",
                           "--log-every", "10", "--min-step-seconds", str(PACE_SECONDS)]
@@ -239,10 +244,41 @@ class Rehearsal:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(embedded.content, encoding="utf-8")
 
-    def preempt(self, victim: Node) -> None:
-        """The cloud reclaims node 0: a spot notice through its metadata service."""
-        victim.metadata.notice = datetime.now(timezone.utc) + timedelta(seconds=90)
-        self.say(f"  spot notice posted to {victim.instance_id}")
+    def preempt(self, victim: Node) -> datetime | None:
+        """The cloud reclaims node 0: a spot notice through its metadata service, in the cloud's own path and
+        format (each cloud's localcloud.Metadata); the reclaim time it names (None: no notice was posted)."""
+        reclaim = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=NOTICE_LEAD_SECONDS)
+        victim.metadata.notice = reclaim
+        self.say(f"  spot notice posted to {victim.instance_id}: reclaim at {reclaim:%H:%M:%S} UTC")
+        return reclaim
+
+    def check_notice(self, victim: Node, marker: dict, posted: float, reclaim: datetime) -> None:
+        """What the notice bought: the trainer told within the spot poll, a grace the notice leaves (not the
+        1 s floor), and the final checkpoint verified in the bucket before the reclaim the notice named."""
+        stop = marker.get("stopSignal") or {}
+        told = datetime.fromisoformat(stop["at"]).timestamp() if stop.get("at") else None
+        poll = victim.config["agent"]["spotPollSeconds"]
+        self.check("notice -> trainer signal", told is not None and told - posted <= poll + NOTICE_SLACK_SECONDS,
+                   f"the trainer was signalled {told - posted:.2f} s after the notice was posted (spot poll {poll:g} s)"
+                   if told else "no stop signal in the marker")
+        grace, named = stop.get("graceSeconds"), stop.get("reclaimAt")
+        expected = min(victim.config["agent"]["maxGraceSeconds"], reclaim.timestamp() - (told or posted)
+                       - victim.config["agent"]["uploadAllowanceSeconds"])
+        self.check("grace from the notice", bool(named) and datetime.fromisoformat(named) == reclaim
+                   and grace is not None and grace > 1 and abs(grace - expected) < 1,
+                   f"grace {grace} s (the notice's reclaim at {named}; expected about {expected:.1f} s)")
+        # The node's own final snapshot; a rank that writes no checkpoints (multi-node) has none of its own,
+        # and the cluster's newest snapshot, from before this marker, is what a replacement resumes from.
+        own = marker.get("lastCheckpoint")
+        found = [self.get_json(self.root + layout.manifest(own))] if own else self.manifests()[-1:]
+        manifest = found[-1] if found else {}
+        whose = "the node's own" if own else "the cluster's newest: this rank writes none"
+        saved_at = datetime.fromisoformat(marker["updatedAt"]) if marker.get("updatedAt") else None
+        self.check("saved before the reclaim", bool(manifest) and self.verified(manifest) and saved_at is not None
+                   and saved_at <= reclaim,
+                   f"snapshot {manifest.get('id')} ({whose}) verified; the final marker at {saved_at:%H:%M:%S},"
+                   f" {(reclaim - saved_at).total_seconds():.0f} s before the reclaim" if saved_at
+                   else "no final marker time")
 
     def new_id(self, index: int, replaces: Node | None) -> str:
         from components.providers.standins import new_instance_id
@@ -420,13 +456,15 @@ class Rehearsal:
         from components import providers
 
         if providers.profile(self.provider).spot.reclaim_notice:
-            self.preempt(victim)
             noticed = time.time()
+            reclaim = self.preempt(victim)
             marker = self.wait_for(lambda: (m := self.marker(victim)) and m["state"] != "RUNNING" and m,
                                    f"the PREEMPTED marker of {victim.instance_id}", first)
             self.check("preempted", marker["state"] == "PREEMPTED",
                        f"{victim.instance_id}: {marker['state']} ({marker.get('reason')}) "
                        f"{time.time() - noticed:.1f} s after the notice")
+            if reclaim:
+                self.check_notice(victim, marker, noticed, reclaim)
         else:
             # No reclaim notice reaches a node on this cloud (profile.spot.reclaim_notice): the node stops
             # without warning, as if powered off; what was uploaded before is the resume point.

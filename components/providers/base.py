@@ -307,6 +307,21 @@ class NodeEnvironment:
 
 
 @dataclass(frozen=True)
+class ReclaimNotice:
+    """How the node agent learns that the cloud reclaims a spot node, and how early: what the preview's reclaim
+    section says (components/reclaim.py) and the node runtime's spot_notice() reads. Facts with their source."""
+    mechanism: str  # what the node reads, or that nothing reaches it
+    lead: str  # how early, as the sources say it
+    lead_seconds: Optional[float]  # that lead for the arithmetic: 0 nothing reaches the node, None not confirmed
+    source: str
+    note: str = ""  # what else decides a reclaim on this cloud (a bid mode, a protection period)
+
+
+def undeclared_notice(spec: Any) -> ReclaimNotice:
+    return ReclaimNotice("not declared by this provider", "unknown", None, "the provider's profile declares none")
+
+
+@dataclass(frozen=True)
 class Spot:
     """Spot nodes: the price estimate (components/cost.py), who keeps them and whether they are warned."""
     discount: float  # typical spot price as a fraction of on-demand
@@ -320,6 +335,8 @@ class Spot:
     # A reclaimed spot node is told first (a notice in its metadata: node_runtime.spot_notice). False: it
     # stops without warning (the rehearsal's drill then kills the node instead of posting a notice).
     reclaim_notice: bool = True
+    # (spec) -> ReclaimNotice: the mechanism, the lead time and their sources, for the preview and docs.
+    notice: Callable[[Any], ReclaimNotice] = undeclared_notice
 
     def has_pool(self, spec: Any) -> bool:
         """A pool keeps this stack's spot nodes (the agent retires it: cluster.poolName)."""

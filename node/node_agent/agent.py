@@ -258,7 +258,7 @@ class Agent:
         # The leader's /proc entry is cheap to check; the whole group is scanned only once it is gone.
         while proc.alive(pid, started) or proc.group_alive(pid):
             tail.pump(trainer_log.info)
-            now, stop, why = time.time(), state.get('stop'), None
+            now, stop, why, reclaim = time.time(), state.get('stop'), None, None
             if stop:
                 if now > stop['kill'] and not stop.get('killed'):
                     log.warning('grace period over: SIGKILL to the trainer process group')
@@ -277,7 +277,8 @@ class Agent:
                     log.warning('spot notice check failed: %s', e)
                     notice = None
                 if notice:
-                    left = notice.timestamp() - now - settings['uploadAllowanceSeconds']
+                    reclaim = notice.timestamp()
+                    left = reclaim - now - settings['uploadAllowanceSeconds']
                     why = 'PREEMPTED', f'spot notice: terminated at {notice.isoformat()}', max(1, min(grace, left))
             idle = settings['idleMinutes']
             if not (stop or why) and self.idle_since and idle and now - self.idle_since >= idle * 60:
@@ -287,7 +288,9 @@ class Agent:
             if why:
                 log.warning('%s: %s to the trainer, grace %.1f s', why[1], self.cfg['train']['stopSignal'], why[2])
                 proc.signal_group(pid, getattr(signal, self.cfg['train']['stopSignal']))
-                self.save(stop={'state': why[0], 'reason': why[1], 'kill': now + why[2]})
+                # `at` and `reclaimAt` go into the marker: when the trainer was told, and the cloud's notice.
+                self.save(stop={'state': why[0], 'reason': why[1], 'kill': now + why[2], 'at': now,
+                                'reclaimAt': reclaim})
             time.sleep(0.2)
         while tail.pump(trainer_log.info):
             pass
@@ -431,6 +434,16 @@ class Agent:
         except Exception as e:  # the final marker is already stored; this only adds the pool outcome
             log.warning('marker not updated with the pool outcome: %s', e)
 
+    def stop_record(self):
+        """{'stopSignal': when the trainer was told to stop, the grace it got, the reclaim the notice named},
+        or {} when the agent stopped nothing (to the millisecond: a drill compares it with its notice)."""
+        stop = self.state.get('stop') or {}
+        if not stop.get('at'):
+            return {}
+        ms = lambda t: t and datetime.fromtimestamp(t, timezone.utc).isoformat(timespec='milliseconds')  # noqa: E731
+        return {'stopSignal': {'at': ms(stop['at']), 'graceSeconds': round(stop['kill'] - stop['at'], 3),
+                               'reclaimAt': ms(stop.get('reclaimAt'))}}
+
     def report(self):
         folder = self.cfg['paths']['state'] + '/report'
         os.makedirs(folder, exist_ok=True)
@@ -456,5 +469,5 @@ class Agent:
             'estimatedCost': None if rate is None else round(hours * rate, 4),
             'currency': cfg['cost'].get('currency'), 'utilisation': util,
             'lastCheckpoint': state.get('lastCheckpoint'), 'relaunches': state.get('relaunched') or [],
-            'updatedAt': iso(time.time()), **extra}, indent=1).encode())
+            **self.stop_record(), 'updatedAt': iso(time.time()), **extra}, indent=1).encode())
         log.info('marker %s', outcome)

@@ -83,6 +83,34 @@ def test_spot_notice_preempts_and_a_fresh_node_resumes_tencent(make_node, api_st
     assert h['x-tc-token'] == b.meta.token
 
 
+def test_a_huawei_spot_notice_reaches_the_trainer_with_the_grace_it_leaves(make_node, api_stub):
+    """Huawei's metadata notice (/openstack/latest/spot/instance-action, a zone-less Beijing time in the
+    stand-in) stops the trainer within a spot poll, with the time to the reclaim as its grace (not 1 s),
+    and the final snapshot is stored before that time."""
+    api = api_stub('huaweicloud')
+    node = make_node(cloud='huaweicloud', api=api, maxGraceSeconds=60)
+    # A checkpoint every ~1.5 s: older than a second when a periodic snapshot looks (younger files wait).
+    node.train(FT_STEPS=100000, FT_STEP_S=0.01, FT_EVERY=150)
+    p = node.start()
+    node.until(lambda: 'snapshot' in node.output())
+    posted = time.time()
+    reclaim = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=20)
+    node.meta.notice = reclaim
+    assert node.wait(p) == 0, node.output()
+
+    m = node.marker()
+    assert m['state'] == 'PREEMPTED' and 'spot notice' in m['reason'], m
+    told = datetime.fromisoformat(m['stopSignal']['at']).timestamp()
+    assert told - posted <= node.cfg['agent']['spotPollSeconds'] + 1.0, (told - posted, m['stopSignal'])
+    assert datetime.fromisoformat(m['stopSignal']['reclaimAt']) == reclaim
+    assert 15 < m['stopSignal']['graceSeconds'] <= 20, m['stopSignal']
+    assert datetime.fromisoformat(m['updatedAt']) < reclaim, 'the final marker before the reclaim'
+    term = [r for r in node.records() if 'term' in r]
+    files = verify_snapshot(node, m['lastCheckpoint'])
+    assert max(checkpoint_ok(b) for b in files.values()) == (term[0]['step'], True), 'final save is in the snapshot'
+    assert not api.release_requests(node.id), 'a preempted node is not released by the agent'
+
+
 class Stalling(S3Proxy):
     """Holds every object upload until `release` is set: a sync stuck on a connection that went quiet."""
 

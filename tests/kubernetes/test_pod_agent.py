@@ -35,10 +35,37 @@ def test_pod_identity_and_peers_come_from_the_indexed_job(monkeypatch):
     runtime = pod_runtime(config())
     assert runtime.instance_id() == "train-2"
     assert runtime.peers() == [("train-0", "train-0.train"), ("train-1", "train-1.train"), ("train-2", "train-2.train")]
-    assert runtime.release() is None and runtime.spot_notice() is None
+    assert runtime.release() is None
     # The codes the Job's podFailurePolicy acts on: recreate a preempted pod, fail the Job on a failed run.
     assert runtime.exit_code("PREEMPTED") == manifests.EXIT_PREEMPTED
     assert runtime.exit_code("FAILED") == manifests.EXIT_FAILED and runtime.exit_code("DONE") == 0
+
+
+def test_a_pod_reads_its_nodes_spot_notice_and_stops_asking_where_it_cannot(monkeypatch):
+    """ACK: the pod reads the node's own notice (instance/spot/termination-time, hardened token) as the node
+    agent does; a pod that cannot reach the node's metadata service stops asking after NOTICE_MISSES."""
+    from datetime import datetime, timezone
+
+    from components.providers.standins import Metadata
+    from node_agent.s3 import Metadata as Reader
+
+    metadata = Metadata("alicloud")
+    try:
+        spec = importlib.util.spec_from_file_location("pod_runtime_notice", RUNTIME)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        runtime = module.Runtime(config(), lambda token_header=None, formats=None: Reader(metadata.url, token_header))
+        assert runtime.spot_notice() is None
+        metadata.notice = datetime(2026, 12, 6, 10, 0, tzinfo=timezone.utc)
+        assert runtime.spot_notice() == metadata.notice
+        assert not [p for _, p, _ in metadata.log if "security-credentials" in p], "the notice only, never a role"
+        metadata.fail_spot = True
+        for _ in range(module.NOTICE_MISSES + 2):
+            assert runtime.spot_notice() is None
+        asked = [p for _, p, _ in metadata.log if "spot" in p]
+        assert len(asked) == 2 + module.NOTICE_MISSES, "no more reads once the pod gave up"
+    finally:
+        metadata.stop()
 
 
 def test_rrsa_credentials_come_from_sts_for_the_pods_token_only(tmp_path, monkeypatch):

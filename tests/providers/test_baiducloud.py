@@ -150,6 +150,14 @@ def test_a_failed_release_after_a_failed_create_names_the_instance_that_bills(ap
     api.fail_action("ReleaseInstanceWithRelatedResources", 50, 500, "InternalError")
     with pytest.raises(BceApiError, match=r"bills outside Pulumi's state until released.*POST /v2/instance/i-"):
         provider("BccInstance", ready_timeout_s=0.1, attempts=2).create(instance_inputs(network))
+def test_a_market_bid_instance_is_created_without_a_price(api, network):
+    """The default bid (no spotMaxPricePerHour): BCC's automatic bid, which is only reclaimed for lack of
+    inventory (BCC "Spot the Instance"); the SDK sends bidModel market and no bidPrice."""
+    made = provider("BccInstance").create(instance_inputs(network, paymentTiming="bid", bidModel="market"))
+    (request,) = api.calls("CreateBidInstance")
+    body = request["params"]["body"]
+    assert body["bidModel"] == "market" and "bidPrice" not in body, body
+    assert api.state["instance"][made.id]["bid"]
 
 
 def test_a_bid_instance_is_created_with_a_custom_price(api, network):
@@ -166,8 +174,13 @@ def test_check_refuses_a_bid_above_the_pay_as_you_go_price_and_world_open_ssh():
     bid = dynamic.BccInstanceProvider(REGION).check({}, {
         "paymentTiming": "bid", "bidModel": "custom", "bidPrice": 41, "onDemandPrice": 40})
     assert any("above the pay-as-you-go price" in f.reason for f in bid.failures), bid.failures
-    market = dynamic.BccInstanceProvider(REGION).check({}, {"paymentTiming": "bid", "bidModel": "market"})
-    assert any(f.property == "bidModel" or "custom" in f.reason for f in market.failures), market.failures
+    def bid_failures(**inputs):
+        return [f for f in dynamic.BccInstanceProvider(REGION).check({}, {"paymentTiming": "bid", **inputs}).failures
+                if f.property in ("bidModel", "bidPrice")]
+    assert not bid_failures(bidModel="market"), "the automatic bid takes no price"
+    assert bid_failures(bidModel="market", bidPrice=30), "a price on a market bid would be ignored: refused"
+    assert bid_failures(bidModel="custom"), "a custom bid without its cap"
+    assert bid_failures(bidModel="cheapest")
     group = dynamic.SecurityGroupProvider(REGION).check({}, {"region": REGION, "name": "g", "vpcId": "vpc-1", "rules": [
         {"direction": "ingress", "protocol": "tcp", "portRange": "22", "sourceIp": "0.0.0.0/0"}]})
     assert any("open to the world" in f.reason for f in group.failures), group.failures
@@ -338,12 +351,21 @@ def test_constructing_dynamic_resources_leaves_the_pickler_as_it_was():
 
 # ---------------------------------------------------------------- the plan
 
-def test_the_plan_makes_a_bid_instance_capped_at_the_users_price(plan_for):
+def test_the_plan_makes_an_automatic_bid_instance_by_default(plan_for):
+    """BCC "Spot the Instance": an automatic bid "is only released due to insufficient inventory"; a maximum
+    price adds the market price as a reason. Without spotMaxPricePerHour the stack bids automatically."""
     plan = plan_for("bd-large-a100-spot")
     (node,) = plan.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
-    assert (node.inputs["paymentTiming"], node.inputs["bidModel"], node.inputs["bidPrice"]) == ("bid", "custom", 60)
+    assert (node.inputs["paymentTiming"], node.inputs["bidModel"]) == ("bid", "market")
+    assert "bidPrice" not in node.inputs
     assert node.inputs["dataDisk"]["encryptKey"] == "bd-large-a100-spot-disk-key-id"
     assert plan.outputs["poolId"] is None, "no pool on Baidu"
+
+
+def test_the_plan_makes_a_bid_instance_capped_at_the_users_price(plan_for):
+    plan = plan_for("bd-large-a100-spot", "spotMaxPricePerHour=60")
+    (node,) = plan.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
+    assert (node.inputs["paymentTiming"], node.inputs["bidModel"], node.inputs["bidPrice"]) == ("bid", "custom", 60)
 
 
 def test_the_node_config_names_no_pool_to_retire(plan_for):
@@ -356,7 +378,6 @@ def test_the_node_config_names_no_pool_to_retire(plan_for):
 
 
 @pytest.mark.parametrize("override,key", [(("nodes=2",), "nodes"), (("checkpoint.create=true",), "checkpoint.create"),
-                                          (("billing=spot",), "spotMaxPricePerHour"),
                                           (("baiducloud:region=cd",), "baiducloud:region")])
 def test_refused_configs_name_the_key(override, key):
     from tools.mockrun import ProgramExit

@@ -87,7 +87,9 @@ def test_every_request_of_a_stack_lifecycle_conforms_to_the_api_reference(api):
                                                "document": '{"accessControlList": []}'})
     on_demand = provider("BccInstance").create(node_inputs(network))
     bid = provider("BccInstance").create(node_inputs(network, name="gpu-training-t-1", paymentTiming="bid",
-                                                     bidModel="custom", bidPrice=30.5, onDemandPrice=40))
+                                                     bidModel="market"))
+    capped = provider("BccInstance").create(node_inputs(network, name="gpu-training-t-2", paymentTiming="bid",
+                                                        bidModel="custom", bidPrice=30.5, onDemandPrice=40))
     binding = provider("RoleBinding").create({"region": REGION, "roleName": role.id,
                                               "instanceIds": [on_demand.id, bid.id]})
     later = node_inputs(network, releaseTime="2026-12-05T22:00:00Z", tags={tags.STACK: "t", "team": "ml"})
@@ -105,6 +107,7 @@ def test_every_request_of_a_stack_lifecycle_conforms_to_the_api_reference(api):
     provider("RoleBinding").delete(binding.id, {"roleName": role.id, "instanceIds": [on_demand.id, bid.id]})
     provider("BccInstance").delete(on_demand.id, later)
     provider("BccInstance").delete(bid.id, node_inputs(network))  # already gone: not found is done
+    provider("BccInstance").delete(capped.id, node_inputs(network))
     provider("IamRolePolicy").delete(policy.id, {})
     provider("IamRole").delete(role.id, {})
     provider("KmsKey").delete(network["key"], {})

@@ -110,7 +110,7 @@ def test_the_spot_pool_spans_its_zones_and_preview_names_the_ttl_gap(plan_for):
     _, spec = stack_spec("hw-medium-v100", ())
     warnings = {f.key: f.message for f in spec.findings if f.level == "warning"}
     assert "no auto_terminate_time" in warnings["billing"] and "scripts/run.py" in warnings["billing"]
-    assert "no in-VM spot reclaim notice" in warnings["billing"]
+    assert "reclaim section" in warnings["billing"]
 
 
 def test_the_pools_internet_route_is_its_configurations_public_ip(plan_for):
@@ -455,16 +455,93 @@ def test_peers_are_the_tagged_running_nodes(cloud):
     assert listed["params"]["tags"] == f"{tags.STACK}=s" and listed["params"]["status"] == "ACTIVE"
 
 
-def test_a_reclaim_is_seen_through_the_ecs_api_at_most_every_few_seconds(cloud):
+def test_the_metadata_notice_is_read_at_every_poll_and_its_time_is_the_reclaim(cloud):
+    """huaweicloudDocs/ecs 元数据获取.md "Instance Action": GET /openstack/latest/spot/instance-action answers
+    {"action":"terminate","timestamp":"..."} once the spot ECS is about to be interrupted."""
     runtime, metadata, api = cloud
     assert runtime.spot_notice() is None
-    metadata.notice = datetime.now(timezone.utc)  # what the rehearsal posts: the cloud deletes this ECS
-    assert runtime.spot_notice() is None, "asked again within SPOT_API_SECONDS: the cached answer"
-    assert len(api.calls("ShowServer")) == 1
-    runtime._spot = (0.0, None)  # the last ask long ago
-    notice = runtime.spot_notice()
-    assert notice is not None and abs((notice - datetime.now(timezone.utc)).total_seconds()) < 5
-    metadata.notice = None
+    reclaim = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(minutes=5)
+    metadata.notice = reclaim
+    assert runtime.spot_notice() == reclaim, "the notice's own time, not 'now'"
+    assert runtime.spot_notice() == reclaim, "read again at the next poll: no cache in front of the metadata"
+    reads = [p for _, p, _ in metadata.log if p == localcloud.SPOT_PATH]
+    assert len(reads) == 3
+    assert len(api.calls("ShowServer")) == 1, "the API was asked once, before the notice, and not since"
+
+
+@pytest.mark.parametrize("zone", [timezone(timedelta(hours=8)), timezone.utc], ids=["utc+8", "utc"])
+def test_the_zone_less_timestamp_is_read_right_whichever_zone_huawei_writes(cloud, zone):
+    """The doc's timestamp has no zone: written in UTC+8 or in UTC, the runtime finds the same moment."""
+    runtime, metadata, _ = cloud
+    metadata.notice_zone = zone
+    reclaim = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=290)
+    metadata.notice = reclaim
+    assert runtime.spot_notice() == reclaim
+
+
+def test_notice_time_takes_the_earlier_reading_still_ahead():
+    notice_time = load_runtime().notice_time
+    now = datetime(2026, 12, 5, 1, 10, tzinfo=timezone.utc)
+    body = '{"action":"terminate","timestamp":"%s"}'
+    # 09:15 read as Beijing time is 01:15 UTC, 5 minutes ahead; read as UTC it is 8 h 5 min ahead: the first.
+    assert notice_time(body % "2026-12-05 09:15:00", now) == datetime(2026, 12, 5, 1, 15, tzinfo=timezone.utc)
+    # 01:15 read as Beijing time is 8 h in the past; read as UTC it is 5 minutes ahead.
+    assert notice_time(body % "2026-12-05 01:15:00", now) == datetime(2026, 12, 5, 1, 15, tzinfo=timezone.utc)
+    # Both readings past (a late read, a skewed clock): due now, never a time already gone.
+    assert notice_time(body % "2026-12-04 01:15:00", now) == now
+    # A zone written out is taken as written.
+    assert notice_time(body % "2026-12-05T01:12:00Z", now) == datetime(2026, 12, 5, 1, 12, tzinfo=timezone.utc)
+    # An action whose time does not parse is due now; an answer that is no notice is None.
+    assert notice_time('{"action":"terminate","timestamp":"soon"}', now) == now
+    for other in ("<html>404</html>", "{}", '{"timestamp":"2026-12-05 09:15:00"}', '"terminate"', ""):
+        assert notice_time(other, now) is None, other
+
+
+def test_an_answer_that_is_no_notice_is_not_a_reclaim(cloud):
+    runtime, metadata, _ = cloud
+    metadata.garbage[localcloud.SPOT_PATH] = [(200, b"<html>ok</html>"), (200, b"{}")]
+    assert runtime.spot_notice() is None and runtime.spot_notice() is None
+
+
+def test_a_hardened_metadata_service_is_read_with_a_token(cloud):
+    """ecs_03_2167: with V2 (hardening) enforced, every read needs X-Metadata-Token from PUT
+    /meta-data/latest/api/token; the runtime fetches one when a read is refused."""
+    from node_agent.s3 import http
+
+    runtime, metadata, _ = cloud
+    metadata.hardened = True
+    assert http("GET", metadata.url + "/openstack/latest/meta_data.json")[0] == 401
+    assert runtime.instance_id() == metadata.instance_id and runtime.private_ip() == "10.42.0.7"
+    reclaim = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(minutes=5)
+    metadata.notice = reclaim
+    assert runtime.spot_notice() == reclaim
+    puts = [(p, h) for m, p, h in metadata.log if m == "PUT"]
+    assert len(puts) == 1 and puts[0][0] == localcloud.TOKEN_PATH
+    assert {k.lower(): v for k, v in puts[0][1].items()}["x-metadata-token-ttl-seconds"] == "21600"
+    metadata.revoke_tokens()
+    assert runtime.spot_notice() == reclaim, "a revoked token is replaced"
+
+
+def test_a_reclaim_without_a_notice_is_seen_through_the_ecs_api_at_most_every_few_seconds(cloud):
+    runtime, metadata, api = cloud
+    assert runtime.spot_notice() is None
+    api.reclaim(metadata.instance_id)  # the ECS deleting, with nothing at the metadata path
+    try:
+        assert runtime.spot_notice() is None, "asked again within SPOT_API_SECONDS: the cached answer"
+        assert len(api.calls("ShowServer")) == 1
+        runtime._spot = (0.0, None)  # the last ask long ago
+        notice = runtime.spot_notice()
+        assert notice is not None and abs((notice - datetime.now(timezone.utc)).total_seconds()) < 5
+    finally:
+        localcloud.RECLAIMING.discard(metadata.instance_id)
+
+
+def test_an_unreadable_notice_path_still_asks_the_api_then_says_so(cloud):
+    runtime, metadata, api = cloud
+    metadata.fail_spot = True
+    with pytest.raises(OSError, match="500"):
+        runtime.spot_notice()
+    assert len(api.calls("ShowServer")) == 1, "the fallback had its turn before the error was raised"
 
 
 def test_retire_pool_pauses_the_named_group_once(cloud):

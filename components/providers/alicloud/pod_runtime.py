@@ -9,7 +9,10 @@ of the training Job (components/kubernetes/manifests.py) instead of an ECS insta
   the ServiceAccount's token for the pod role's STS credentials (an anonymous call: no key is sent;
   STS API reference "AssumeRoleWithOIDC", ACK doc "Use RRSA to authorize different pods to access
   different cloud services"). Without those variables, the node's role through the metadata service;
-- eviction: the kubelet's SIGTERM (the agent saves and uploads), so no spot notice is polled;
+- reclaim: the node's own spot notice (instance/spot/termination-time, with the hardened service's token),
+  read through the node's metadata service as the node-role fallback below reads it, gives the trainer the
+  notice's grace as on a VM; where the pod cannot reach that service (a network policy) the poll stops after
+  NOTICE_MISSES failures, said once, and the drain's SIGTERM (the kubelet's eviction) is what stops the agent;
 - peers: the Job's N pod names, resolvable through the headless Service; pod 0 hosts the rendezvous;
 - release and pool: nothing. The Job ends when its pods do; the cluster autoscaler removes idle GPU
   nodes, and scripts/run.py destroys the stack once the markers say the data is safe.
@@ -18,6 +21,7 @@ of the training Job (components/kubernetes/manifests.py) instead of an ECS insta
 Self-contained like node_runtime.py: the ConfigMap of the boot set carries it as node_agent/cloud_runtime.py.
 """
 import json
+import logging
 import os
 import socket
 import time
@@ -26,6 +30,9 @@ import urllib.request
 
 STS_ENDPOINT = 'https://sts.aliyuncs.com'
 STS_VERSION = '2015-04-01'
+NOTICE_MISSES = 3  # failed reads of the node's spot notice before the pod stops asking
+NOTICE_PATH = 'instance/spot/termination-time'  # ECS doc "Instance metadata" (node_runtime.py)
+log = logging.getLogger('agent')
 # The Job's podFailurePolicy (components/kubernetes/manifests.py): 75 recreate, 76 fail the Job.
 EXIT_CODES = {'DONE': 0, 'PREEMPTED': 75, 'FAILED': 76}
 
@@ -37,6 +44,7 @@ class Runtime:
         self.cfg, self.metadata = cfg, metadata
         self.k8s = cfg['cluster']['kubernetes']
         self.index = int(os.environ.get('JOB_COMPLETION_INDEX', '0'))  # set by Kubernetes for Indexed Jobs
+        self._notice_reader, self._misses = None, 0
 
     def _name(self, index):
         return f"{self.k8s['job']}-{index}"
@@ -77,7 +85,22 @@ class Runtime:
                 'token': c['SecurityToken'], 'expiry_time': c['Expiration']}
 
     def spot_notice(self):
-        return None  # a reclaimed spot node is drained: the agent gets SIGTERM with the grace period
+        """The node's termination time (aware UTC) read from the pod, or None (none posted, or unreachable)."""
+        from datetime import datetime, timezone
+        if self._misses >= NOTICE_MISSES:
+            return None
+        try:
+            if self._notice_reader is None:
+                self._notice_reader = self.metadata('X-aliyun-ecs-metadata-token')
+            t = self._notice_reader(NOTICE_PATH)
+        except OSError as e:
+            self._misses += 1
+            if self._misses == NOTICE_MISSES:
+                log.warning("the node's spot notice is not readable from this pod (%s): not asked again; a drain's"
+                            " SIGTERM still stops the trainer with its grace", e)
+            return None
+        self._misses = 0
+        return datetime.fromisoformat(t.replace('Z', '+00:00')).astimezone(timezone.utc) if t else None
 
     def release(self):
         return None  # the pod exits; the Job completes and the autoscaler removes the idle node

@@ -13,7 +13,7 @@ from typing import Optional
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, KubernetesOffer, Lingering,
                                        NameLimit, Naming, NodeEnvironment, ObjectStorage, ObjectStore, Placement,
-                                       ProviderProfile, Route, Rules, SharedStorage, Spot, StoreVerification,
+                                       ProviderProfile, ReclaimNotice, Route, Rules, SharedStorage, Spot, StoreVerification,
                                        uploaded_files, UserDataLimit)
 from components.providers.alicloud import registry
 
@@ -319,6 +319,16 @@ def _platforms():
     return {OFFER.kind: OFFER}
 
 
+def reclaim_notice(spec) -> ReclaimNotice:
+    """Alibaba's spot notice: the node's metadata item, read through the hardened service's token; on ACK,
+    the pod reads its node's item the same way (pod_runtime.py) besides the drain's SIGTERM."""
+    where = ("instance/spot/termination-time on the node's metadata service (hardened: session token), ISO 8601 UTC;"
+             + (" read from the pod of the ACK Job through its node's metadata service, and the drain's SIGTERM"
+                if spec.kubernetes else " polled by the node agent"))
+    return ReclaimNotice(where, "about 5 minutes (the ECS docs read suggest it; not confirmed)", None,
+                         "ECS doc 'Instance metadata' (https://www.alibabacloud.com/help/en/ecs/user-guide/"
+                         "instance-metadata-items): spot/termination-time, 404 until a reclaim is scheduled")
+
 PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
@@ -357,6 +367,7 @@ PROFILE = ProviderProfile(
         discount=0.3,
         discount_source=("the cloud GPU selection guide (the project brief): spot costs 10-30% of pay-as-you-go;"
                          " the upper bound is used as the estimate"),
+        notice=reclaim_notice,
     ),
     rules=Rules(
         unsupported={

@@ -14,9 +14,9 @@ import pulumi
 
 from components.providers.baiducloud import bceapi, dynamic
 from components.providers.baiducloud.identity import grant_release
-from components.providers.baiducloud.profile import PUBLIC_BANDWIDTH_MBPS, spot_cap
+from components.providers.baiducloud.profile import PUBLIC_BANDWIDTH_MBPS, bid_model
 from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts, has_public_address)
+                                       PartContext, StorageParts, has_public_address, spot_cap)
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100
@@ -85,9 +85,13 @@ class Nodes(NodesComponent):
         self._instances(launch, {"paymentTiming": "Postpaid"})
 
     def spot_pool(self, launch: NodeLaunch) -> None:
-        """Bid instances with a custom price: the cap, never above the pay-as-you-go price (profile.spot_cap;
-        validation refuses a spot stack whose cap is unknown). No pool: see the module docstring."""
+        """Bid instances. Without spotMaxPricePerHour an automatic (market) bid, which BCC releases only for lack
+        of inventory; with it a custom bid at that cap, never above the pay-as-you-go price (profile.spot_cap),
+        released also when the market price passes it (profile.bid_model). No pool: see the module docstring."""
         spec = launch.spec
+        if bid_model(spec) == "market":
+            self._instances(launch, {"paymentTiming": "bid", "bidModel": "market"})
+            return
         known = spec.instance.price.account_price
         self._instances(launch, {"paymentTiming": "bid", "bidModel": "custom", "bidPrice": spot_cap(spec),
                                  "onDemandPrice": known})

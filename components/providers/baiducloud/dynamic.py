@@ -108,7 +108,10 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "subnetId": Field("string", True, True),
         "securityGroupId": Field("string", True, True),
         "paymentTiming": Field("string", True, True, one_of("Postpaid", "bid"), source=_BCC),
-        "bidModel": Field("string", replace=True, validate=one_of("custom")),
+        # market: automatic bid at the market price, released only for lack of inventory; custom: a price cap
+        # (bidPrice), released also when the market price passes it (BCC "Spot the Instance",
+        # https://intl.cloud.baidu.com/doc/BCC/s/fkag7tev6-en; SDK bcc_client.py:242 '"market" or "custom"').
+        "bidModel": Field("string", replace=True, validate=one_of("market", "custom")),
         "bidPrice": Field("number", replace=True),
         "onDemandPrice": Field("number", replace=True),
         "rootDiskSizeInGb": Field("int", replace=True, validate={"kind": "int_range", "min": 40, "max": 2048}),
@@ -416,10 +419,14 @@ class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
         problems = []
         if news.get("paymentTiming") == "bid":
             price, cap = news.get("bidPrice"), news.get("onDemandPrice")
-            if news.get("bidModel") != "custom" or price in (None, ""):
-                problems.append(("bidPrice", "BccInstance: a bid instance needs bidModel custom and a bidPrice"
-                                             " (a market bid has no cap)"))
-            elif cap not in (None, "") and float(price) > float(cap):
+            model = news.get("bidModel")
+            if model not in ("market", "custom"):
+                problems.append(("bidModel", f"BccInstance: {model!r}: a bid instance needs bidModel market or custom"))
+            elif model == "market" and price not in (None, ""):
+                problems.append(("bidPrice", "BccInstance: a market bid takes no bidPrice (the market price is billed)"))
+            elif model == "custom" and price in (None, ""):
+                problems.append(("bidPrice", "BccInstance: a custom bid needs a bidPrice (its cap)"))
+            elif model == "custom" and cap not in (None, "") and float(price) > float(cap):
                 problems.append(("bidPrice", f"BccInstance: bid price {price} is above the pay-as-you-go price"
                                              f" {cap}; the cap must never exceed it"))
         return problems
@@ -445,7 +452,8 @@ class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
             # reclaim or the auto release); the SDK's default False keeps it billing (bce_api.yaml).
             send = lambda token: bcc.create_instance_of_bid(  # noqa: E731
                 int(inputs["cpuCount"]), int(inputs["memoryCapacityInGB"]), inputs["imageId"],
-                billing=Billing("Postpaid"), bid_model="custom", bid_price=str(inputs["bidPrice"]),
+                billing=Billing("Postpaid"), bid_model=inputs["bidModel"],
+                bid_price=None if inputs["bidModel"] == "market" else str(inputs["bidPrice"]),
                 is_eip_auto_related_delete=True, client_token=token, **common)
         else:
             call_name = "CreateInstanceBySpec"

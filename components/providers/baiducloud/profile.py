@@ -17,8 +17,8 @@ from typing import Iterable, Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile, Route, Rules,
-                                       SharedStorage, Spot, spot_cap, StoreVerification, transfer_seconds,
+                                       NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile, ReclaimNotice, Route, Rules,
+                                       SharedStorage, Spot, StoreVerification, transfer_seconds,
                                        uploaded_files, UserDataLimit)
 
 # The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
@@ -94,12 +94,37 @@ def cloud_api_default(spec) -> tuple[str, ...]:
     return (f"bcc.{spec.region}.baidubce.com",)
 
 
+SPOT_DOC = "BCC 'Spot the Instance' (https://intl.cloud.baidu.com/doc/BCC/s/fkag7tev6-en)"
+
+
+def bid_model(spec) -> str:
+    """BCC's bid mode for a spot stack: "market" (automatic bid, the default) or "custom" (spotMaxPricePerHour).
+
+    SPOT_DOC: "Automatic bid: ... it matches the latest market price real time by default, and the instance is
+    only released due to insufficient inventory"; "Maximum price: ... the instance is released when the maximum
+    price accepted by the user is lower than the market price or the inventory is insufficient"; the market
+    price moves "between 10% of catalog price ... and the catalog price", so a market bid never pays more than
+    pay-as-you-go. A cap only adds a reason to be reclaimed: it is used only when the stack sets one."""
+    return "custom" if spec.spot_max_price is not None else "market"
+
+
+def reclaim_notice(spec) -> ReclaimNotice:
+    released = ("automatic (market) bid: released only for lack of inventory" if bid_model(spec) == "market" else
+                f"custom bid capped at spotMaxPricePerHour {spec.spot_max_price:g}: released when the market price"
+                " (updated every 5 minutes) passes the cap, or for lack of inventory")
+    return ReclaimNotice(
+        "none reaches the node: the agent's spot_notice() is always None (node_runtime.py); a reclaim is seen by"
+        " nobody on the node, and what the last periodic sync uploaded is the resume point",
+        "none on the node (an SMS to the account 5 minutes before; the BCM event 'BCC抢占实例释放事件' reaches mail,"
+        " SMS, phone or a callback, with no lead time documented)", 0,
+        f"{SPOT_DOC}: 'The user is notified in the short message 5 minutes before release'; BCM event alarm"
+        " (https://cloud.baidu.com/theme/N/3351353-65): '事件名称选择“BCC抢占实例释放事件”... 支持邮件、短信、电话、"
+        "接口回调多种通知方式'; the BCM event list API (GET /event-api/v1/bce-event/list, bce-python-sdk 0.9.79"
+        " BcmClient.get_cloud_event_data) states no time at which the release event is listed",
+        f"{released}; the first hour after creation is the doc's 'One-hour protection period' ({SPOT_DOC})")
+
+
 def checks(spec) -> Iterable[tuple[str, str]]:
-    if spec.spot and spot_cap(spec) is None:
-        yield ("spotMaxPricePerHour",
-               f"not set, and the catalog has no pay-as-you-go price for {spec.instance.name}: a Baidu bid"
-               " instance is created with bidModel custom and a bid price, which must never exceed the"
-               " pay-as-you-go price; set spotMaxPricePerHour (CNY per node-hour) to at most that price")
     if spec.nodes > 1:
         yield ("nodes", f"{spec.nodes}: Baidu stacks run one node: the large tier's parallel file system (PFS)"
                         " is not built for Baidu (its API is in baiducloud-python-sdk-pfs, not bce-python-sdk),"
@@ -243,6 +268,7 @@ PROFILE = ProviderProfile(
         discount_source="unknown: no Baidu source for bid prices was found; spot is priced as pay-as-you-go",
         pool=False,  # bid instances, no pool (compute.py)
         reclaim_notice=False,  # none documented for bid instances (node_runtime.py)
+        notice=reclaim_notice,
     ),
     rules=Rules(
         unsupported={

@@ -1,62 +1,85 @@
-"""Local stand-ins for Huawei Cloud (tests, `make rehearse`): the ECS metadata service (EC2-style paths and
-the OpenStack-style meta_data.json and securitykey; no session token, no spot notice) and the ECS and
-AS APIs the node runtime calls, recording each request. Both APIs answer on one address (the runtime's
-endpoints.cloudApi); the path tells them apart.
+"""Local stand-ins for Huawei Cloud (tests, `make rehearse`): the ECS metadata service (EC2-style paths, the
+OpenStack-style meta_data.json, securitykey and spot/instance-action, and the hardened mode's token) and
+the ECS and AS APIs the node runtime calls, recording each request. Both APIs answer on one address (the
+runtime's endpoints.cloudApi); the path tells them apart.
 
 Facts: ECS user guide ecs_03_0166 "Obtaining Metadata" (meta_data.json uuid/project_id, securitykey's
-`credential` object); ECS API "Deleting ECSs" (POST /v1/{project_id}/cloudservers/delete -> job_id),
-"Querying Details About ECSs" (GET /v1/{project_id}/cloudservers/detail), "Querying Details About an
-ECS" (GET /v1/{project_id}/cloudservers/{server_id}); AS API "Querying AS Groups" and "Pausing an AS
+`credential` object; huaweicloudDocs/ecs@bd661adb cn.zh-cn/用户指南/元数据获取.md "Instance Action":
+GET /openstack/latest/spot/instance-action answers {"action":"terminate","timestamp":"2023-06-01 09:15:00"}
+once a spot ECS is about to be interrupted); ecs_03_2167 "Configuring Instance Metadata Options" (the
+hardened mode: PUT /meta-data/latest/api/token with X-Metadata-Token-Ttl-Seconds, 1 to 360 minutes, then
+X-Metadata-Token on every read); ECS API "Deleting ECSs" (POST /v1/{project_id}/cloudservers/delete ->
+job_id), "Querying Details About ECSs" (GET /v1/{project_id}/cloudservers/detail), "Querying Details About
+an ECS" (GET /v1/{project_id}/cloudservers/{server_id}); AS API "Querying AS Groups" and "Pausing an AS
 group" (POST /autoscaling-api/v1/{project_id}/scaling_group/{id}/action {"action": "pause"}).
+Not documented, so chosen here and said: the spot path's answer without a notice (404 here), the
+timestamp's zone (`notice_zone`, UTC+8 by default; the runtime reads both), and the status a hardened
+service refuses a tokenless read with (401 here; the runtime takes 401 and 403 alike).
 A `tags` filter outside Huawei's tag rules (components/providers/huaweicloud/tags.yaml) is refused (400).
-`reclaim(instance_id)`, or a notice posted on the node's Metadata, marks an ECS as being deleted by the
-cloud, as a spot reclaim does.
+`reclaim(instance_id)` marks an ECS as being deleted by the cloud in the API (ShowServer), for a reclaim
+the metadata path does not announce.
 """
 from __future__ import annotations
 
 import json
 import re
 import uuid
+from datetime import timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
 
 from components.tags import rules as tag_rules
 from localcloud import ApiStub, MetadataStub
 
 PROJECT_ID = "0123456789abcdef0123456789abcdef"
-# Instances the cloud is deleting (a spot reclaim). Huawei has no in-VM notice, so a notice posted on
-# a node's metadata stand-in (the rehearsal's drill) becomes what a Huawei node can see: its own ECS
-# being deleted in the API (CloudApi ShowServer).
+SPOT_PATH = "/openstack/latest/spot/instance-action"
+TOKEN_PATH = "/meta-data/latest/api/token"
+# Instances the cloud is deleting as ShowServer shows them (CloudApi.reclaim): the runtime's fallback.
 RECLAIMING: set[str] = set()
 
 
 class Metadata(MetadataStub):
-    spot_path = "spot/instance-action"  # not a Huawei path: Huawei documents no in-VM spot notice (always 404)
+    spot_path = SPOT_PATH  # outside /latest/meta-data/: answered by answer() below, never by the base class
     region, zone = "cn-north-4", "cn-north-4a"
+    notice_zone = timezone(timedelta(hours=8))  # the zone the notice's timestamp is written in (undocumented)
+    hardened = False  # True: every read needs X-Metadata-Token (ecs_03_2167, V2 "hardening")
 
     @staticmethod
     def new_instance_id():
         return str(uuid.uuid4())
 
-    @property
-    def notice(self):
-        return self._notice
-
-    @notice.setter
-    def notice(self, moment):
-        self._notice = moment
-        (RECLAIMING.add if moment else RECLAIMING.discard)(self.instance_id)
-
     def answer(self, method, path, headers, body):
+        lowered = {k.lower(): v for k, v in headers.items()}
+        if method == "PUT" and path == TOKEN_PATH:
+            with self.lock:
+                self.log.append((method, path, headers))
+            ttl = lowered.get("x-metadata-token-ttl-seconds", "")
+            if not (ttl.isdigit() and 60 <= int(ttl) <= 21600):
+                return 400, b"X-Metadata-Token-Ttl-Seconds: 60 to 21600 seconds", {}
+            if "x-forwarded-for" in lowered:  # "Proxy denied" (ecs_03_2167)
+                return 403, b"proxied token request", {}
+            token = uuid.uuid4().hex
+            self.tokens.add(token)
+            return 200, token.encode(), {}
+        if self.hardened and lowered.get("x-metadata-token") not in self.tokens:
+            with self.lock:
+                self.log.append((method, path, headers))
+            return 401, b"metadata token required", {}
         documents = {"/openstack/latest/meta_data.json": self.meta_data, "/openstack/latest/securitykey": self.securitykey}
-        if path in documents:
+        if path in documents or path == SPOT_PATH:
             with self.lock:
                 self.log.append((method, path, headers))
                 if self.fail > 0:
                     self.fail -= 1
                     return 500, b"injected fault", {}
+                if path == SPOT_PATH and self.garbage.get(SPOT_PATH):
+                    return (*self.garbage[SPOT_PATH].pop(0), {})
+            if path == SPOT_PATH:
+                if self.fail_spot:
+                    return 500, b"injected spot fault", {}
+                if self.notice is None:
+                    return 404, b"Not Found", {}
+                return 200, self.spot_body(self.notice), {"Content-Type": "application/json"}
             return 200, json.dumps(documents[path]()).encode(), {"Content-Type": "application/json"}
-        if path.startswith(self.PREFIX + self.spot_path):
-            return 404, b"Not Found", {}
         return super().answer(method, path, headers, body)
 
     def meta_data(self) -> dict:
@@ -68,7 +91,9 @@ class Metadata(MetadataStub):
                                "expires_at": self.expiry().strftime("%Y-%m-%dT%H:%M:%S.000000Z")}}
 
     def spot_body(self, notice):
-        return b""
+        """The doc's shape: {"action":"terminate","timestamp":"YYYY-MM-DD hh:mm:ss"}, in `notice_zone`."""
+        stamp = notice.astimezone(self.notice_zone).strftime("%Y-%m-%d %H:%M:%S")
+        return json.dumps({"action": "terminate", "timestamp": stamp}, separators=(",", ":")).encode()
 
     def values(self):
         return {"instance-id": self.instance_id, "local-ipv4": self.ip, "placement/availability-zone": self.zone}

@@ -26,7 +26,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile,
+                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
                                        Route, Rules, SharedStorage, Spot, StoreVerification, transfer_seconds,
                                        uploaded_files, UserDataLimit)
 
@@ -202,12 +202,11 @@ def warnings(spec) -> Iterable[tuple[str, str]]:
     elif spec.spot:
         yield ("billing", "spot: Huawei spot ECSs take no auto_terminate_time (TF compute_instance.md: 'only supported in"
                           " postpaid charging mode'); the pool's scheduled scale-to-zero (AS policy at maxHours) is the"
-                          " cloud-side TTL, and the node agent's own TTL plus scripts/run.py's destroy are the backstop."
-                          " Huawei documents no in-VM spot reclaim notice: the agent polls the instance's status"
-                          " through the ECS API, and the checkpoint cadence bounds what a reclaim loses. When training"
-                          " ends the node agent pauses the AS pool, and a later `pulumi up` of this stack leaves it"
-                          " paused (the program never re-enables it): a retired pool starts no nodes. A new run is a"
-                          " new pool: `gpu-training down`, then `gpu-training up`")
+                          " cloud-side TTL, and the node agent's own TTL plus scripts/run.py's destroy are the backstop"
+                          " (the reclaim notice, its lead time and the work a reclaim can lose: the reclaim section)."
+                          " When training ends the node agent pauses the AS pool, and a later `pulumi up` of this stack"
+                          " leaves it paused (the program never re-enables it): a retired pool starts no nodes. A new run"
+                          " is a new pool: `gpu-training down`, then `gpu-training up`")
     if spec.nodes > 1:
         yield ("nodes", "Huawei's ECS server groups only spread nodes (policy anti-affinity; TF"
                         " compute_servergroup.md): no low-latency or cluster placement exists for these flavors, so"
@@ -304,6 +303,17 @@ PLACEMENT = Placement(
            " (https://support.huaweicloud.com/intl/en-us/api-ecs/ecs_02_0801.html)",
 )
 
+def reclaim_notice(spec) -> ReclaimNotice:
+    """Huawei's spot-price ECS notice (node_runtime.py, docs/huaweicloud.md "Reclaim notice")."""
+    return ReclaimNotice(
+        "/openstack/latest/spot/instance-action on the node's metadata service ({\"action\", \"timestamp\"}, a"
+        " zone-less time read as UTC+8 and as UTC, the earlier one ahead taken), polled by the node agent; the ECS"
+        " API's status of the node (ShowServer, every 5 s) as the fallback", "about 5 minutes", 300,
+        "huaweicloudDocs/ecs@bd661adb cn.zh-cn/用户指南/元数据获取.md ('如果您的竞价实例即将被中断，该接口会返回预计关机的"
+        "时间') and 购买竞价计费型实例.md ('系统发出即将释放云服务器资源的通知，并在约5分钟后自动中断回收', 方式一: 元数据spot)",
+        "spot block (竞享) ECSs, which this program does not create, are released 'within seconds' (竞享计费型实例.md:"
+        " '实例被中断时会秒级释放'): no lead time")
+
 PROFILE = ProviderProfile(
     name="huaweicloud",
     display_name="Huawei Cloud",
@@ -345,6 +355,7 @@ PROFILE = ProviderProfile(
         discount_source=("unknown: no dated Huawei spot/pay-per-use price ratio was found; spot is priced as"
                          " pay-per-use until a source says otherwise"),
         pool_for=pooled,  # spotMaxPricePerHour: single capped spot ECSs (compute.py), no pool
+        notice=reclaim_notice,
     ),
     rules=Rules(
         unsupported={

@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile,
+                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
                                        Route, Rules, SharedStorage, Spot, spot_cap, StoreVerification,
                                        uploaded_files, UserDataLimit)
 
@@ -262,6 +262,12 @@ PLACEMENT = Placement(
            " DescribeDisasterRecoverGroupQuota (https://cloud.tencent.com/document/api/213/17811)",
 )
 
+def reclaim_notice(spec) -> ReclaimNotice:
+    return ReclaimNotice("spot/termination-time on metadata.tencentyun.com (no token), 'YYYY-MM-DD hh:mm:ss' in UTC+8,"
+                         " polled by the node agent", "2 minutes", 120,
+                         "CVM doc 213/17817 (spot FAQ): 'Two minutes before the interruption, we will notify you in"
+                         " the form of metadata'; the format: CVM doc 213/32487")
+
 PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
@@ -304,6 +310,7 @@ PROFILE = ProviderProfile(
         discount=0.2,
         discount_source=("Tencent CVM doc 213/15373 (2024): spot is typically 3% to 20% of the pay-as-you-go"
                          " price; the upper bound is used as the estimate"),
+        notice=reclaim_notice,
     ),
     rules=Rules(
         unsupported={
