@@ -5,7 +5,9 @@ requests. All products answer on one address; the signature's credential scope n
 `errors` (action -> error code) answers an action with an API error the way API 3.0 does: HTTP 200 and
 `Response.Error` (e.g. UnauthorizedOperation, what CAM answers when the role lacks a permission).
 
-Facts: CVM doc 213/4934 "Instance metadata" and the CVM API reference, TerminateInstances.
+Facts: CVM doc 213/4934 "Instance metadata" and the CVM API reference, TerminateInstances; the spot notice:
+CVM doc 213/32487 (`curl metadata.tencentyun.com/latest/meta-data/spot/termination-time` answers
+"2018-08-18 12:05:33", "the OS time of the spot instance when it's terminated (in UTC+8)"; 404 when none).
 """
 from __future__ import annotations
 
