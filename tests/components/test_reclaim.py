@@ -84,7 +84,8 @@ def test_the_baidu_preview_prints_mechanism_lead_time_and_work_at_risk():
 def test_kubernetes_and_platform_stacks_say_what_the_trainer_sees():
     _, pod = stack_spec("large-a100-k8s", ("billing=spot",))
     assert "from the pod" in reclaim.describe(pod)["mechanism"] and "SIGTERM" in reclaim.describe(pod)["mechanism"]
-    _, job = stack_spec("large-a100-dlc", ("billing=spot", "spotMaxPricePerHour=50"))
+    _, job = stack_spec("large-a100-dlc", ("billing=spot", "spotMaxPricePerHour=50", "platform.resourceQuotaId=quota-1"))
     section = reclaim.describe(job)
-    assert "not documented" in section["mechanism"] and section["leadSeconds"] is None
+    assert "fails and stops" in section["mechanism"] and "not documented" in section["lead"]
+    assert section["leadSeconds"] is None
     assert section["syncIntervalSeconds"] is None, "no agent, no sync in a platform job"
