@@ -160,7 +160,7 @@ def failover_drill(stack: str, console, work_dir) -> tuple[bool, str]:
             opts = RunOptions(stack=stack, work_dir=Path(work_dir), out_dir=Path(out), provider=spec.provider,
                               failover=plan_for(drilled))
             outputs = Driver(opts, local.factory, console=console, confirm=lambda question: False).up_with_failover(local)
-        tried = [_zone_of(r["params"]) for r in api.requests if r["action"] in ("RunInstances",)]
+        tried = [_zone_of(r["params"]) for r in api.requests if r["action"] in LAUNCH_ACTIONS]
         left_after_first = "destroy" in local.log and local.log.index("destroy") < len(local.log) - 1
         local.destroy(lambda line: None)
         ok = (outputs is not None and tried[:1] == [first] and tried[-1] != first and api.launched == {}
@@ -171,5 +171,9 @@ def failover_drill(stack: str, console, work_dir) -> tuple[bool, str]:
         api.stop()
 
 
+LAUNCH_ACTIONS = ("RunInstances", "CreateServers")  # ECS and CVM RunInstances, Huawei ECS CreateServers
+
+
 def _zone_of(params: dict) -> Optional[str]:
-    return params.get("ZoneId") or (params.get("Placement") or {}).get("Zone")
+    return (params.get("ZoneId") or (params.get("Placement") or {}).get("Zone")
+            or (params.get("server") or {}).get("availability_zone"))

@@ -202,7 +202,8 @@ def test_a_spot_pool_keeps_its_spread_when_its_zone_moves():
 
 
 @pytest.mark.parametrize("stack, code", [("entry-t4", "OperationDenied.NoStock"),
-                                         ("tc-entry-t4", "ResourceInsufficient.SpecifiedInstanceType")])
+                                         ("tc-entry-t4", "ResourceInsufficient.SpecifiedInstanceType"),
+                                         ("hw-entry-t4", "'is sold out'")])
 def test_the_rehearsal_drill_shows_the_failover_end_to_end(stack, code):
     """`gpu-training rehearse STACK --stock-out`: the Driver's own failover against the cloud's stand-in."""
     from tools.localstack import failover_drill

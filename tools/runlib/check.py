@@ -27,6 +27,8 @@ class Row:
 
 
 def _why(error: Exception) -> str:
+    if isinstance(error, ModuleNotFoundError):
+        return f"the cloud's SDK is not installed ({error.name}): pip install -e '.[check]'"
     code = getattr(error, "code", None) or getattr(error, "error_code", None)
     message = getattr(error, "message", None) or getattr(error, "error_msg", None) or str(error)
     text = f"{code}: {message}" if code and str(code) not in str(message) else str(message)

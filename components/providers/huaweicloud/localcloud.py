@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from datetime import timedelta, timezone
 from urllib.parse import parse_qs, urlsplit
@@ -100,10 +101,17 @@ class Metadata(MetadataStub):
 
 
 class CloudApi(ApiStub):
+    """ECS and AS as the node runtime and the local engine (tools/localstack.py) call them. CreateServers
+    is asynchronous, as on Huawei: it answers a job id, and the job (ShowJob) fails for a zone of
+    `sold_out_zones` with the message Huawei's ECS error list documents for a sold-out flavor ("Flavor %s is
+    sold out", capacity.yaml: its code number is not documented, so none is answered); otherwise the
+    servers are made and listed in `launched` until DeleteServers."""
     release_actions = ("DeleteServers",)  # node_runtime.release
     peer_actions = ("ListServersDetails",)  # node_runtime.peers
 
     ROUTES = (
+        ("POST", r"/v1\.1/[0-9a-f]+/cloudservers", "CreateServers"),
+        ("GET", r"/v1/[0-9a-f]+/jobs/(?P<job>[0-9a-f]+)", "ShowJob"),
         ("POST", r"/v1/[0-9a-f]+/cloudservers/delete", "DeleteServers"),
         ("GET", r"/v1/[0-9a-f]+/cloudservers/detail", "ListServersDetails"),
         ("GET", r"/v1/[0-9a-f]+/cloudservers/(?P<server>[0-9a-f-]{36})", "ShowServer"),
@@ -114,6 +122,9 @@ class CloudApi(ApiStub):
     def __init__(self, instances=()):
         self.pools = {}  # scaling group id -> {"name", "status": INSERVICE | PAUSED}
         self.errors = {}  # action -> (HTTP status, error code) to answer with
+        self.sold_out_zones: set[str] = set()
+        self.launched: dict[str, dict] = {}  # server id -> {"zone", "flavor", "name"}
+        self.jobs: dict[str, dict] = {}  # job id -> ShowJob's answer
         super().__init__(instances)
 
     def add_pool(self, name: str) -> str:
@@ -162,7 +173,27 @@ class CloudApi(ApiStub):
         return f"invalid tags filter {params['tags']!r}: " + "; ".join(problems) if problems else None
 
     def respond(self, action, params):
+        if action == "CreateServers":
+            server = params.get("server") or {}
+            job = uuid.uuid4().hex
+            if server.get("availability_zone") in self.sold_out_zones:
+                self.jobs[job] = {"job_id": job, "job_type": "createServer", "status": "FAIL",
+                                  "fail_reason": f"Flavor {server.get('flavorRef')} is sold out"}
+                return {"job_id": job}
+            made = [str(uuid.uuid4()) for _ in range(int(server.get("count") or 1))]
+            for server_id in made:
+                self.launched[server_id] = {"zone": server.get("availability_zone"), "flavor": server.get("flavorRef"),
+                                            "name": server.get("name")}
+            self.jobs[job] = {"job_id": job, "job_type": "createServer", "status": "SUCCESS",
+                              "entities": {"sub_jobs": [{"status": "SUCCESS", "entities": {"server_id": i}}
+                                                        for i in made]}}
+            return {"job_id": job, "serverIds": made}
+        if action == "ShowJob":
+            return self.jobs.get(params.get("job")) or {"job_id": params.get("job"), "status": "FAIL",
+                                                         "fail_reason": "no such job"}
         if action == "DeleteServers":
+            for server in params.get("servers") or []:
+                self.launched.pop(server.get("id"), None)
             return {"job_id": uuid.uuid4().hex}
         if action == "ListServersDetails":
             servers = [{"id": i, "name": f"node-{i[:8]}", "status": "ACTIVE",
@@ -183,3 +214,46 @@ class CloudApi(ApiStub):
             self.pools[params["group"]]["status"] = "PAUSED"
             return {}
         return {}
+
+
+# ---------------------------------------------------------------- the local engine's half (tools/localstack.py)
+# Which planned resources start nodes, and the ECS calls that start and release them, made with
+# huaweicloudsdkecs's own request models against CloudApi; a create's job is followed to its end, as the
+# provider does, and a failed job's reason is the error.
+NODE_TYPES = ("huaweicloud:Ecs/instance:Instance",)
+
+
+def _local_client(api_url: str):
+    from huaweicloudsdkcore.auth.credentials import BasicCredentials
+    from huaweicloudsdkecs.v2 import EcsClient
+
+    return (EcsClient.new_builder().with_credentials(BasicCredentials("local", "local", PROJECT_ID))
+            .with_endpoints([api_url]).build())
+
+
+def launch(api_url: str, region: str, name: str, inputs: dict) -> str:
+    from huaweicloudsdkecs.v2 import (CreateServersRequest, CreateServersRequestBody, PrePaidServer, PrePaidServerNic,
+                                      PrePaidServerRootVolume, ShowJobRequest)
+
+    networks = inputs.get("networks") or [{}]
+    server = PrePaidServer(image_ref=str(inputs.get("imageId") or "image"), flavor_ref=inputs.get("flavorId"),
+                           name=name, vpcid="vpc", availability_zone=inputs.get("availabilityZone"),
+                           nics=[PrePaidServerNic(subnet_id=str(networks[0].get("uuid") or "subnet"))],
+                           root_volume=PrePaidServerRootVolume(volumetype=str(inputs.get("systemDiskType") or "SSD")))
+    client = _local_client(api_url)
+    job = client.create_servers(CreateServersRequest(body=CreateServersRequestBody(server=server))).job_id
+    for _ in range(50):
+        state = client.show_job(ShowJobRequest(job_id=job))
+        if state.status == "SUCCESS":
+            return state.entities.sub_jobs[0].entities.server_id
+        if state.status == "FAIL":
+            raise RuntimeError(f"job {job} failed: {state.error_code or ''} {state.fail_reason}".replace("  ", " "))
+        time.sleep(0.05)
+    raise RuntimeError(f"job {job} did not end")
+
+
+def release(api_url: str, region: str, instance_id: str) -> None:
+    from huaweicloudsdkecs.v2 import DeleteServersRequest, DeleteServersRequestBody, ServerId
+
+    _local_client(api_url).delete_servers(DeleteServersRequest(body=DeleteServersRequestBody(
+        servers=[ServerId(id=instance_id)], delete_publicip=True, delete_volume=True)))
