@@ -127,3 +127,22 @@ def test_the_command_on_a_stack_against_its_stand_in(keys, monkeypatch):
     assert bad.exit_code == 1 and "on sale in no zone of the region" in bad.output
     refused = CliRunner().invoke(cli, ["check", "--endpoint", "nocloud=http://x"])
     assert refused.exit_code == 2 and "CLOUD=URL" in refused.output
+
+
+def test_tencents_sale_filters_are_the_ones_its_request_model_documents(keys):
+    """DescribeZoneInstanceConfigInfos' Filters: the names the SDK's request model lists (models.py), so the
+    stand-in's reading of them is the API's, not our own invention."""
+    import re
+
+    import tencentcloud.cvm.v20170312.models as models_module
+
+    source = open(models_module.__file__, encoding="utf-8").read()
+    start = source.index("class DescribeZoneInstanceConfigInfosRequest")
+    documented = set(re.findall(r"<strong>([a-z\-]+)</strong>", source[start:start + 6000]))
+    server = CapacityStandIn("tencentcloud", ["ap-guangzhou-3"], ["GN7.2XLARGE32"])
+    with server:
+        _, spec = stack_spec("tc-entry-t4", ("zone=ap-guangzhou-3",))
+        check.stack_rows(spec, check.environment(), server.url)
+    (sent,) = [json.loads(r["body"]) for r in server.requests if '"Filters"' in r["body"]]
+    names = {f["Name"] for f in sent["Filters"]}
+    assert names and names <= documented, (names, documented)

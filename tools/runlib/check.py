@@ -120,10 +120,12 @@ def cloud_rows(env: Mapping[str, str], endpoints: Mapping[str, str]) -> list[Row
 
 
 def needs(spec) -> dict[str, int]:
-    """What the plan takes from the quotas: instances, vCPUs, public IPs (one per node with public egress)."""
+    """What the plan takes from the quotas: instances, vCPUs, public IPs (one per node with public egress),
+    and data disk GiB (none of the calls answers a disk quota: the row says it is not checked)."""
     out = {"instances": spec.nodes, "vcpus": spec.nodes * spec.instance.vcpus}
     if spec.public_egress:
         out["publicIps"] = spec.nodes
+    out["diskGiB"] = spec.nodes * spec.data_disk.size_gb
     return out
 
 
