@@ -110,6 +110,20 @@ def test_up_moves_on_from_a_stock_out_to_the_second_zone_leaving_nothing_of_the_
     assert out.count(f"alicloud:vpc/network:Network {STACK}-vpc deleted") == 2
 
 
+def test_the_run_record_keeps_each_attempt_for_status(project, moto):
+    api = CloudApi("alicloud")
+    api.sold_out_zones = {FIRST}
+    try:
+        code, out, stack = run(project, api, moto, "--keep")
+    finally:
+        api.stop()
+    assert code == exitcodes.DONE, out
+    record = json.loads((project["root"] / "out" / "run.json").read_text())
+    assert [(a["zone"], a["outcome"]) for a in record["attempts"]] == [
+        (FIRST, "stock: OperationDenied.NoStock"), (SECOND, "deployed")]
+    assert list(api.launched.values())[0]["zone"] == SECOND, "--keep: the second attempt's node runs on"
+
+
 def test_a_stock_out_with_no_alternative_left_stops_and_says_how_to_clean_up(project, moto):
     api = CloudApi("alicloud")
     api.sold_out_zones = {FIRST, SECOND, THIRD}

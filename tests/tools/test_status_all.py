@@ -97,3 +97,14 @@ def test_the_command_lists_every_shipped_stack_and_says_once_why_none_can_be_rea
     assert table.exit_code == 0 and "entry-t4" in table.output and "alicloud/cn-hangzhou" in table.output
     refused = CliRunner().invoke(cli, ["status", "--all"])
     assert refused.exit_code == 2 and "need a STACK" in refused.output
+
+
+def test_the_last_ups_failover_is_shown_in_the_stacks_row():
+    from tools.runlib.overview import moved_on
+
+    attempts = [{"number": 1, "zone": "cn-hangzhou-i", "instanceType": "ecs.gn6i-c8g1.2xlarge", "region": "cn-hangzhou",
+                 "outcome": "stock: OperationDenied.NoStock"},
+                {"number": 2, "zone": "cn-hangzhou-k", "instanceType": "ecs.gn6i-c8g1.2xlarge", "region": "cn-hangzhou",
+                 "outcome": "deployed"}]
+    assert moved_on(attempts) == "; up moved on from ecs.gn6i-c8g1.2xlarge in cn-hangzhou-i (OperationDenied.NoStock)"
+    assert moved_on(attempts[1:]) == ""

@@ -160,4 +160,17 @@ def every_stack(stacks: list[str], outputs_of=deployed_outputs, bucket_of=stack_
 
         def outputs_of(stack):  # noqa: F811  (one answer for all: the CLI is not there)
             return None, UNKNOWN
-    return gather_all(stacks, outputs_of, bucket_of, run_record), notes
+    rows = gather_all(stacks, outputs_of, bucket_of, run_record)
+    for row in rows:
+        row["attempts"] = up_attempts(row["stack"])
+    return rows, notes
+
+
+def up_attempts(stack: str) -> list[dict]:
+    """The last `up`'s attempts (run.json, written by scripts/run.py): where it moved on from and why."""
+    try:
+        record = json.loads((paths.OUT / stack / "run.json").read_text())
+    except (OSError, ValueError):
+        return []
+    attempts = record.get("attempts") if isinstance(record, dict) else None
+    return [a for a in attempts if isinstance(a, dict)] if isinstance(attempts, list) else []

@@ -128,7 +128,7 @@ def render_all(console, rows: list[dict]) -> None:
         cost = r["costSoFar"]
         table.add_row(
             r["stack"], r["target"], f"{r['cloud']}/{r['region']}",
-            r["state"] + (f" ({r['why']})" if r.get("why") else ""),
+            r["state"] + (f" ({r['why']})" if r.get("why") else "") + moved_on(r.get("attempts") or []),
             f"{nodes['running']} running / {nodes['planned']}" if nodes else "",
             f"{r['gpuUtil']:.0f}%" if r["gpuUtil"] is not None else "",
             str(r["step"]) if r["step"] is not None else "",
@@ -136,3 +136,10 @@ def render_all(console, rows: list[dict]) -> None:
             if cost else "",
             ", ".join(r["keepsBilling"]))
     console.print(table)
+
+
+def moved_on(attempts: list[dict]) -> str:
+    """', moved on from <zone> (<code>)' for each attempt of the last `up` that found no stock or quota."""
+    failed = [a for a in attempts if a.get("outcome") not in (None, "deployed")]
+    return "".join(f"; up moved on from {a.get('instanceType')} in {a.get('zone') or a.get('region')}"
+                   f" ({str(a.get('outcome')).split(': ', 1)[-1]})" for a in failed)
