@@ -499,3 +499,11 @@ def test_the_bos_token_finding_cites_the_current_page_which_lists_the_header_as_
     (finding,) = [m for k, m in spec.profile.rules.warnings(spec) if k == "checkpoint.bucket"]
     assert "https://cloud.baidu.com/doc/BOS/s/ejwvyq8vh," in finding and "2024-03-13" in finding
     assert "as compatible" in finding and "not compatible" not in finding and "region bj" in finding
+
+
+def test_a_new_instance_not_listed_at_once_is_not_taken_for_a_released_one(api, network):
+    """Right after CreateInstance a GetInstance may answer not found; a second create then would leave the
+    first instance billing with no release time."""
+    api.fail_action("GetInstance", 2, 404, "NoSuchInstance")
+    made = provider("BccInstance").create(instance_inputs(network))
+    assert list(api.state["instance"]) == [made.id] and len(api.calls("CreateInstanceBySpec")) == 1

@@ -477,15 +477,22 @@ class BccInstanceProvider(BaiduProvider, kind="BccInstance"):
         raise BceApiError(f"BccInstance {name}", call_name, "InstanceGone", None,
                           f"the create keeps answering with released instances (last {instance_id})")
 
-    def _gone(self, instance_id: str) -> bool:
-        try:
-            got = bceapi.body(self.api(instance_id, "GetInstance", lambda: bceapi.client(
-                "bcc", self.settings()).get_instance(instance_id)))
-        except BceApiError as error:
-            if error.not_found:
-                return True
-            raise
-        return got["instance"].get("status") in GONE
+    def _gone(self, instance_id: str, looks: int = 3) -> bool:
+        """Whether the create's answer is an instance already released. "Not found" is asked again
+        (`looks` times, poll_s apart) before it counts: a just-made instance may not be listed at once,
+        and taking it for gone would make a second one while the first bills without a release time."""
+        for look in range(looks):
+            try:
+                got = bceapi.body(self.api(instance_id, "GetInstance", lambda: bceapi.client(
+                    "bcc", self.settings()).get_instance(instance_id)))
+            except BceApiError as error:
+                if not error.not_found:
+                    raise
+                if look + 1 < looks:
+                    time.sleep(self.poll_s)
+                continue
+            return got["instance"].get("status") in GONE
+        return True
 
     def _make_usable(self, instance_id: str, inputs: dict) -> dict:
         """Release time first, then the wait for Running; on any failure the instance is released
