@@ -146,3 +146,10 @@ def test_tencents_sale_filters_are_the_ones_its_request_model_documents(keys):
     (sent,) = [json.loads(r["body"]) for r in server.requests if '"Filters"' in r["body"]]
     names = {f["Name"] for f in sent["Filters"]}
     assert names and names <= documented, (names, documented)
+
+
+def test_a_platform_stacks_flavor_is_not_judged_by_the_vm_stock_calls(keys):
+    _, spec = stack_spec("large-a100-dlc", ())
+    (row,) = check.stack_rows(spec, check.environment(), None)
+    assert row.ok is None and "platform" in row.detail
+    assert check.verdict([row])[0] == 0

@@ -134,6 +134,10 @@ def stack_rows(spec, env: Mapping[str, str], endpoint: Optional[str]) -> list[Ro
     from components.providers import regions
 
     cloud = spec.provider
+    if spec.platform is not None:
+        return [Row(f"{spec.platform.offer.display_name} flavor {spec.instance.name}", NOT_CHECKED,
+                    "a platform job's flavors are the platform's to place: no read-only stock call for them is used"
+                    " (the credentials are checked by `gpu-training check` without a stack)")]
     creds = credentials(cloud, env)
     api = providers.module(cloud, "capacity_api")
     if spec.zone:
