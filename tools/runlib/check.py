@@ -133,8 +133,10 @@ def stack_rows(spec, env: Mapping[str, str], endpoint: Optional[str]) -> list[Ro
     """For a stack: each (zone, type) it may use, on sale or not, then each quota against the plan's needs."""
     from components.providers import regions
 
+    from components import targets
+
     cloud = spec.provider
-    if spec.platform is not None:
+    if targets.of(spec).kind == "platform":  # the target seam (components/targets)
         return [Row(f"{spec.platform.offer.display_name} flavor {spec.instance.name}", NOT_CHECKED,
                     "a platform job's flavors are the platform's to place: no read-only stock call for them is used"
                     " (the credentials are checked by `gpu-training check` without a stack)")]
