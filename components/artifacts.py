@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import node_agent
+from components import project
 from node_agent import fetch, layout
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-AGENT_SRC = REPO_ROOT / "node" / "node_agent"
+# The agent's own package, wherever it is installed (node/node_agent in a clone, site-packages in a wheel).
+AGENT_SRC = Path(node_agent.__file__).resolve().parent
 # Embedded in user-data so a node can fetch the rest (docs/node-config.md, "Agent delivery").
 BOOT_SET = ("__init__.py", "s3.py", "fetch.py", "layout.py")
 SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}
@@ -29,10 +31,11 @@ class Artifact:
     def source(self) -> str:
         """The path the provider uploads from, relative to the project directory (where `pulumi` runs the
         program and its provider plugins) when the file is inside it: an absolute path would make a
-        `pulumi up` from another checkout show every object as changed. A code folder outside the
-        project keeps the absolute path the user gave."""
+        `pulumi up` from another checkout show every object as changed. A file outside the project (the
+        installed agent, the example trainer of an installed package, a code folder elsewhere) keeps its
+        absolute path."""
         try:
-            return self.path.resolve().relative_to(REPO_ROOT).as_posix()
+            return self.path.resolve().relative_to(project.root().resolve()).as_posix()
         except ValueError:
             return str(self.path)
 

@@ -12,6 +12,8 @@ from typing import Any, Iterable, Optional
 NAMESPACE = "gpu-training"
 
 DEFAULT_TRAIN_COMMAND = "python train_cnn.py --steps 2000 --ckpt-every 200"
+# The example trainer, relative to the project; a project without one gets the copy installed with gpu-training.
+DEFAULT_CODE_DIR = "examples/cnn"
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,7 @@ KEYS: tuple[Key, ...] = (
     Key("checkpoint", "object", {"prefix": "gpu-training"},
         "Object storage for checkpoints, markers and reports.",
         fields={"bucket": "string", "prefix": "string", "endpoint": "string", "create": "boolean", "region": "string"}),
-    Key("train", "object", {"command": DEFAULT_TRAIN_COMMAND, "env": {}, "codeDir": "examples/cnn"},
+    Key("train", "object", {"command": DEFAULT_TRAIN_COMMAND, "env": {}, "codeDir": DEFAULT_CODE_DIR},
         "The training job: command, env, and the local code folder shipped to the nodes.",
         fields={"command": "string", "env": "map", "codeDir": "string", "launcher": "string"}),
     Key("data", "object", {},

@@ -28,7 +28,6 @@ from pathlib import Path
 from tools import project
 from tools.cliargs import FAILED as EXIT_FAILED, OK as EXIT_OK, USAGE as EXIT_USAGE
 
-REPO = project.root()  # the current project (tools/project.py): its out/ holds reports
 
 
 class UsageError(Exception):
@@ -77,7 +76,7 @@ def download(args) -> Path:
     except MissingCredentials as error:
         raise UsageError(f"{error}; a rehearsal kept with `gpu-training rehearse {args.stack} --keep` needs none:"
                          f" `gpu-training report {args.stack} --rehearsal`") from None
-    out = args.out or REPO / "out" / args.stack / "report"
+    out = args.out or project.out_dir() / args.stack / "report"
     bucket.download_report(bucket.report_nodes(), out)
     return out
 

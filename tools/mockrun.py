@@ -1,4 +1,5 @@
-"""Run the real Pulumi program (__main__.py) under Pulumi's mock engine and record the plan.
+"""Run the real Pulumi program (components/program.py, what __main__.py runs) under Pulumi's mock engine
+and record the plan.
 
 No CLI, no credentials, no network: the mock monitor receives every resource registration (type,
 name, parent, the inputs the engine would send to the provider) and answers the few data-source
@@ -37,10 +38,9 @@ from pulumi.runtime.rpc_manager import RPCManager
 from pulumi.runtime.sync_await import _sync_await
 
 from components import clock, generated_key, providers
+from components.project import root as project_root
 from tools.stackfiles import engine_form
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PROGRAM = REPO_ROOT / "__main__.py"
 CREDENTIAL_WORDS = ("KEY", "SECRET", "TOKEN")
 
 # The event loops the mock engine ran on (pulumi's _sync_await makes one per thread and never closes it).
@@ -376,8 +376,12 @@ def settle_failed_run() -> None:
 
 def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-training",
                 call_answers: Optional[Mapping[str, Any]] = None, preview: bool = True,
-                prior: Optional[Plan] = None) -> Plan:
-    """Evaluate __main__.py for `stack` with `config` (flat map, as in a stack file) and return the plan.
+                prior: Optional[Plan] = None, program_file: Optional[Path] = None) -> Plan:
+    """Evaluate the program for `stack` with `config` (flat map, as in a stack file) and return the plan.
+
+    The program is gpu-training's own (components/program.py, installed or in a clone), run in the
+    current project's folder as `pulumi up` runs it there; or a Pulumi program file of the
+    user's (`program_file`: one that builds the components through gpu_training's API), run in its own folder.
 
     preview=False runs the program as `pulumi up` would (deploy-time lookups happen, against whatever
     endpoints the environment names): for tests with local stand-ins; credentials are then left alone.
@@ -400,14 +404,19 @@ def run_program(config: Mapping[str, Any], stack: str, *, project: str = "gpu-tr
         pulumi.runtime.register_stack_transformation(lambda args: recorder.constructed(args))
         try:
             with contextlib.redirect_stderr(stderr):
-                runpy.run_path(str(PROGRAM), run_name="__main__")
+                if program_file is None:
+                    from components.program import main
+
+                    main()
+                else:
+                    runpy.run_path(str(program_file), run_name="__main__")
         except SystemExit as stop:
             raise ProgramExit(int(stop.code or 0), stderr.getvalue()) from None
         root = pulumi_settings.get_root_resource()
         exports.update(getattr(root, "outputs", {}) or {})
 
     cwd = os.getcwd()
-    os.chdir(REPO_ROOT)
+    os.chdir(project_root() if program_file is None else Path(program_file).resolve().parent)
     # Offline means offline: the program never sees cloud credentials here, so nothing it does at
     # deploy time (e.g. reading the CPFS export's address) can reach a cloud from a preview.
     hidden = {k: os.environ.pop(k) for k in list(os.environ) if preview

@@ -21,10 +21,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from components import shipped
 from components.platforms.standin import kill_tree
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE_CODE = REPO / "examples" / "cnn"
 SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
 
 
@@ -72,7 +71,7 @@ class PlatformRehearsal:
         spec = self.spec
         self.say(f"rehearsing {spec.platform.offer.display_name} job of {self.stack} against its job API stand-in")
         # The code the program uploads to <prefix>/<stack>/code/ (components/platforms/training.py).
-        shutil.copytree(EXAMPLE_CODE, self.bucket / "code", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(shipped.folder("example-trainer"), self.bucket / "code", ignore=shutil.ignore_patterns("__pycache__"))
         # The job runs `python ...` here: this interpreter, which has the example trainer's packages.
         os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         self.server = self.standin.serve()

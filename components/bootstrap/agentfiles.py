@@ -17,7 +17,7 @@ from pathlib import Path
 from components import providers as registry
 from components.artifacts import AGENT_SRC, BOOT_SET
 
-REPO = Path(__file__).resolve().parents[2]
+INSTALLED = Path(__file__).resolve().parents[2]  # the clone, or site-packages: where the files are shown from
 RUNTIME_NAME = "cloud_runtime.py"
 
 
@@ -65,4 +65,4 @@ def boot_files(provider: str, agent_dir: str, src: Path = AGENT_SRC, runtime: Pa
 
 
 def _shown(path: Path) -> str:
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+    return str(path.relative_to(INSTALLED)) if path.is_relative_to(INSTALLED) else str(path)

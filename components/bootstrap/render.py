@@ -26,10 +26,11 @@ from typing import Any, Optional
 import jinja2
 
 from components import providers as registry
-from components.bootstrap.agentfiles import AGENT_SRC, REPO, EmbeddedFile, boot_files
+from components import shipped
+from components.bootstrap.agentfiles import AGENT_SRC, EmbeddedFile, boot_files
 from components.bootstrap.config import BootstrapConfigError, bootstrap_values
 
-TEMPLATES = REPO / "node" / "bootstrap"
+TEMPLATES = shipped.folder("bootstrap")
 NODE_JSON = "/etc/gpu-training/node.json"
 BOOTSTRAP_PATH = "/usr/local/sbin/gpu-training-bootstrap"
 AGENT_UNIT = "gpu-training-agent.service"

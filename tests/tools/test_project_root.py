@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import project
+from components import project
 
 REPO = Path(__file__).resolve().parents[2]
 ONLY_IN_COPY = "copied-t4"
@@ -90,3 +90,4 @@ def test_nothing_found_anywhere_says_where_it_looked(tmp_path, monkeypatch):
         project.locate(tmp_path, {})
     message = str(refused.value)
     assert str(tmp_path) in message and "--project DIR" in message and project.ENV in message
+    assert "gpu-training init" in message  # an installed package's first step

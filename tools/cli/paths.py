@@ -4,16 +4,18 @@ start-up must stay light).
 The project (its Pulumi.yaml, stack files and out/) is the current one, tools/project.py: `--project
 DIR` / GPU_TRAINING_PROJECT, else Pulumi.yaml found from the working directory upward, else the
 installed checkout. REPO, STACKS and OUT are looked up on each use (after `--project` has been read);
-the scripts are the installed package's code.
+the scripts are the installed package's code (components/shipped.py: the clone's scripts/ or the wheel's copy).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from tools import project
+from components import project, shipped
 
-SCRIPTS = project.INSTALL_ROOT / "scripts"
+
+def scripts() -> Path:
+    """The folder of the command scripts the CLI runs."""
+    return shipped.folder("scripts")
 
 
 def current() -> project.Project:
@@ -27,7 +29,7 @@ def __getattr__(name: str):
     if name == "STACKS":
         return current().stacks
     if name == "OUT":  # run records, reports and kept rehearsals; GPU_TRAINING_OUT moves them (tests)
-        return Path(os.environ.get("GPU_TRAINING_OUT") or current().root / "out")
+        return project.out_dir()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -6,8 +6,3 @@ command, node software and lifetime; cloud.py: the provider's capabilities, regi
 Each rule records its problems by dotted key and returns the value to use; build.py composes them.
 """
 from __future__ import annotations
-
-from pathlib import Path
-
-# Folders the config names (train.codeDir, data.localDir) are relative to the repository root.
-REPO_ROOT = Path(__file__).resolve().parents[3]

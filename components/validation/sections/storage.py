@@ -6,13 +6,12 @@ import math
 import re
 from typing import Optional
 
-from components import schema
+from components import project, schema
 from components.dataset import DataSpec, read_manifest
 from components.providers.base import DataDisk, ObjectStore, ProviderProfile
 from components.spec import CheckpointSpec
 from components.tiers import Tier
 from components.validation.read import _Problems, _show, _suggest
-from components.validation.sections import REPO_ROOT
 from node_agent import layout
 
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -118,7 +117,7 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
         wait = None
     if not local:
         return DataSpec(stage=size is not None, size_gb=size, wait_minutes=wait)
-    folder = (REPO_ROOT / local).resolve()
+    folder = (project.root() / local).resolve()  # relative to the user's project (Pulumi.yaml's folder)
     try:
         manifest = read_manifest(folder)
     except ValueError as error:

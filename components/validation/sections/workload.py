@@ -5,12 +5,11 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from components import schema
+from components import project, schema, shipped
 from components.bootstrap import config as bootstrap_rules
 from components.spec import MAX_COMMAND_BYTES, MAX_HOURS, TrainSpec
 from components.tiers import Gpu
 from components.validation.read import _Problems, _show
-from components.validation.sections import REPO_ROOT
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Text that a process receives as an argument or environment value can hold no NUL; the other
@@ -51,17 +50,22 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
 
 
 def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
-    """train.codeDir as a folder (relative to the repository), or None with the problem recorded."""
+    """train.codeDir as a folder (relative to the user's project), or None with the problem recorded. The
+    default names the example trainer: the project's own examples/cnn when it has one (a clone of this
+    repository), else the copy installed with gpu-training, so a new project previews and rehearses as is."""
     if not value:
         return None
+    root = project.root()
     try:
-        code_dir = (REPO_ROOT / value).resolve()
+        code_dir = (root / value).resolve()
         if code_dir.is_dir():
             return code_dir
+        if value == schema.DEFAULT_CODE_DIR:
+            return shipped.folder("example-trainer")
         why = "is not a folder"
     except (OSError, ValueError) as error:  # a NUL byte, a name longer than the file system allows
         why = f"cannot be a folder ({getattr(error, 'strerror', None) or error})"
-    problems.error("train.codeDir", f"{_show(value)} {why} (relative to {REPO_ROOT})")
+    problems.error("train.codeDir", f"{_show(value)} {why} (relative to the project, {root})")
     return None
 
 
