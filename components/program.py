@@ -29,9 +29,14 @@ def validated_spec() -> Spec:
     except SpecError as error:
         print(error.render(), file=sys.stderr)
         raise SystemExit(2) from None
+    log_findings(spec)
+    return spec
+
+
+def log_findings(spec: Spec) -> None:
+    """The validation's warnings and notes, in the engine's log (`pulumi up` shows them)."""
     for finding in spec.findings:
         (pulumi.log.warn if finding.level == "warning" else pulumi.log.info)(f"{finding.key}: {finding.message}")
-    return spec
 
 
 def main() -> pulumi.ComponentResource:
