@@ -36,7 +36,7 @@ def cli(*args, timeout=120, **extra) -> subprocess.CompletedProcess:
 
 
 # --- the command line itself ------------------------------------------------------------------------
-SUBCOMMANDS = ("preview", "up", "status", "logs", "report", "down", "rehearse", "recommend", "pack", "prices",
+SUBCOMMANDS = ("init", "preview", "up", "status", "logs", "report", "down", "rehearse", "recommend", "pack", "prices",
                "regions", "ssh")
 
 

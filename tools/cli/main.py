@@ -1,9 +1,9 @@
-"""`gpu-training`: preview, run, watch, read and tear down a training stack from one command line.
+"""`gpu-training`: make a project, preview, run, watch, read and tear down a training stack from one command line.
 
-Thin wrappers: preview, rehearse, recommend, pack, prices and regions hand their arguments to the
-scripts/ of the same name (their --help is the script's); up and down drive scripts/run.py; status,
-logs and report read the bucket (tools/runlib). Imports happen inside each command, so `--help`
-and shell completion load click only.
+Thin wrappers: init is tools/commands/init.py; preview, rehearse, recommend, pack, prices and regions hand
+their arguments to the scripts/ of the same name (their --help is the script's); up and down drive
+scripts/run.py; status, logs and report read the bucket (tools/runlib). Imports happen inside each
+command, so `--help` and shell completion load click only.
 """
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from ..cliargs import FAILED as EXIT_FAILED, USAGE as EXIT_USAGE
 from ..runlib.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
 from . import paths
 
+# The commands that work on a project's stacks: outside any project they stop with where they looked.
+NEEDS_PROJECT = {"preview", "rehearse", "up", "down", "status", "logs", "report", "ssh"}
 PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 EPILOG = """\b
 Exit codes (every subcommand): 0 done, 1 failed (a check, the bucket, the cloud), 2 bad arguments or
@@ -52,7 +54,7 @@ def run_script(name: str, argv: list[str], entry: str = "main") -> int:
     """scripts/<name>.py's main(argv) (or its `entry`), with `gpu-training <name>` as the program name in its usage."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"gpu_training_script_{name}", paths.SCRIPTS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"gpu_training_script_{name}", paths.scripts() / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses (and pickling) look their module up there
     spec.loader.exec_module(module)
@@ -102,9 +104,10 @@ def bucket_errors():
                    " the working directory (Pulumi.yaml found upward), else the installed checkout")
 def cli(project_dir):
     """Provision GPU training on Alibaba, Tencent, Huawei and Baidu clouds (or ACK), run it, watch it, read
-    its logs and report, and tear it down. Try it offline first:
+    its logs and report, and tear it down. Start a project in your repository, and try it offline first:
 
     \b
+      gpu-training init                         Pulumi.yaml, a stack (stacks/), .gitignore, next steps
       gpu-training preview entry-t4             the plan, cost and findings (no cloud, no credentials)
       gpu-training rehearse entry-t4 --keep     the training lifecycle on this CPU, bucket kept
       gpu-training status entry-t4 --rehearsal  nodes, markers, step, TTL, cost, what keeps billing
@@ -113,21 +116,62 @@ def cli(project_dir):
 
     Then for real: `gpu-training up STACK`, `status`, `logs --follow`, `down`.
     """
-    from tools import project
+    from components import project
 
     if project_dir is not None:  # the scripts run here and their subprocesses read it from the environment
         if not os.path.isfile(os.path.join(project_dir, project.PROJECT_FILE)):
             fail(f"--project {project_dir!r}: holds no {project.PROJECT_FILE}; allowed: a gpu-training project"
                  f" folder (a checkout, or a copy with {project.PROJECT_FILE} and its stack files)", EXIT_USAGE)
         os.environ[project.ENV] = os.path.abspath(project_dir)
+    if click.get_current_context().invoked_subcommand == "init":
+        return  # it makes a project: where one is (or is not) now does not matter
     try:
         note = paths.current().note()
     except project.ProjectError as error:
-        fail(str(error), EXIT_USAGE)
+        if click.get_current_context().invoked_subcommand in NEEDS_PROJECT:
+            fail(str(error), EXIT_USAGE)
+        note = None  # init makes one; prices, regions, recommend and check need none
     if note:
         click.echo(f"gpu-training: note: {note}", err=True)
     if not sys.stdout.isatty() and "COLUMNS" not in os.environ:
         os.environ["COLUMNS"] = "200"  # rich (in the scripts too) wraps at 80 columns without a terminal
+
+
+# --- init: a project in the user's repository -------------------------------------------------------
+@cli.command("init", epilog="Exit codes: 0 written; 2 bad options or files in the way (nothing written).")
+@click.argument("folder", default=".", type=click.Path(file_okay=False, path_type=str), metavar="[DIR]")
+@click.option("--cloud", metavar="NAME", help="alicloud, tencentcloud, huaweicloud or baiducloud (default: the advisor's pick)")
+@click.option("--tier", type=click.Choice(["entry", "medium", "large"]), default="entry", show_default=True,
+              help="the guide's scenario: entry 1x T4/A10, medium 2-4x A100/A10, large 8x H100/A100 per node")
+@click.option("--gpu", metavar="MODEL", help="the accelerator, e.g. T4, A10, A100-80G, H100 (default: the advisor's pick)")
+@click.option("--region", metavar="REGION", help="the cloud's region (with --cloud; default: where the pick is cheapest)")
+@click.option("--stack", "stack_name", metavar="NAME", help="the stack's name (default: TIER-GPU, e.g. entry-a10)")
+@click.option("--name", "project_name", metavar="NAME", help="the Pulumi project's name (default: DIR's name)")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="another stack key for the file (repeatable), e.g. zone=cn-bj-a, billing=spot")
+@click.option("--force", is_flag=True, help="replace files init would write that exist already")
+def init_command(folder, cloud, tier, gpu, region, stack_name, project_name, overrides, force):
+    """Make DIR (default: here) a gpu-training project: a Pulumi.yaml whose program is the installed
+    package, a stack file for the cloud and tier (the advisor's pick of type and region for the tier's
+    typical job, narrowed by --cloud, --gpu and --region), a .gitignore and a README of next steps.
+    Existing files are never replaced without --force."""
+    from pathlib import Path
+
+    from tools.commands.init import InitError, init
+
+    try:
+        done = init(Path(folder), cloud=cloud, tier=tier, gpu=gpu, region=region, stack=stack_name,
+                    name=project_name, overrides=overrides, force=force)
+    except InitError as error:
+        fail(str(error), EXIT_USAGE)
+    click.echo(f"gpu-training project in {done.folder}: {done.pick.why}")
+    for path in done.files:
+        click.echo(f"  wrote {path}")
+    for path in done.appended:
+        click.echo(f"  added gpu-training's lines to {path}")
+    where = "" if Path(folder).resolve() == Path.cwd().resolve() else f"cd {folder} && "
+    click.echo(f"next: {where}gpu-training preview {done.stack}   (then rehearse, up: see "
+               f"{'README.md' if 'README.md' in done.files else 'GPU-TRAINING.md'})")
 
 
 # --- thin wrappers over scripts/ ---------------------------------------------------------------------

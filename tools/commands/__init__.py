@@ -1,0 +1,1 @@
+"""The `gpu-training` commands' bodies; tools/cli/main.py is their command line."""
