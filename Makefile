@@ -6,7 +6,7 @@ PY          := $(VENV)/bin/python
 STACK       ?= medium-a100
 ARGS        ?=
 
-.PHONY: help preview test test-all rehearse pack report recommend bench bench-full lint clean
+.PHONY: help preview test test-all rehearse pack report recommend bench bench-full lint dist clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 12
@@ -14,11 +14,11 @@ help: ## list the targets
 	@echo "STACK=NAME picks the stack (default: $(STACK)); the stacks, from stacks/Pulumi.*.yaml:"
 	@ls stacks | sed -n 's/^Pulumi\.\(.*\)\.yaml$$/\1/p' | tr '\n' ' ' | fold -s -w 100 | sed 's/^/  /'; echo
 
-# requirements.txt ends with `-e .`: the project's packages (pyproject.toml) install in editable mode.
+# The clone's own distribution, editable (pyproject.toml), with its runtime (requirements.txt).
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
 	@echo "installing the runtime into $(VENV) (first run only)..."
-	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@$(PY) -m pip install -q --disable-pip-version-check -e .
 	@touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
@@ -86,6 +86,10 @@ bench: $(VENV)/.dev ## every bench/ script with short settings (under 10 minutes
 
 bench-full: $(VENV)/.dev ## every bench/ script with its own defaults (the docs' figures; much longer)
 	@for b in $(BENCHES); do echo "== $$b"; $(PY) $$b || exit 1; done
+
+dist: $(VENV)/.dev ## build the wheel and the source archive into dist/ (then: pipx install dist/gpu_training-*.whl)
+	@$(PY) -m build --outdir dist . >/dev/null
+	@ls dist/*
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache
