@@ -214,6 +214,8 @@ def test_report_reads_the_bucket_with_the_clouds_key_not_aws(s3, tmp_path):
     done = cli("report", STACK, "--endpoint", proxy.url, "--json", GPU_TRAINING_OUT=str(tmp_path), **ALI)
     assert done.returncode == 0, done.stderr
     assert "i-bp1" in json.loads(done.stdout)["nodes"]
+    # Downloaded where GPU_TRAINING_OUT says, never into the project's own out/ (a user's reports).
+    assert (tmp_path / STACK / "report" / "i-bp1" / "summary.json").is_file()
 
 
 def test_ssh_on_a_closed_stack_says_how_to_open_it():

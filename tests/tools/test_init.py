@@ -115,3 +115,19 @@ def test_bad_options_exit_2_with_the_reason_and_write_nothing(outside, args, say
     assert says in done.stderr and "Traceback" not in done.stderr
     assert not (outside / "new").exists()
 
+
+
+def test_the_stacks_code_folder_is_relative_to_the_users_project(outside, monkeypatch):
+    """train.codeDir names a folder of the user's project, wherever gpu-training is installed."""
+    assert cli("init", "--cloud", "alicloud", "--gpu", "T4", cwd=outside).returncode == 0
+    (outside / "trainer").mkdir()
+    (outside / "trainer" / "train.py").write_text("print('my model')\n")
+    written = outside / "stacks" / "Pulumi.entry-t4.yaml"
+    config = {**parse_stack_text(written.read_bytes(), str(written)),
+              "gpu-training:train": {"command": "python train.py", "codeDir": "trainer"}}
+    monkeypatch.chdir(outside)
+    plan = run_program(config, "entry-t4")
+    uploads = {r.inputs["key"].rsplit("/code/", 1)[1]: r.inputs.get("source") for r in plan.resources
+               if r.type == "alicloud:oss/bucketObject:BucketObject" and "/code/" in r.inputs.get("key", "")}
+    # Relative to the project folder, where `pulumi up` runs the program and its provider plugins.
+    assert uploads == {"train.py": "trainer/train.py"}, uploads
