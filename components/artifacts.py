@@ -17,6 +17,8 @@ from node_agent import fetch, layout
 AGENT_SRC = Path(node_agent.__file__).resolve().parent
 # Embedded in user-data so a node can fetch the rest (docs/node-config.md, "Agent delivery").
 BOOT_SET = ("__init__.py", "s3.py", "fetch.py", "layout.py")
+# A pod's boot set (a ConfigMap, no user-data limit) adds the Kubernetes half its cloud runtime subclasses.
+POD_BOOT_SET = BOOT_SET + ("pod.py",)
 SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}
 
 

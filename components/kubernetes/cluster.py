@@ -13,6 +13,7 @@ from typing import Optional
 import pulumi
 
 from components import providers
+from components.artifacts import POD_BOOT_SET
 from components.bootstrap.agentfiles import boot_files
 from components.cluster import expires_at, record_creation_time, standard_tags
 from components.kubernetes import manifests, workload
@@ -27,8 +28,9 @@ def pod_runtime_path(provider: str):
 
 
 def boot_set(provider: str) -> dict[str, str]:
-    """The ConfigMap's files: the agent's boot set and the provider's pod runtime as cloud_runtime.py."""
-    files = boot_files(provider, "/boot", runtime=pod_runtime_path(provider))
+    """The ConfigMap's files: the agent's boot set with its pod half (node_agent/pod.py), and the provider's
+    pod runtime as cloud_runtime.py."""
+    files = boot_files(provider, "/boot", runtime=pod_runtime_path(provider), boot_set=POD_BOOT_SET)
     return {file.path.rsplit("/", 1)[-1]: file.content for file in files}
 
 

@@ -128,7 +128,9 @@ def test_the_pod_node_config_names_the_job_and_the_pod_role(plan_for):
                                                "peerHost": "{job}-{index}.{service}"}
     assert config["nodeCount"] == 2 and config["train"]["launcher"] == "torchrun"
     boot = next(r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "agent-boot-set")
-    assert "cloud_runtime.py" in boot.inputs["data"] and "def exit_code" in boot.inputs["data"]["cloud_runtime.py"]
+    # The cloud's pod runtime (credentials) rides beside the neutral Kubernetes half it subclasses.
+    assert "from node_agent.pod import PodRuntime" in boot.inputs["data"]["cloud_runtime.py"]
+    assert "def exit_code" in boot.inputs["data"]["pod.py"]
 
 
 def test_the_ack_parts(plan_for):

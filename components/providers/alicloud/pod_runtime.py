@@ -1,62 +1,42 @@
-"""Alibaba Cloud side of the node agent in an ACK pod (the Kubernetes path): the pod runtime.
+"""Alibaba Cloud side of the node agent in an ACK pod (the Kubernetes path): the pod's credentials and the
+node's spot notice.
 
-The same contract as node_runtime.py (components/providers/contract.py, NodeRuntime), seen from a pod
-of the training Job (components/kubernetes/manifests.py) instead of an ECS instance:
-- identity: the pod's stable name `<job>-<index>` (an Indexed Job recreates an evicted pod under the
-  same index), its IP from the downward API, the region from the node config;
-- credentials: RRSA. ack-pod-identity-webhook injects ALIBABA_CLOUD_ROLE_ARN,
-  ALIBABA_CLOUD_OIDC_PROVIDER_ARN and ALIBABA_CLOUD_OIDC_TOKEN_FILE, and STS AssumeRoleWithOIDC trades
-  the ServiceAccount's token for the pod role's STS credentials (an anonymous call: no key is sent;
-  STS API reference "AssumeRoleWithOIDC", ACK doc "Use RRSA to authorize different pods to access
-  different cloud services"). Without those variables, the node's role through the metadata service;
+Everything else a pod runtime does is Kubernetes' own (node/node_agent/pod.py, PodRuntime: the pod's name
+and IP, the Job's peers, the exit codes, nothing to release). What is Alibaba's:
+- credentials: RRSA. ack-pod-identity-webhook injects ALIBABA_CLOUD_ROLE_ARN, ALIBABA_CLOUD_OIDC_PROVIDER_ARN
+  and ALIBABA_CLOUD_OIDC_TOKEN_FILE, and STS AssumeRoleWithOIDC trades the ServiceAccount's token for the pod
+  role's STS credentials (an anonymous call: no key is sent; STS API reference "AssumeRoleWithOIDC", ACK doc
+  "Use RRSA to authorize different pods to access different cloud services"). Without those variables, the
+  node's role through the metadata service;
 - reclaim: the node's own spot notice (instance/spot/termination-time, with the hardened service's token),
   read through the node's metadata service as the node-role fallback below reads it, gives the trainer the
   notice's grace as on a VM; where the pod cannot reach that service (a network policy) the poll stops after
-  NOTICE_MISSES failures, said once, and the drain's SIGTERM (the kubelet's eviction) is what stops the agent;
-- peers: the Job's N pod names, resolvable through the headless Service; pod 0 hosts the rendezvous;
-- release and pool: nothing. The Job ends when its pods do; the cluster autoscaler removes idle GPU
-  nodes, and scripts/run.py destroys the stack once the markers say the data is safe.
-- exit_code(outcome): how the pod ends, read by the Job's podFailurePolicy (manifests.EXIT_*).
+  NOTICE_MISSES failures, said once, and the drain's SIGTERM (the kubelet's eviction) is what stops the agent.
 
-Self-contained like node_runtime.py: the ConfigMap of the boot set carries it as node_agent/cloud_runtime.py.
+The boot-set ConfigMap carries it as node_agent/cloud_runtime.py, beside node_agent/pod.py.
 """
 import json
 import logging
 import os
-import socket
 import time
 import urllib.parse
 import urllib.request
+
+from node_agent.pod import PodRuntime
 
 STS_ENDPOINT = 'https://sts.aliyuncs.com'
 STS_VERSION = '2015-04-01'
 NOTICE_MISSES = 3  # failed reads of the node's spot notice before the pod stops asking
 NOTICE_PATH = 'instance/spot/termination-time'  # ECS doc "Instance metadata" (node_runtime.py)
 log = logging.getLogger('agent')
-# The Job's podFailurePolicy (components/kubernetes/manifests.py): 75 recreate, 76 fail the Job.
-EXIT_CODES = {'DONE': 0, 'PREEMPTED': 75, 'FAILED': 76}
 
 
-class Runtime:
-    """One pod of the training Job."""
+class Runtime(PodRuntime):
+    """One pod of the training Job on ACK."""
 
     def __init__(self, cfg, metadata):
-        self.cfg, self.metadata = cfg, metadata
-        self.k8s = cfg['cluster']['kubernetes']
-        self.index = int(os.environ.get('JOB_COMPLETION_INDEX', '0'))  # set by Kubernetes for Indexed Jobs
+        super().__init__(cfg, metadata)
         self._notice_reader, self._misses = None, 0
-
-    def _name(self, index):
-        return f"{self.k8s['job']}-{index}"
-
-    def instance_id(self):
-        return self._name(self.index)
-
-    def placement(self):
-        return self.cfg['region'], os.environ.get('NODE_NAME') or 'unknown-node'
-
-    def private_ip(self):
-        return os.environ.get('POD_IP') or socket.gethostbyname(socket.gethostname())
 
     def credentials(self):
         """STS credentials of the pod's role (RRSA), else of the node's role (metadata service)."""
@@ -101,18 +81,3 @@ class Runtime:
             return None
         self._misses = 0
         return datetime.fromisoformat(t.replace('Z', '+00:00')).astimezone(timezone.utc) if t else None
-
-    def release(self):
-        return None  # the pod exits; the Job completes and the autoscaler removes the idle node
-
-    def retire_pool(self):
-        return 'a pod has no pool to retire: the GPU node pool scales to zero when idle'
-
-    def peers(self):
-        """(pod name, DNS name) of every pod of the Job; the same list on every pod."""
-        host = self.k8s['peerHost']
-        return [(self._name(i), host.format(job=self.k8s['job'], index=i, service=self.k8s['service']))
-                for i in range(int(self.cfg['nodeCount']))]
-
-    def exit_code(self, outcome):
-        return EXIT_CODES.get(outcome, 1)
