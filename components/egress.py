@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Optional, Sequence
 from urllib.parse import urlsplit
 
+from components import datapaths
 from components.providers.base import Route
 
 SHARED_FS_PLACEHOLDER = "<shared-fs-mount-address>"
@@ -175,17 +176,10 @@ def routes_in_plan(routes: Sequence[Route], resources: Sequence[Any]) -> dict[st
             continue
         types = {t for t, _ in route.evidence}
         found = [r for r in resources if r.type in types]
-        ok = bool(found) and all(_set(_at(r.inputs, key)) for t, key in route.evidence
+        ok = bool(found) and all(_set(datapaths.first(r.inputs, key)) for t, key in route.evidence
                                  for r in found if r.type == t)
         result[route.name] = [r.name for r in found] if ok else None
     return result
-
-
-def _at(inputs: Any, key: str) -> Any:
-    """The input at `key`; `a.b` reads inside an object (a Huawei AS configuration's instanceConfig.publicIp)."""
-    for part in key.split("."):
-        inputs = inputs.get(part) if isinstance(inputs, dict) else None
-    return inputs
 
 
 def _set(value: Any) -> bool:

@@ -23,13 +23,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 
 import yaml
 
-from components import tags
+from components import datapaths, tags
 from components.providers import facts as provider_facts
 from components.providers.facts import UNKNOWN
 
 ADAPTER_FILE = "conformance.yaml"
 STACK_TAG = tags.STACK
-MISSING = object()  # a path that leads nowhere (distinct from an explicit null)
+MISSING = datapaths.MISSING  # a path that leads nowhere (distinct from an explicit null)
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 
 
@@ -132,32 +132,12 @@ def adapter_for(type_token: str) -> dict:
 
 # ---------------------------------------------------------------- paths
 
-def values_at(data: Any, path: str) -> list[tuple[str, Any]]:
-    """(concrete path, value) pairs: `a.b` descends, `a[]` fans out over a list (or a single object)."""
-    found = [("", data)]
-    for part in path.split("."):
-        many = part.endswith("[]")
-        key = part[:-2] if many else part
-        step = []
-        for where, value in found:
-            child = value.get(key, MISSING) if isinstance(value, Mapping) else MISSING
-            here = f"{where}.{key}" if where else key
-            if many and isinstance(child, list):
-                step += [(f"{here}[{i}]", item) for i, item in enumerate(child)]
-            elif many and child in (MISSING, None):
-                continue  # no items: nothing to check
-            else:
-                step.append((here, child))
-        found = step
-    return found
-
-
 def requirement_failures(resource: Resource, requirements: Sequence[dict], prefix: str = "",
                          data: Any = None) -> Iterator[str]:
     """Why `resource` (or the object `data` inside it) misses the adapter's requirements."""
     data = resource.inputs if data is None else data
     for requirement in requirements:
-        for where, value in values_at(data, requirement["path"]):
+        for where, value in datapaths.located(data, requirement["path"]):
             path = f"{prefix}{where}"
             if value is UNKNOWN:
                 continue  # known only after apply: not judged

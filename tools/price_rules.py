@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
-from components import providers
+from components import datapaths, providers
 
 MISSING, INVALID, UNKNOWN_CALL = "MissingParameter", "InvalidParameterValue", "InvalidAction"
 
@@ -86,41 +86,19 @@ def load(provider: str) -> Rules:
     return Rules(provider, raw["wire"], calls)
 
 
-def _walk(value: Any, parts: list[str]) -> list[Any]:
-    """Every value at the dotted path; a part ending in [] fans out over a list (empty: nothing)."""
-    if not parts:
-        return [value]
-    head, rest = parts[0], parts[1:]
-    fan = head.endswith("[]")
-    key = head[:-2] if fan else head
-    if not isinstance(value, Mapping) or value.get(key) in (None, ""):
-        return []
-    inner = value[key]
-    if fan:
-        if not isinstance(inner, list):
-            return []
-        return [found for item in inner for found in _walk(item, rest)]
-    return _walk(inner, rest)
-
-
 def _present(params: Mapping[str, Any], path: str) -> bool:
+    """Whether the request gives `path`: a flat parameter of that name (a query string's `Filters.0.Name`), or
+    every place the path names holds a value (`list[].field`: a non-empty list, each item with the field)."""
     if params.get(path) not in (None, ""):
         return True
-    parts = path.split(".")
-    if any(p.endswith("[]") for p in parts):
-        # Every element of the list must carry the field, and the list must not be empty.
-        head = next(i for i, p in enumerate(parts) if p.endswith("[]"))
-        items = _walk(params, parts[:head + 1 - 1] + [parts[head][:-2]])
-        if not items or not isinstance(items[0], list) or not items[0]:
-            return False
-        return all(_walk(item, parts[head + 1:]) for item in items[0])
-    return bool(_walk(params, parts))
+    places = datapaths.located(params, path)
+    return bool(places) and all(value not in (datapaths.MISSING, None, "") for _, value in places)
 
 
 def _values(params: Mapping[str, Any], path: str) -> list[Any]:
     if params.get(path) not in (None, ""):
         return [params[path]]
-    return _walk(params, path.split("."))
+    return [value for value in datapaths.values(params, path) if value not in (None, "")]
 
 
 def _holds(params: Mapping[str, Any], item: str) -> bool:

@@ -16,27 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from components import datafiles
+from components import datafiles, datapaths
 
 # The neutral states status and run.py show, whatever the platform calls them (api.yaml `states`).
 NEUTRAL_STATES = ("pending", "running", "stopping", "succeeded", "failed", "stopped")
 ENDED = ("succeeded", "failed", "stopped")
-
-
-def _lookup(body: Any, dotted: str) -> list[Any]:
-    """Every value at a dotted path ('a.b', 'list.0.x', 'list.*.x'); [] when the path is absent."""
-    found = [body]
-    for part in dotted.split("."):
-        nxt = []
-        for value in found:
-            if isinstance(value, dict) and part in value:
-                nxt.append(value[part])
-            elif isinstance(value, list) and part == "*":
-                nxt.extend(value)
-            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-                nxt.append(value[int(part)])
-        found = nxt
-    return found
 
 
 @dataclass(frozen=True)
@@ -57,7 +41,7 @@ class ApiReference:
         op = self.operation(name)
         found = []
         for path, source in (op.get("required") or {}).items():
-            values = _lookup(body, path)
+            values = datapaths.values(body, path)
             if not values or any(v in (None, "", [], {}) for v in values):
                 found.append(f"{path}: required ({source})")
         for path, rule in (op.get("absentUnless") or {}).items():
@@ -68,7 +52,7 @@ class ApiReference:
                 if not isinstance(value, int) or isinstance(value, bool):
                     found.append(f"{path}: {value!r} is not an integer ({source})")
         for path, rule in (op.get("values") or {}).items():
-            for value in _lookup(body, path):
+            for value in datapaths.values(body, path):
                 if "allowed" in rule and value not in rule["allowed"]:
                     found.append(f"{path}: {value!r} is not allowed; allowed: {', '.join(rule['allowed'])}"
                                  f" ({rule['source']})")
@@ -190,7 +174,7 @@ class JobClient:
 
     def submit(self, body: dict) -> str:
         answer = self._call("submit", body)
-        values = _lookup(answer, self.api.answer_field("submit", "id"))
+        values = datapaths.values(answer, self.api.answer_field("submit", "id"))
         if not values:
             raise JobApiError(502, f"{self.api.service} answered no job id: {str(answer)[:300]}")
         return str(values[0])
@@ -198,7 +182,7 @@ class JobClient:
     def state(self, job_id: str) -> dict:
         """{'phase': the platform's, 'state': the neutral one, 'raw': the answer}."""
         answer = self._call("state", **{self.job_id_name: job_id})
-        phase = next(iter(_lookup(answer, self.api.answer_field("state", "phase"))), None)
+        phase = next(iter(datapaths.values(answer, self.api.answer_field("state", "phase"))), None)
         return {"phase": phase, "state": self.api.neutral_state(phase), "raw": answer}
 
     def logs(self, job_id: str, **ids: str) -> str:

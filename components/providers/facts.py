@@ -22,6 +22,8 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import yaml
 
+from components import datapaths
+
 FACTS_FILE = "provider_facts.json"
 
 
@@ -331,15 +333,9 @@ RULE_KINDS = ("requires_with", "read_overwrites")
 
 
 def input_at(inputs: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted input path; a single-item block may come as an object or a one-item list."""
-    value: Any = inputs
-    for part in path.split("."):
-        if isinstance(value, (list, tuple)) and len(value) == 1:
-            value = value[0]
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
+    """The value at a dotted input path (components/datapaths.py: a single-item block may come as an object
+    or a one-item list), None when absent."""
+    return datapaths.first(inputs, path)
 
 
 def is_set(value: Any) -> bool:

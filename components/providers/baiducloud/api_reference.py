@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
+
+from components.datapaths import values
 
 DATA = Path(__file__).with_name("bce_api.yaml")
 
@@ -68,21 +70,6 @@ def by_action(action: str) -> Call:
 def match(method: str, path: str, query: dict) -> Optional[Call]:
     """The first call of the data this request is (calls are in order: a more specific one first)."""
     return next((c for c in calls() if c.selects(method, path, query)), None)
-
-
-def values(body: Any, dotted: str) -> list:
-    """The values at `dotted` ("a.b", "list[].field"); [] when the path is absent."""
-    found = [body]
-    for part in dotted.split("."):
-        each = part.endswith("[]")
-        name = part[:-2] if each else part
-        step = []
-        for item in found:
-            if isinstance(item, dict) and name in item:
-                value = item[name]
-                step.extend(value if each and isinstance(value, list) else [] if each else [value])
-        found = step
-    return found
 
 
 def problems(method: str, path: str, query: dict, body: dict) -> list[str]:

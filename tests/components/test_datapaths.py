@@ -1,0 +1,55 @@
+"""The one reader of dotted paths into data (components/datapaths.py), on the shapes the rules-as-data files
+meet: request bodies (api.yaml, bce_api.yaml, price_api.yaml), resource inputs (conformance.yaml, egress
+evidence, provider facts) and API answers."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from components import datapaths
+from components.datapaths import MISSING, first, located, values
+
+REPO = Path(__file__).resolve().parents[2]
+BODY = {"JobSpecs": [{"Type": "Worker", "PodCount": 2}], "DataSources": [{"MountAccess": "RO"}, {"MountAccess": "RW"}],
+        "metadata": {"id": "job-1"}, "tags": None, "empty": [], "blank": ""}
+
+
+def test_descend_fan_out_and_index():
+    assert values(BODY, "metadata.id") == ["job-1"]
+    assert values(BODY, "DataSources[].MountAccess") == ["RO", "RW"]
+    assert located(BODY, "DataSources[].MountAccess") == [("DataSources[0].MountAccess", "RO"),
+                                                          ("DataSources[1].MountAccess", "RW")]
+    assert values(BODY, "JobSpecs.0.Type") == ["Worker"] and values(BODY, "DataSources.1.MountAccess") == ["RW"]
+    assert values(BODY, "DataSources.5.MountAccess") == []
+
+
+def test_absent_places_are_missing_and_fan_outs_over_nothing_name_none():
+    assert located(BODY, "metadata.name") == [("metadata.name", MISSING)]  # "required" can name it
+    assert located(BODY, "nope.deeper") == [("nope.deeper", MISSING)]
+    assert located(BODY, "tags[].key") == [] and located(BODY, "empty[].x") == [] and located(BODY, "nope[]") == []
+    assert values(BODY, "metadata.name") == [] and first(BODY, "metadata.name", "default") == "default"
+    assert first(BODY, "blank") == ""  # an empty string is a value; a rule decides what it means
+
+
+def test_a_lone_object_is_one_item_and_a_one_item_block_reads_inside():
+    """Terraform blocks of one come from the bridged SDKs as an object or as a list of one."""
+    assert located({"ingress": {"cidr": "10.0.0.0/8"}}, "ingress[].cidr") == [("ingress.cidr", "10.0.0.0/8")]
+    assert first({"instanceConfig": [{"publicIp": {"eip": 1}}]}, "instanceConfig.publicIp.eip") == 1
+    assert first({"instanceConfig": {"publicIp": {"eip": 1}}}, "instanceConfig.publicIp.eip") == 1
+    assert first({"a": [{"b": 1}, {"b": 2}]}, "a.b") is None  # a real list needs [] or an index
+
+
+def test_no_other_module_walks_dotted_paths_itself():
+    """The readers this one replaced (safety.values_at, egress._at, jobapi._lookup, Baidu's values,
+    price_rules._walk, facts' loop) stay gone: no module splits a path on dots and walks it but this one."""
+    walkers = []
+    for file in [*(REPO / "components").rglob("*.py"), *(REPO / "tools").rglob("*.py")]:
+        if file == Path(datapaths.__file__):
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and \
+                    isinstance(node.iter.func, ast.Attribute) and node.iter.func.attr == "split" and \
+                    node.iter.args and isinstance(node.iter.args[0], ast.Constant) and node.iter.args[0].value == "." \
+                    and any(isinstance(n, (ast.Subscript, ast.Call)) and "get" in ast.dump(n) for n in ast.walk(node)):
+                walkers.append(f"{file.relative_to(REPO)}:{node.lineno}")
+    assert not walkers, f"dotted-path readers outside components/datapaths.py: {walkers}"
