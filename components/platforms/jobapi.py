@@ -45,10 +45,10 @@ class ApiReference:
             if not values or any(v in (None, "", [], {}) for v in values):
                 found.append(f"{path}: required ({source})")
         for path, rule in (op.get("absentUnless") or {}).items():
-            if _lookup(body, path) and not any(v not in (None, "") for v in _lookup(body, rule["field"])):
+            if datapaths.values(body, path) and not any(v not in (None, "") for v in datapaths.values(body, rule["field"])):
                 found.append(f"{path}: taken only with {rule['field']} ({rule['source']})")
         for path, source in (op.get("integers") or {}).items():
-            for value in _lookup(body, path):
+            for value in datapaths.values(body, path):
                 if not isinstance(value, int) or isinstance(value, bool):
                     found.append(f"{path}: {value!r} is not an integer ({source})")
         for path, rule in (op.get("values") or {}).items():

@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable, Optional
 
+from components import datapaths
 from components.platforms.jobapi import ApiReference
 
 
@@ -268,10 +269,8 @@ class StandIn:
 
 def _lookup_name(api: ApiReference, body: dict) -> Optional[str]:
     rule = api.operation("submit").get("name")
-    node = body
-    for part in (rule["field"].split(".") if rule else ()):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node if isinstance(node, str) else None
+    name = datapaths.first(body, rule["field"]) if rule else None
+    return name if isinstance(name, str) else None
 
 
 def _descendants(pid: int) -> list[int]:
