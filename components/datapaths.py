@@ -13,7 +13,7 @@ from the bridged SDKs either as an object or as a list of one.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # where a path leads nowhere
 
@@ -42,6 +42,33 @@ def located(data: Any, path: str) -> list[tuple[str, Any]]:
                 step.append((here, child))
         found = step
     return found
+
+
+def rewrite(data: Any, path: str, change: Callable[[Any], Any]) -> None:
+    """Replace, in place, every value `path` names with change(value); places that are absent stay absent."""
+    places: list[tuple[Any, Any, Any]] = [(None, None, data)]  # (container, key, value)
+    for part in path.split("."):
+        fan = part.endswith("[]")
+        name = part[:-2] if fan else part
+        step: list[tuple[Any, Any, Any]] = []
+        for _, _, value in places:
+            if isinstance(value, list) and name.isdigit():
+                if int(name) < len(value):
+                    step.append((value, int(name), value[int(name)]))
+                continue
+            if isinstance(value, list) and len(value) == 1:
+                value = value[0]
+            if not isinstance(value, dict) or name not in value:
+                continue
+            child = value[name]
+            if fan and isinstance(child, list):
+                step += [(child, i, item) for i, item in enumerate(child)]
+            elif not fan or child is not None:
+                step.append((value, name, child))
+        places = step
+    for container, key, value in places:
+        if container is not None:
+            container[key] = change(value)
 
 
 def values(data: Any, path: str) -> list[Any]:

@@ -68,7 +68,7 @@ class ApiReference:
         so `"PodCount": 1.0` would reach an API whose SDK types the field int."""
         body = copy.deepcopy(body)
         for path in self.operation(name).get("integers") or {}:
-            _rewrite(body, path, lambda v: int(v) if isinstance(v, float) and v.is_integer() else v)
+            datapaths.rewrite(body, path, lambda v: int(v) if isinstance(v, float) and v.is_integer() else v)
         return body
 
     def named(self, body: dict, suffix: str) -> dict:
@@ -76,7 +76,7 @@ class ApiReference:
         name of its own per submit, which a platform that keeps names of ended jobs requires."""
         rule = self.operation("submit")["name"]
         body = copy.deepcopy(body)
-        _rewrite(body, rule["field"], lambda v: f"{str(v)[:rule['max'] - len(suffix) - 1]}-{suffix}")
+        datapaths.rewrite(body, rule["field"], lambda v: f"{str(v)[:rule['max'] - len(suffix) - 1]}-{suffix}")
         return body
 
     def gone(self, error: "JobApiError") -> bool:
@@ -104,18 +104,6 @@ class ApiReference:
         """The platform's own job phase as one of NEUTRAL_STATES ('unknown' if the table does not list it)."""
         row = self.phase(phase)
         return row["state"] if row else "unknown"
-
-
-def _rewrite(body: Any, dotted: str, change: Callable[[Any], Any]) -> None:
-    """Replace every value at a dotted path ('a.b', 'list.*.x') in place with change(value)."""
-    head, _, rest = dotted.partition(".")
-    items = (list(enumerate(body)) if head == "*" and isinstance(body, list)
-             else [(head, body[head])] if isinstance(body, dict) and head in body else [])
-    for key, value in items:
-        if rest:
-            _rewrite(value, rest, change)
-        else:
-            body[key] = change(value)
 
 
 class JobApiError(Exception):

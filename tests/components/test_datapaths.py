@@ -53,3 +53,13 @@ def test_no_other_module_walks_dotted_paths_itself():
                     and any(isinstance(n, (ast.Subscript, ast.Call)) and "get" in ast.dump(n) for n in ast.walk(node)):
                 walkers.append(f"{file.relative_to(REPO)}:{node.lineno}")
     assert not walkers, f"dotted-path readers outside components/datapaths.py: {walkers}"
+
+
+def test_rewrite_changes_every_place_in_place_and_leaves_absent_ones_absent():
+    body = {"JobSpecs": [{"PodCount": 2.0}, {"PodCount": 1.0}], "metadata": {"name": "x"}}
+    datapaths.rewrite(body, "JobSpecs[].PodCount", int)
+    datapaths.rewrite(body, "metadata.name", lambda v: v + "-1")
+    datapaths.rewrite(body, "metadata.absent", lambda v: "never")
+    datapaths.rewrite(body, "nope[].x", lambda v: "never")
+    assert body == {"JobSpecs": [{"PodCount": 2}, {"PodCount": 1}], "metadata": {"name": "x-1"}}
+    assert all(type(spec["PodCount"]) is int for spec in body["JobSpecs"])

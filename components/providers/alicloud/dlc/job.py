@@ -29,7 +29,7 @@ def job_name(spec) -> str:
 
 def oss_uri(spec) -> str:
     """oss://<bucket>.oss-<region>-internal.aliyuncs.com/<prefix>/<stack>/: an OSS path with the region's internal
-    OSS endpoint, the form of DLC's data sources (api.yaml DataSources.*.Uri, from the PAI API's DataSourceItem);
+    OSS endpoint, the form of DLC's data sources (api.yaml DataSources[].Uri, from the PAI API's DataSourceItem);
     not the S3-compatible host the nodes' agent uses."""
     return f"oss://{spec.checkpoint.bucket}.oss-{spec.region}-internal.aliyuncs.com/{contract.stack_root(spec)}"
 
