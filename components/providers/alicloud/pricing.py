@@ -8,6 +8,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Iterable, Mapping, Optional, Union
 from urllib.parse import urlsplit
 
+from components.providers import apikeys
+
 DISPLAY = "Alibaba Cloud"
 CREDENTIALS = ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET")
 TOKEN = "ALIBABA_CLOUD_SECURITY_TOKEN"  # optional: STS credentials
@@ -15,11 +17,8 @@ NEEDS: tuple[str, ...] = ()  # no extra options beyond --region
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
-    missing = [name for name in CREDENTIALS if not env.get(name)]
-    if not missing:
-        return None
-    return (f"set {' and '.join(missing)} (a RAM user or role allowed ecs:DescribePrice"
-            f" and ecs:DescribeSpotPriceHistory; {TOKEN} too for STS credentials)")
+    return apikeys.unset(env, CREDENTIALS, f"a RAM user or role allowed ecs:DescribePrice"
+                                           f" and ecs:DescribeSpotPriceHistory; {TOKEN} too for STS credentials")
 
 
 def _client(region: str, endpoint: Optional[str], env: Mapping[str, str]):

@@ -7,17 +7,15 @@ from __future__ import annotations
 from typing import Mapping, Optional
 from urllib.parse import urlsplit
 
+from components.providers import apikeys
 from components.providers.alicloud.pricing import CREDENTIALS, TOKEN, _client, _runtime, _why
 
 DISPLAY = "Alibaba Cloud"
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
-    missing = [name for name in CREDENTIALS if not env.get(name)]
-    if not missing:
-        return None
-    return (f"set {' and '.join(missing)} (a RAM user or role allowed ecs:DescribeRegions and ecs:DescribeZones;"
-            f" {TOKEN} too for STS credentials)")
+    return apikeys.unset(env, CREDENTIALS, f"a RAM user or role allowed ecs:DescribeRegions and ecs:DescribeZones;"
+                                           f" {TOKEN} too for STS credentials")
 
 
 def source(endpoint: Optional[str]) -> str:

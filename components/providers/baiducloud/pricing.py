@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Mapping, Optional, Union
 
+from components.providers import apikeys
 from components.providers.baiducloud import bceapi
 
 DISPLAY = "Baidu AI Cloud"
@@ -35,10 +36,7 @@ UNIT_CAVEAT = ("hourly unit assumed: the Postpaid answer did not change with pur
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
-    missing = [name for name in CREDENTIALS if not env.get(name)]
-    if not missing:
-        return None
-    return f"set {' and '.join(missing)} (an IAM user allowed to read BCC prices; {TOKEN} for STS credentials)"
+    return apikeys.unset(env, CREDENTIALS, f"an IAM user allowed to read BCC prices; {TOKEN} for STS credentials")
 
 
 def source(endpoint: Optional[str], region: str) -> str:

@@ -21,6 +21,8 @@ import json
 from typing import Iterable, Mapping, Optional, Union
 from urllib.parse import urlsplit
 
+from components.providers import apikeys
+
 DISPLAY = "Huawei Cloud"
 CREDENTIALS = ("HW_ACCESS_KEY", "HW_SECRET_KEY")
 TOKEN = "HW_SECURITY_TOKEN"  # optional: temporary credentials
@@ -38,11 +40,8 @@ SPOT_NOTE = "no Huawei spot price API (spot stays the profile's estimate)"
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
-    missing = [name for name in CREDENTIALS if not env.get(name)]
-    if not missing:
-        return None
-    return (f"set {' and '.join(missing)} (an IAM user allowed to query BSS prices; {TOKEN} too for temporary"
-            f" credentials; {DOMAIN} names the account for the global BSS endpoint)")
+    return apikeys.unset(env, CREDENTIALS, f"an IAM user allowed to query BSS prices; {TOKEN} too for temporary"
+                                           f" credentials; {DOMAIN} names the account for the global BSS endpoint")
 
 
 def source(endpoint: Optional[str], region: str) -> str:

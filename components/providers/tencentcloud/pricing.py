@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Optional, Union
 from urllib.parse import urlsplit
 
+from components.providers import apikeys
+
 DISPLAY = "Tencent Cloud"
 CREDENTIALS = ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")
 TOKEN = "TENCENTCLOUD_SESSION_TOKEN"  # optional: temporary credentials
@@ -18,10 +20,7 @@ CURRENCY = {"china": "CNY", "intl": "USD"}
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
-    missing = [name for name in CREDENTIALS if not env.get(name)]
-    if not missing:
-        return None
-    return f"set {' and '.join(missing)} (a CAM user or role allowed cvm:InquiryPriceRunInstances; {TOKEN} for temporary keys)"
+    return apikeys.unset(env, CREDENTIALS, f"a CAM user or role allowed cvm:InquiryPriceRunInstances; {TOKEN} for temporary keys")
 
 
 def source(endpoint: Optional[str], region: str) -> str:

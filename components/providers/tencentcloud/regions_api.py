@@ -7,17 +7,15 @@ from __future__ import annotations
 from typing import Mapping, Optional
 from urllib.parse import urlsplit
 
+from components.providers import apikeys
 from components.providers.tencentcloud.pricing import CREDENTIALS, TOKEN, _client
 
 DISPLAY = "Tencent Cloud"
 
 
 def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
-    missing = [name for name in CREDENTIALS if not env.get(name)]
-    if not missing:
-        return None
-    return (f"set {' and '.join(missing)} (a CAM user or role allowed cvm:DescribeRegions and cvm:DescribeZones;"
-            f" {TOKEN} for temporary keys)")
+    return apikeys.unset(env, CREDENTIALS, f"a CAM user or role allowed cvm:DescribeRegions and cvm:DescribeZones;"
+                                           f" {TOKEN} for temporary keys")
 
 
 def source(endpoint: Optional[str]) -> str:
