@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from components import datafiles, datapaths
+from components import datafiles, datapaths, requestrules
 
 # The neutral states status and run.py show, whatever the platform calls them (api.yaml `states`).
 NEUTRAL_STATES = ("pending", "running", "stopping", "succeeded", "failed", "stopped")
@@ -37,30 +36,9 @@ class ApiReference:
         return self.data["operations"][name]
 
     def problems(self, name: str, body: dict) -> list[str]:
-        """What the API would refuse in `body` for operation `name`: each message names the field and its source."""
-        op = self.operation(name)
-        found = []
-        for path, source in (op.get("required") or {}).items():
-            values = datapaths.values(body, path)
-            if not values or any(v in (None, "", [], {}) for v in values):
-                found.append(f"{path}: required ({source})")
-        for path, rule in (op.get("absentUnless") or {}).items():
-            if datapaths.values(body, path) and not any(v not in (None, "") for v in datapaths.values(body, rule["field"])):
-                found.append(f"{path}: taken only with {rule['field']} ({rule['source']})")
-        for path, source in (op.get("integers") or {}).items():
-            for value in datapaths.values(body, path):
-                if not isinstance(value, int) or isinstance(value, bool):
-                    found.append(f"{path}: {value!r} is not an integer ({source})")
-        for path, rule in (op.get("values") or {}).items():
-            for value in datapaths.values(body, path):
-                if "allowed" in rule and value not in rule["allowed"]:
-                    found.append(f"{path}: {value!r} is not allowed; allowed: {', '.join(rule['allowed'])}"
-                                 f" ({rule['source']})")
-                if "min" in rule and not (isinstance(value, (int, float)) and value >= rule["min"]):
-                    found.append(f"{path}: {value!r} is below the minimum {rule['min']} ({rule['source']})")
-                if "pattern" in rule and not (isinstance(value, str) and re.fullmatch(rule["pattern"], value)):
-                    found.append(f"{path}: {value!r} does not match {rule['pattern']} ({rule['source']})")
-        return found
+        """What the API would refuse in `body` for operation `name`: each message names the field and its source
+        (components/requestrules.py reads the operation's rules)."""
+        return [problem.message for problem in requestrules.problems(self.operation(name), body)]
 
     def wire(self, name: str, body: dict) -> dict:
         """`body` as the API takes it: the integer fields api.yaml names as integers. Pulumi hands a dynamic

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
+from components import requestrules
 from components.datapaths import values
 
 DATA = Path(__file__).with_name("bce_api.yaml")
@@ -35,6 +36,17 @@ class Call:
     @property
     def source(self) -> str:
         return self.doc or self.sdk
+
+    @property
+    def query_rules(self) -> dict:
+        """The query's rules in components/requestrules.py's vocabulary."""
+        return {"required": list(self.query_required), "source": self.source}
+
+    @property
+    def body_rules(self) -> dict:
+        """The body's rules in components/requestrules.py's vocabulary: required fields, and the flags our code
+        must send (`equals`)."""
+        return {"required": list(self.body_required), "equals": dict(self.flags), "source": self.source}
 
     def selects(self, method: str, path: str, query: dict) -> bool:
         if method != self.method or not re.fullmatch(self.path, path):
@@ -79,15 +91,10 @@ def problems(method: str, path: str, query: dict, body: dict) -> list[str]:
     call = match(method, path, query)
     if call is None:
         return [f"{method} {path}: no call of {DATA.name} is this request"]
-    out = [f"{call.action}: query {key} missing ({call.source})" for key in call.query_required if key not in query]
-    out += [f"{call.action}: body field {name} missing ({call.source})" for name in call.body_required
-            if body.get(name) in (None, "")]
+    out = [f"{call.action}: query {p.message}" for p in requestrules.problems(call.query_rules, query)]
+    out += [f"{call.action}: body {p.message}" for p in requestrules.problems(call.body_rules, body)]
     left = call.leaves(body, {"dataDisks", "eip"})  # every node the program makes has both
     if left:
         out.append(f"{call.action}: leaves the instance's {' and '.join(left)} billing: {call.leaves_billing['why']}"
                    f" ({call.source})")
-    for dotted, flag in call.flags.items():
-        got = values(body, dotted)
-        if not got or any(v != flag["value"] for v in got):
-            out.append(f"{call.action}: {dotted} must be {flag['value']!r}, sent {got or 'nothing'}: {flag['why']}")
     return out

@@ -5,7 +5,7 @@ The request follows the field names of huaweicloudsdkmodelarts 3.1.219 and terra
 gets its files the way the API documents for it: the code through algorithm.code_dir (ModelArts downloads it
 to ${MA_JOB_DIR}/code), the data set through an input channel, the checkpoints through an output channel
 (synced to OBS while the job runs); spec.volumes (the whole prefix mounted) is taken only with a dedicated
-pool's pool_id (api.yaml absentUnless). OBS paths are /bucket/path, as those fields take them.
+pool's pool_id (api.yaml onlyWith). OBS paths are /bucket/path, as those fields take them.
 """
 from __future__ import annotations
 
