@@ -11,6 +11,7 @@ has none, and up watches the job to its end instead of waiting for markers a job
 """
 from __future__ import annotations
 
+import gc
 import importlib.util
 import io
 import json
@@ -29,6 +30,18 @@ REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("run_for_targets", REPO / "scripts" / "run.py")
 run_cli = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(run_cli)
+
+
+@pytest.fixture(autouse=True)
+def collector_given_back():
+    """`gpu-training preview` ends its process with the collector off and the heap frozen (scripts/preview.py
+    process_main); run in-process here, both are given back, or every later test of the process (CI runs them
+    all in one) runs without a collector and tests/tools/test_plan_scale.py fails."""
+    was = gc.isenabled()
+    yield
+    gc.unfreeze()
+    (gc.enable if was else gc.disable)()
+
 
 STACKS = {"vm": "entry-t4", "kubernetes": "large-a100-k8s", "platform": "large-a100-dlc"}
 CREDS = {"ALICLOUD_ACCESS_KEY": "test", "ALICLOUD_SECRET_KEY": "test", "AWS_ACCESS_KEY_ID": "test",
