@@ -10,6 +10,7 @@ module; a resource type the plan holds that neither list names is reported, neve
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
@@ -27,11 +28,35 @@ def checkpoint_data(spec, what: str = "checkpoints, markers and reports the node
     where = f"{spec.checkpoint.bucket}/{spec.checkpoint.stack_prefix(spec.stack)}/"
     return Lingering(what, None, where,
                      "object storage: stored GiB per month plus requests", None,
-                     "you delete them (kept on destroy, so training can resume and reports stay)")
+                     "you delete them (kept on destroy, so training can resume and reports stay)", prices="objectStorage")
 
 
 def keeps_billing(spec) -> list[Lingering]:
-    return [*spec.profile.billing.keeps_billing(spec), checkpoint_data(spec)]
+    return priced(spec, [*spec.profile.billing.keeps_billing(spec), checkpoint_data(spec)])
+
+
+def priced(spec, items) -> list[Lingering]:
+    """The items with the shipped list price (components/cost.py) as their rate where one is known; where none is,
+    the rate stays None (unknown) and `basis` says why and names the page with today's price."""
+    from components import cost
+
+    shared = cost.shared_storage_cost(spec) if any(i.prices == "sharedStorage" for i in items) else None
+    stored = cost.object_storage_rate(spec) if any(i.prices == "objectStorage" for i in items) else None
+    out = []
+    for item in items:
+        if item.rate is not None or item.prices is None:
+            out.append(item)
+        elif item.prices == "sharedStorage" and shared is not None and shared.per_hour is not None:
+            out.append(replace(item, rate=f"{shared.per_hour:,.4f} {shared.currency}/h: {shared.basis}"))
+        elif item.prices == "sharedStorage" and shared is not None:
+            out.append(replace(item, basis=f"{item.basis}; price {shared.basis}"))
+        elif item.prices == "objectStorage" and stored is not None and not stored.startswith("unknown"):
+            out.append(replace(item, rate=stored))
+        elif item.prices == "objectStorage":
+            out.append(replace(item, basis=f"{item.basis}; price {stored}"))
+        else:
+            out.append(item)
+    return out
 
 
 def as_output(spec) -> list[dict]:

@@ -30,10 +30,14 @@ def refresh_command(provider: str, region: Optional[str] = None) -> str:
     return f"gpu-training prices refresh --provider {provider} --region {where}{extra} --spot"
 
 
-def disk_refresh_command(provider: str) -> str:
-    """The command that fills a provider's disk prices, or why nothing does yet."""
+def disk_refresh_command(provider: str, region: Optional[str] = None) -> str:
+    """The command that reads the account's disk prices (the signed API only: no public feed has them), or why
+    nothing does yet."""
     if providers.has_module(provider, "pricing") and hasattr(providers.module(provider, "pricing"), "fetch_disks"):
-        return refresh_command(provider) + " --disks"
+        needs = providers.module(provider, "pricing").NEEDS
+        extra = "".join(f" --{option.replace('_', '-')} ..." for option in needs)
+        return (f"with credentials, gpu-training prices refresh --signed --provider {provider}"
+                f" --region {region or 'REGION'}{extra} --disks reads the account's price")
     return f"no disk price client for {provider} yet (a fetch_disks in components/providers/{provider}/pricing.py)"
 
 
@@ -57,6 +61,8 @@ class Price:
     # Read by the signed price API for the account (the catalog row): the price `pulumi up` may cap spot bids
     # with. False for a list price from the price book or a public feed: shown and used for estimates only.
     from_api: bool = True
+    # False: no refresh can fill it (a training platform's own rate: no feed or price API of ours reads it).
+    refreshable: bool = True
 
     @property
     def known(self) -> bool:
@@ -229,6 +235,7 @@ def catalog_from(raw: dict, provider: str) -> Catalog:
                 caveat=price.get("caveat"),
                 check=price.get("check"),
                 why_unknown=price.get("why"),
+                refreshable=bool(price.get("refreshable", True)),
             ),
         ))
     return Catalog(provider, currency, raw.get("sources", {}), tuple(rows))

@@ -11,10 +11,11 @@ the hourly cost times the billed hours; on spot the hours grow by the time recla
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date as Date
 from typing import Optional
 
-from components import catalog, clock
+from components import catalog, clock, storage_prices
 from components.catalog import InstanceType
 
 
@@ -60,6 +61,8 @@ def unknown_basis(instance: InstanceType) -> str:
     price = instance.price
     why = price.why_unknown or f"no dated on-demand price for {instance.name} in the catalog"
     check = f"; today's price: {price.check}" if price.check else ""
+    if not price.refreshable:
+        return f"unknown: {why}" + (f" (today's price: {price.check})" if price.check else "")
     return f"unknown: {why} ({catalog.refresh_command(instance.provider, price.region)} fills it{check})"
 
 
@@ -121,10 +124,40 @@ def cluster_cost(instance: InstanceType, nodes: int, billing: str, spot_fraction
                        unit.stale, unit.spot_read, documented, unit.site)
 
 
+def priced_instance(spec) -> tuple[InstanceType, Optional[str]]:
+    """The type a stack's hourly figures are for, and why it is not the stack's own type (None when it is).
+
+    A spot pool may launch any of its types (spec.pool_types, the stack's instance type first). When the first has
+    no price in the region but another does, the figures are that type's, said so: a node of the first type bills
+    its own, unknown price. Anything else is priced (or unknown) as its own type: never another region's price."""
+    own = spec.instance
+    if own.price.known or not spec.spot:
+        return own, None
+    other = next((row for row in spec.pool_types[1:] if row.price.known), None)
+    if other is None:
+        return own, None
+    return other, (f"priced as {other.name}, a type of the spot pool with a list price in {spec.region};"
+                   f" the pool's first type {own.name} has none there ({own.price.why_unknown or 'no dated price'}),"
+                   " so a node of that type bills its own price, not shown here")
+
+
+def _with_note(unit, note: Optional[str]):
+    return unit if note is None else replace(unit, basis=f"{note}; {unit.basis}")
+
+
 def spec_cost(spec) -> ClusterCost:
     """The hourly cost of a validated Spec (components.spec.Spec)."""
-    return cluster_cost(spec.instance, spec.nodes, spec.billing, spec.profile.spot.discount,
-                        spec.profile.spot.discount_source, spec.spot_max_price)
+    instance, note = priced_instance(spec)
+    return _with_note(cluster_cost(instance, spec.nodes, spec.billing, spec.profile.spot.discount,
+                                   spec.profile.spot.discount_source, spec.spot_max_price), note)
+
+
+def spec_node_hour_price(spec) -> NodeHourPrice:
+    """One node-hour of the stack (priced_instance), with its billing's spot estimate and cap."""
+    instance, note = priced_instance(spec)
+    profile = spec.profile
+    return _with_note(node_hour_price(instance, profile.spot.discount, profile.spot.discount_source,
+                                      spec.spot_max_price), note)
 
 
 @dataclass(frozen=True)
@@ -148,8 +181,7 @@ class NodeHoursCost:
 
 def node_hours_cost(spec, node_hours: float) -> NodeHoursCost:
     """The cost of `node_hours` node-hours of the stack `spec` (its instance type and billing)."""
-    profile = spec.profile
-    unit = node_hour_price(spec.instance, profile.spot.discount, profile.spot.discount_source, spec.spot_max_price)
+    unit = spec_node_hour_price(spec)
     rate = unit.spot if spec.billing == "spot" else unit.on_demand
     total = None if rate is None else round(rate * node_hours, 4)
     return NodeHoursCost(node_hours, spec.billing, unit.currency, rate, total, unit.source, unit.date, unit.stale,
@@ -242,15 +274,176 @@ class DiskCost:
                 "perHour": self.per_hour, "priceSource": self.source, "priceDate": self.date, "basis": self.basis}
 
 
+def _dated(quote_date: str) -> str:
+    """`; STALE: ...` for a storage price older than catalog.STALE_AFTER_DAYS, else ''."""
+    age = (clock.now().date() - Date.fromisoformat(quote_date[:10])).days
+    if age <= catalog.STALE_AFTER_DAYS:
+        return ""
+    return (f"; STALE: dated {quote_date}, {age} days ago (over {catalog.STALE_AFTER_DAYS}): the page named"
+            " above has today's price")
+
+
 def data_disk_cost(spec) -> DiskCost:
-    """The data disks' hourly cost from the refreshed disk prices (catalog.disk_price), or unknown and why."""
+    """The data disks' hourly cost: the account's disk price a signed refresh read for the stack's region
+    (catalog.disk_price), else the shipped list price (components/storage_prices.py), else unknown and why."""
     disk = spec.data_disk
     kind = disk.category + (f" {disk.performance_level}" if disk.performance_level else "")
-    price = catalog.disk_price(spec.provider, disk.category, disk.performance_level)
-    if price is None:
+    signed = catalog.disk_price(spec.provider, disk.category, disk.performance_level)
+    if signed is not None and signed.region == spec.region:
+        per_hour = round(signed.per_gib_hour * disk.size_gb * spec.nodes, 4)
+        return DiskCost(signed.currency, spec.nodes, disk.size_gb, kind, per_hour, signed.source, signed.date,
+                        f"{signed.per_gib_hour:g} {signed.currency}/GiB-h x {disk.size_gb} GiB x {spec.nodes} node(s)"
+                        f" ({signed.region}, {signed.date}, {signed.source})")
+    book = storage_prices.load(spec.provider)
+    level = disk.performance_level
+    quote = book.quote("disks", f"{disk.category}/{level}", spec.region) if level else None
+    extra_mbps = int(level) if level and level.isdigit() else 0  # a number: extra throughput bought (MB/s)
+    if quote is None and (not level or extra_mbps):
+        quote = book.quote("disks", disk.category, spec.region)
+    if quote is None:
+        kind_key = f"{disk.category}/{level}" if level and not extra_mbps else disk.category
+        refresh = catalog.disk_refresh_command(spec.provider, spec.region)
         return DiskCost(None, spec.nodes, disk.size_gb, kind, None, None, None,
-                        f"unknown: no refreshed price for {kind} disks ({catalog.disk_refresh_command(spec.provider)})")
-    per_hour = round(price.per_gib_hour * disk.size_gb * spec.nodes, 4)
-    return DiskCost(price.currency, spec.nodes, disk.size_gb, kind, per_hour, price.source, price.date,
-                    f"{price.per_gib_hour:g} {price.currency}/GiB-h x {disk.size_gb} GiB x {spec.nodes} node(s)"
-                    f" ({price.region}, {price.date}, {price.source})")
+                        f"unknown: {book.why_none('disks', kind_key, spec.region)} ({refresh})")
+    per_node = quote.price * disk.size_gb
+    basis = f"{quote.price:g} {quote.currency}/{quote.unit} x {disk.size_gb} GiB"
+    if extra_mbps:
+        throughput = book.quote("diskThroughput", disk.category, spec.region)
+        if throughput is None or throughput.currency != quote.currency or (
+                throughput.up_to is not None and extra_mbps > throughput.up_to):
+            return DiskCost(None, spec.nodes, disk.size_gb, kind, None, None, None,
+                            f"unknown: {disk.size_gb} GiB at {quote.text()}, but no list price for"
+                            f" +{extra_mbps} MB/s of extra throughput in {spec.region}"
+                            f" ({book.why_none('diskThroughput', disk.category, spec.region)})")
+        per_node += throughput.price * extra_mbps
+        basis += f" + {throughput.price:g} {throughput.currency}/MB/s-h x {extra_mbps} MB/s extra throughput"
+    per_hour = round(per_node * spec.nodes, 6)
+    return DiskCost(quote.currency, spec.nodes, disk.size_gb, kind, per_hour, quote.url or quote.source,
+                    quote.date, f"{basis} x {spec.nodes} node(s): {quote.text()}{_dated(quote.date)}")
+
+
+@dataclass(frozen=True)
+class SharedStorageCost:
+    """The shared file system per hour: provisioned capacity, billed from creation until `pulumi destroy`."""
+    kind: str  # the stack's sharedStorage
+    size_gb: int
+    currency: Optional[str]
+    per_hour: Optional[float]  # None = unknown, or no shared file system
+    source: Optional[str]
+    date: Optional[str]
+    basis: str
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "sizeGb": self.size_gb, "currency": self.currency, "perHour": self.per_hour,
+                "priceSource": self.source, "priceDate": self.date, "basis": self.basis}
+
+
+def shared_storage_cost(spec) -> Optional[SharedStorageCost]:
+    """The shared file system's hourly list price (components/storage_prices.py), unknown and why; None without one."""
+    if spec.shared_storage == "none":
+        return None
+    book = storage_prices.load(spec.provider)
+    quote = book.quote("sharedStorage", spec.shared_storage, spec.region)
+    if quote is None:
+        return SharedStorageCost(spec.shared_storage, spec.shared_storage_gb, None, None, None, None,
+                                 f"unknown: {book.why_none('sharedStorage', spec.shared_storage, spec.region)}")
+    return SharedStorageCost(spec.shared_storage, spec.shared_storage_gb, quote.currency,
+                             round(quote.price * spec.shared_storage_gb, 6), quote.url or quote.source, quote.date,
+                             f"{quote.price:g} {quote.currency}/GiB-h x {spec.shared_storage_gb:,} GiB: {quote.text()}"
+                             f"{_dated(quote.date)}")
+
+
+def object_storage_rate(spec) -> str:
+    """What storing data in the stack's bucket costs per GB-month (Standard class) with its source, or why unknown:
+    the rate only, since how much the run stores is the user's."""
+    book = storage_prices.load(spec.provider)
+    quote = book.quote("objectStorage", "STANDARD", spec.region)
+    if quote is None:
+        return f"unknown: {book.why_none('objectStorage', 'STANDARD', spec.region)}"
+    return quote.text() + _dated(quote.date)
+
+
+@dataclass(frozen=True)
+class RunCostItem:
+    """One line of what a run cost: a node's instance or its data disk for its hours, or the shared file system."""
+    what: str
+    hours: float
+    currency: Optional[str]
+    amount: Optional[float]  # None = unknown, or only a range is known
+    basis: str
+    range: Optional[tuple[float, float]] = None  # spot with no figure read: the cloud's documented range
+
+    def as_dict(self) -> dict:
+        return {"what": self.what, "hours": round(self.hours, 4), "currency": self.currency, "amount": self.amount,
+                "range": None if self.range is None else list(self.range), "basis": self.basis}
+
+
+def totals(items) -> dict[str, dict]:
+    """Per currency: {"amount": sum of the known figures, "high": that plus the tops of the ranges, "unknown": how
+    many parts are unknown}. Currencies are never added together or converted."""
+    found: dict[str, dict] = {}
+    for item in items:
+        entry = found.setdefault(item.currency or "?", {"amount": 0.0, "high": 0.0, "unknown": 0})
+        if item.amount is not None:
+            entry["amount"] = round(entry["amount"] + item.amount, 4)
+            entry["high"] = round(entry["high"] + item.amount, 4)
+        elif item.range is not None:
+            entry["amount"] = round(entry["amount"] + item.range[0], 4)
+            entry["high"] = round(entry["high"] + item.range[1], 4)
+        else:
+            entry["unknown"] += 1
+    return found
+
+
+def run_cost(spec, node_hours: dict[str, float], shared_hours: Optional[float]) -> list[RunCostItem]:
+    """What a run cost: each node's hours x its node-hour price and x its data disk's, and the shared file system's
+    hours x its price, from the functions that price the preview and `status`. On spot, the cloud's spot figure a
+    refresh read, else the cloud's documented range (never the profile's estimate). Unknown parts stay None, why said."""
+    unit = spec_node_hour_price(spec)
+    disks = data_disk_cost(spec) if _has_data_disks(spec) else None
+    disk_rate = None if disks is None or disks.per_hour is None else disks.per_hour / spec.nodes
+    rate, spread = (unit.on_demand, None) if not spec.spot else (
+        (unit.spot, None) if unit.spot_read else (None, unit.spot_range))
+    if spec.spot and not unit.spot_read and unit.on_demand is not None and spread is None:
+        spread = (0.0, unit.on_demand)  # no documented range: at most the pay-as-you-go price
+    items = []
+    for node, hours in sorted(node_hours.items()):
+        if rate is not None:
+            priced, amount, low_high = f"{rate:g} {unit.currency}/h", round(rate * hours, 4), None
+        elif spread is not None:
+            low_high = (round(spread[0] * hours, 4), round(spread[1] * hours, 4))
+            priced, amount = f"{spread[0]:g}-{spread[1]:g} {unit.currency}/h, the documented spot range", None
+        else:
+            priced, amount, low_high = "unknown", None, None
+        items.append(RunCostItem(node, hours, unit.currency, amount, f"{hours:.2f} node-h x {priced}"
+                                 f" ({spec.billing}; {unit.basis})", low_high))
+        if disks is not None:
+            items.append(RunCostItem(f"{node} data disk", hours, disks.currency,
+                                     None if disk_rate is None else round(disk_rate * hours, 4),
+                                     f"{hours:.2f} h x " + ("unknown" if disk_rate is None else
+                                                            f"{disk_rate:g} {disks.currency}/h") + f" ({disks.basis})"))
+    shared = shared_storage_cost(spec)
+    if shared is not None and shared_hours is not None:
+        items.append(RunCostItem(f"shared file system ({shared.kind}, {shared.size_gb:,} GiB)", shared_hours,
+                                 shared.currency, None if shared.per_hour is None else
+                                 round(shared.per_hour * shared_hours, 4), f"{shared_hours:.2f} h x ({shared.basis})"))
+    return items
+
+
+def _has_data_disks(spec) -> bool:
+    from components import targets  # the target decides whether the nodes carry our data disk
+
+    return targets.of(spec).data_disks
+
+
+def storage_output(spec) -> dict:
+    """What a stack's storage costs per hour, for its `costPerHour` output (status adds it to the cost so far)."""
+    disks = data_disk_cost(spec) if _has_data_disks(spec) else None
+    shared = shared_storage_cost(spec)
+    return {"dataDisks": None if disks is None else disks.as_dict(),
+            "sharedStorage": None if shared is None else shared.as_dict()}
+
+
+def cost_output(spec) -> dict:
+    """The `costPerHour` stack output: the nodes' hourly cost (ClusterCost) and the storage's (storage_output)."""
+    return {**spec_cost(spec).as_dict(), "storage": storage_output(spec)}

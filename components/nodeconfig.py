@@ -28,7 +28,7 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
     Job's deadline counts from its start: the agent counts maxHours from the boot)."""
     instance = spec.instance
     profile = spec.profile
-    unit = cost.node_hour_price(instance, profile.spot.discount, profile.spot.discount_source, spec.spot_max_price)
+    unit = cost.spec_node_hour_price(spec)  # a spot pool priced by a type that has a price: said in its basis
     effective = unit.spot if spec.spot else unit.on_demand
     shared_path = "/shared" if spec.shared_storage != "none" else None
     return {

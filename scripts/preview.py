@@ -188,8 +188,11 @@ def cost_section(spec: Spec) -> dict:
         return None if value is None else round(value * factor, 4)
 
     disks = cost.data_disk_cost(spec)
+    shared = cost.shared_storage_cost(spec)
     return {**hourly.as_dict(), "maxHours": spec.max_hours, "dataDisks": {
                 **disks.as_dict(), "perMaxHours": scaled(disks.per_hour, spec.max_hours)},
+            "sharedStorage": None if shared is None else {
+                **shared.as_dict(), "perMaxHours": scaled(shared.per_hour, spec.max_hours)},
             "onDemandPerMaxHours": scaled(hourly.on_demand_per_hour, spec.max_hours),
             "spotPerMaxHours": scaled(hourly.spot_per_hour, spec.max_hours),
             "effectivePerMaxHours": scaled(hourly.effective_per_hour, spec.max_hours),
@@ -209,8 +212,8 @@ def render_cost(console, spec: Spec) -> None:
     for column in ("", "on-demand", spot_kind, "this stack pays"):
         table.add_column(column)
 
-    def money(value, unit=""):
-        return "unknown" if value is None else f"{value:,.2f} {currency}{unit}"
+    def money(value, unit="", in_currency=None):
+        return "unknown" if value is None else f"{value:,.2f} {in_currency or currency}{unit}"
 
     def spot(value, factor: float, unit=""):
         if not documented:
@@ -233,15 +236,28 @@ def render_cost(console, spec: Spec) -> None:
                   else money(section["effectivePerMaxHours"]))
     disks = section["dataDisks"]
     has_disks = targets.of(spec).data_disks  # a platform's flavor brings its own disk: no row of ours
-    disk_hour, disk_run = money(disks["perHour"], "/h"), money(disks["perMaxHours"])
+    # Storage is priced in its own currency (a disk's price book may not be the instance's): never relabelled.
+    disk_hour = money(disks["perHour"], "/h", disks["currency"])
+    disk_run = money(disks["perMaxHours"], "", disks["currency"])
     if has_disks:
         table.add_row(f"data disks ({spec.nodes} x {disks['sizeGb']} GiB {disks['kind']}), per hour",
                       disk_hour, disk_hour, disk_hour)
         table.add_row("data disks, whole maxHours", disk_run, disk_run, disk_run)
+    shared = section["sharedStorage"]
+    if shared is not None:
+        shared_hour = money(shared["perHour"], "/h", shared["currency"])
+        shared_run = money(shared["perMaxHours"], "", shared["currency"])
+        table.add_row(f"shared file system ({shared['kind']}, {shared['sizeGb']:,} GiB), per hour",
+                      shared_hour, shared_hour, shared_hour)
+        table.add_row("shared file system, whole maxHours (it bills on until destroyed)", shared_run, shared_run,
+                      shared_run)
     console.print(table)
     console.print(f"[dim]instances: {section['basis']}[/]", highlight=False)
     if has_disks:
         console.print(f"[dim]data disks: {disks['basis']}[/]", highlight=False)
+    if shared is not None:
+        console.print(f"[dim]shared file system: {shared['basis']}[/]", highlight=False)
+    console.print(f"[dim]object storage (the bucket): {cost.object_storage_rate(spec)}[/]", highlight=False)
     console.print("[dim]what keeps billing after that is listed below[/]")
 
 

@@ -588,7 +588,7 @@ class Rehearsal:
             "nodeCount": self.count, "billing": self.spec.billing, "instanceType": self.spec.instance.name,
             "checkpoint": {"bucket": self.bucket, "prefix": self.spec.checkpoint.prefix},
             "expiresAt": clock.expiry(created, self.spec.max_hours), "startedAt": started,
-            "costPerHour": cost.spec_cost(self.spec).as_dict(), "keepsBilling": billing.as_output(self.spec),
+            "costPerHour": cost.cost_output(self.spec), "keepsBilling": billing.as_output(self.spec),
             "instanceIds": [n.instance_id for n in self.nodes]})
         return folder
 

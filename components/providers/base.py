@@ -85,6 +85,9 @@ class Lingering:
     # It may still bill for a while after `pulumi destroy` (a key in a pending-deletion window whose billing
     # is not documented): run.py then lists it under "Still billing after destroy" although `until` names it.
     bills_after_destroy: bool = False
+    # Which shipped list price prices it (components/storage_prices.py): "sharedStorage" (the stack's shared file
+    # system), "objectStorage" (data in the bucket); None: none. billing.keeps_billing fills `rate` from it.
+    prices: Optional[str] = None
 
     def as_dict(self) -> dict:
         return {"what": self.what, "type": self.type, "size": self.size, "basis": self.basis,
@@ -102,7 +105,7 @@ def uploaded_files(object_type: str, unit: str = "GiB") -> Lingering:
     """What every stack keeps billing: the agent files and training code `pulumi up` puts in the bucket, as
     objects of the cloud's `object_type`; `unit` as its price list counts stored bytes."""
     return Lingering(UPLOADED_WHAT, object_type, "a few MB",
-                     f"object storage: stored {unit} per month", None, "pulumi destroy")
+                     f"object storage: stored {unit} per month", None, "pulumi destroy", prices="objectStorage")
 
 
 def nothing_lingers(spec: Any) -> tuple[Lingering, ...]:

@@ -72,7 +72,7 @@ def common_outputs(target: Target, spec, *, expires_at: "pulumi.Input[str]", kee
         "nodeCount": spec.nodes,
         "billing": spec.billing,
         "expiresAt": expires_at,
-        "costPerHour": cost.spec_cost(spec).as_dict(),  # the preview's "cost", same keys
+        "costPerHour": cost.cost_output(spec),  # the preview's "cost", same keys; `storage` per hour besides
         "checkpoint": spec.checkpoint.output(),
         "keepsBilling": [item.as_dict() for item in keeps_billing],
     }

@@ -37,13 +37,13 @@ class PlatformTarget:
 
         code = next((item for item in spec.profile.billing.keeps_billing(spec) if item.what == UPLOADED_WHAT), None)
         items = [] if code is None else [Lingering("training code the program uploads", code.type, code.size,
-                                                   code.basis, code.rate, code.until)]
+                                                   code.basis, code.rate, code.until, prices=code.prices)]
         items.append(billing.checkpoint_data(spec, "checkpoints and logs the job wrote"))
         if spec.platform.pool == "dedicated":
             items.append(Lingering(f"dedicated pool {spec.platform.pool_id}", None, "your pool",
                                    "the platform's pool price: yours, job or no job", None,
                                    "you delete it (the stack creates none and deletes none)"))
-        return items
+        return billing.priced(spec, items)
 
     def classified_types(self, spec) -> dict[str, str]:
         """Resource types of its plan the provider's billing table does not list, with why (billing.unclassified)."""

@@ -51,6 +51,10 @@ def preview_json(stack: str, *overrides: str) -> dict:
     return json.loads(result.stdout)
 
 
+# Priced from the shipped list prices (components/providers/<cloud>/storage_prices.yaml); every other item: no rate.
+PRICED = {"CFS Turbo file system (High-Performance, TP)": "0.00027778 USD/GiB-h"}
+
+
 @pytest.mark.parametrize("stack,overrides,expected", [
     ("large-h20", (), {"CPFS file system (advance_100)": "3,600 GiB"}),
     ("tc-large-a100", ("billing=spot", "spotMaxPricePerHour=50"),
@@ -65,7 +69,10 @@ def test_preview_json_and_the_stack_output_list_what_keeps_billing(stack, overri
     for what, size in expected.items():
         assert what in listed, sorted(listed)
         assert size is None or listed[what]["size"] == size
-        assert listed[what]["rate"] is None  # no rate in the cited documents: unknown, not invented
+        if what in PRICED:
+            assert PRICED[what] in listed[what]["rate"]
+        else:
+            assert listed[what]["rate"] is None  # no rate in the cited documents: unknown, not invented
         assert listed[what]["until"] == "pulumi destroy"
     assert "checkpoints, markers and reports the nodes wrote" in listed
     assert document["outputs"]["keepsBilling"] == document["keepsBilling"]

@@ -502,7 +502,7 @@ def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_p
     path = tmp_path / "alicloud.yaml"
     shutil.copy(providers.catalog_path("alicloud"), path)
     with PriceStandIn("alicloud") as stand_in:
-        run = prices("refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--types", "ecs.gn7e-c16g1.32xlarge",
+        run = prices("refresh", "--provider", "alicloud", "--region", "cn-beijing", "--types", "ecs.gn7e-c16g1.32xlarge",
                      "--disks", "--endpoint", stand_in.url, "--catalog", str(path),
                      env=environment(**CREDENTIALS["alicloud"]))
     assert run.returncode == 0, run.stderr
@@ -519,10 +519,12 @@ def test_disks_are_priced_per_gib_hour_and_the_preview_adds_the_data_disks(tmp_p
     assert section["perHour"] == pytest.approx(disk_price_of("cloud_essd", "PL3") * section["sizeGb"] * section["nodes"],
                                                rel=1e-3)
     assert section["perMaxHours"] == pytest.approx(section["perHour"] * 72, rel=1e-6)
-    unknown = preview_json("tc-entry-t4", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
-    assert unknown["perHour"] is None and "no disk price client for tencentcloud" in unknown["basis"]
-    none_yet = preview_json("entry-t4", environment())["cost"]["dataDisks"]
-    assert none_yet["perHour"] is None and "refresh --provider alicloud" in none_yet["basis"] and "--disks" in none_yet["basis"]
+    # The account's disk price is for cn-beijing: a cn-hangzhou stack keeps the shipped list price of its own region.
+    shipped = preview_json("entry-t4", environment(GPU_TRAINING_CATALOGS=str(tmp_path)))["cost"]["dataDisks"]
+    assert shipped["priceDate"] == "2020-12-01" and shipped["perHour"] == pytest.approx(0.0021 * 200)
+    none_yet = preview_json("medium-a10", environment())["cost"]["dataDisks"]  # ESSD PL2 in cn-shanghai: no list price
+    assert none_yet["perHour"] is None and "refresh --signed --provider alicloud --region cn-shanghai" in none_yet["basis"]
+    assert "--disks" in none_yet["basis"] and "aliyun.com/price" in none_yet["basis"]
 
 
 def test_huawei_rates_every_flavor_in_one_signed_bss_request(tmp_path):

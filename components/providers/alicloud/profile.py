@@ -183,11 +183,12 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
     if spec.shared_storage == "cpfs":
         items += [
             Lingering(f"CPFS file system ({CPFS_STORAGE_TYPE})", FILE_SYSTEM, f"{spec.shared_storage_gb:,} GiB",
-                      f"provisioned capacity per GiB-hour, {PAYG}", None, "pulumi destroy"),
+                      f"provisioned capacity per GiB-hour, {PAYG}", None, "pulumi destroy", prices="sharedStorage"),
         ]
     elif spec.shared_storage == "nas":
         items.append(Lingering("NAS file system (Performance, NFS)", FILE_SYSTEM, "what is stored in it",
-                               f"{PAYG} while it exists (NAS price list)", None, "pulumi destroy"))
+                               f"{PAYG} while it exists (NAS price list)", None, "pulumi destroy",
+                               prices="sharedStorage"))
     items.append(uploaded_files("alicloud:oss/bucketObject:BucketObject"))
     if spec.kubernetes:  # ACK has no cluster TTL: all of this bills until the stack is destroyed
         until = "pulumi destroy (scripts/run.py destroys once every pod's marker says the data is saved)"

@@ -235,7 +235,8 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
     if spec.shared_storage == TURBO:
         items.append(Lingering(f"SFS Turbo file system ({TURBO_SHARE_TYPE}, {TURBO_HPC_BANDWIDTH})",
                                "huaweicloud:Sfs/turbo:Turbo", f"{spec.shared_storage_gb:,} GiB",
-                               "provisioned capacity per GiB-hour, pay-per-use", None, "pulumi destroy"))
+                               "provisioned capacity per GiB-hour, pay-per-use", None, "pulumi destroy",
+                               prices="sharedStorage"))
     items.append(uploaded_files("huaweicloud:Obs/bucketObject:BucketObject", unit="GB"))
     return tuple(items)
 

@@ -165,7 +165,7 @@ def keeps_billing(spec) -> tuple[Lingering, ...]:
         items += [
             Lingering("CFS Turbo file system (High-Performance, TP)", "tencentcloud:Cfs/fileSystem:FileSystem",
                       f"{spec.shared_storage_gb:,} GiB", f"provisioned capacity per GiB-hour, {PAYG}", None,
-                      "pulumi destroy"),
+                      "pulumi destroy", prices="sharedStorage"),
             Lingering("Cloud Connect Network that reaches CFS Turbo (POSTPAID)", "tencentcloud:Ccn/instance:Instance",
                       "1 network, the stack's VPC attached", "postpaid bandwidth between regions (CCN price list);"
                       " this stack stays in one region, whether that bills nothing is not verified", None,
