@@ -7,7 +7,9 @@ to <bucket>/<prefix>/<stack>/ when it ends. This downloads them all (the bucket,
 from the stack file, credentials from the environment like run.py), or reads a folder that run.py
 already downloaded (--dir), and prints one row per node plus the whole run: GPU utilisation against
 the guide's 70% line, GPU memory, CPU busy, I/O wait, the trainer's data-loader wait and throughput,
-what held the GPUs back and what to change (docs/data.md, "The report").
+what held the GPUs back and what to change (docs/data.md, "The report"), and what the run cost: each node's hours
+(from its marker, else its samples) times the stack's prices, its data disk and the shared file system, with the
+prices' sources and dates (on spot: the cloud's spot figure a refresh read, else its documented range).
 
 examples:
   report.py medium-a100                         download out/medium-a100/report/ and show it
@@ -78,7 +80,26 @@ def download(args) -> Path:
                          f" `gpu-training report {args.stack} --rehearsal`") from None
     out = args.out or project.out_dir() / args.stack / "report"
     bucket.download_report(bucket.report_nodes(), out)
+    from tools.runlib.runcost import save_markers
+
+    save_markers(bucket.markers(), out)  # each node's hours, for the run's cost (offline with --dir too)
     return out
+
+
+def run_cost(stack: str, result, folder: Path) -> dict:
+    """The run's cost (tools/runlib/runcost.py), or {"error": why} when the stack file cannot be priced."""
+    import time
+
+    from components.spec import SpecError
+    from tools.runlib.runcost import load_markers, run_cost as priced
+    from tools.stackfiles import StackFileError, stack_spec
+
+    try:
+        _, spec = stack_spec(stack)
+    except (StackFileError, SpecError) as error:
+        return {"error": f"not priced: the stack file does not validate ({error.render()})"}
+    spans = {n.node: n.span for n in result.nodes}
+    return priced(spec, [n.node for n in result.nodes], load_markers(folder), spans, time.time())
 
 
 def main(argv=None) -> int:
@@ -101,12 +122,18 @@ def main(argv=None) -> int:
     except (BotoCoreError, ClientError) as error:  # an endpoint that does not answer, a refused request
         print(f"report.py: object storage: {error}", file=sys.stderr)
         return EXIT_FAILED
+    spent = run_cost(args.stack, result, folder)
     if args.json:
         print(json.dumps({"stack": args.stack, "folder": str(folder), "plot": str(result.plot) if result.plot else None,
                           "run": result.run, "nodes": {n.node: n.summary for n in result.nodes},
-                          "earlierRuns": [n.node for n in result.earlier]}, indent=1))
+                          "earlierRuns": [n.node for n in result.earlier], "cost": spent}, indent=1))
         return EXIT_OK
-    render(Console(), result, args.stack)
+    console = Console()
+    render(console, result, args.stack)
+    from tools.runlib.runcost import lines
+
+    for line in ([f"cost of the run: {spent['error']}"] if "error" in spent else lines(spent)):
+        console.print(line, highlight=False, markup=False)
     return EXIT_OK
 
 

@@ -260,6 +260,9 @@ def test_rehearse_keep_leaves_a_bucket_that_status_logs_and_report_read_offline(
     report = cli("report", STACK, "--rehearsal", GPU_TRAINING_OUT=str(out))
     assert report.returncode == 0, report.stdout + report.stderr
     assert "simulated" in report.stdout and "plot:" in report.stdout
+    # The run's cost: the node's hours from its marker times the stack's list price, with the price's source.
+    assert "cost of the run (on-demand):" in report.stdout and "from its marker" in report.stdout, report.stdout
+    assert "total:" in report.stdout and "CNY" in report.stdout
 
 
 def test_without_a_kept_rehearsal_it_says_how_to_make_one(tmp_path):

@@ -446,8 +446,9 @@ def logs(stack, rehearsal, endpoint, node, which, lines, follow, poll):
 @click.option("--all", "every_run", is_flag=True, help="every node that ever reported, not only the newest run's")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document (nodes, run, plot)")
 def report(stack, rehearsal, endpoint, folder, every_run, as_json):
-    """Every node's utilisation report of STACK in one table, the run's diagnosis and advice, and one
-    combined plot (scripts/report.py)."""
+    """Every node's utilisation report of STACK in one table, the run's diagnosis and advice, one combined plot,
+    and what the run cost (each node's hours x the stack's prices, its data disk, the shared file system, with
+    the prices' sources and dates; scripts/report.py)."""
     argv = [stack, *(["--all"] if every_run else []), *(["--json"] if as_json else [])]
     if not rehearsal and not folder:
         from tools.runlib import targets as run_targets
@@ -465,6 +466,9 @@ def report(stack, rehearsal, endpoint, folder, every_run, as_json):
         target = source.rehearsal / "report"
         try:
             source.bucket.download_report(source.bucket.report_nodes(), target)
+            from tools.runlib.runcost import save_markers
+
+            save_markers(source.bucket.markers(), target)  # each node's hours: the run's cost
         except bucket_errors() as error:
             fail(f"object storage: {error}")
         if not as_json:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Mapping, Optional
 
 from .markers import assess, current, parse_time
-from .spend import cost_so_far
+from .spend import cost_so_far, money_text
 from .targets import for_outputs
 from .watch import clock_text
 
@@ -136,10 +136,15 @@ def render(console, doc: Mapping) -> None:
     say(("time to live: " if doc.get("markers", True) else "time limit (the platform stops the job): ")
         + ttl_text(doc["ttlSeconds"]) + (f" (expires {doc['expiresAt']})" if doc["expiresAt"] else ""))
     cost = doc["costSoFar"]
-    say(f"cost so far: {cost['amount']:g} {cost['currency'] or ''}".rstrip() if cost["amount"] is not None
+    say(f"cost so far: {money_text(cost)}" if cost["amount"] is not None
         else f"cost so far: unknown ({cost['basis']})")
     if cost["amount"] is not None and cost.get("price"):
         say(f"  price: {cost['price']}")
+    for part in cost.get("storage") or []:  # disks and the shared file system: included, or why not
+        figure = ("unknown" if part["amount"] is None else f"{part['amount']:g} {part['currency'] or ''}".rstrip())
+        how = ("included" if part.get("added") else "NOT included: price unknown" if part["amount"] is None
+               else "listed apart: another currency")
+        say(f"  {part['what']}: {figure} ({how}; {part.get('basis') or 'no price'})")
     if doc["earlierRunsLeftOut"]:
         say(f"left out: {doc['earlierRunsLeftOut']} marker(s) of earlier runs (--all shows them)")
     if doc["keepsBilling"]:
