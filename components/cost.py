@@ -8,6 +8,11 @@ reason and the command that fills it in `basis`. `node_hours_cost` prices N node
 (what a run used so far) with the price's source and date. A whole training run (the advisor) is
 the hourly cost times the billed hours; on spot the hours grow by the time reclaims cost
 (`spot_hours`), so the spot figure includes the interruption overhead.
+
+Storage is priced here too, from components/storage_prices.py: the data disks (`data_disk_cost`), the shared
+file system (`shared_storage_cost`) and object storage per GB-month (`object_storage_rate`), each in its own
+currency, never lent from another region. `cost_output` is the `costPerHour` stack output (nodes and storage:
+what `status` counts), and `run_cost` prices a run's nodes by their hours for `gpu-training report`.
 """
 from __future__ import annotations
 
