@@ -400,12 +400,14 @@ def totals(items) -> dict[str, dict]:
     return found
 
 
-def run_cost(spec, node_hours: dict[str, float], shared_hours: Optional[float]) -> list[RunCostItem]:
+def run_cost(spec, node_hours: dict[str, float], shared_hours: Optional[float], data_disks: bool = True
+             ) -> list[RunCostItem]:
     """What a run cost: each node's hours x its node-hour price and x its data disk's, and the shared file system's
     hours x its price, from the functions that price the preview and `status`. On spot, the cloud's spot figure a
-    refresh read, else the cloud's documented range (never the profile's estimate). Unknown parts stay None, why said."""
+    refresh read, else the cloud's documented range (never the profile's estimate). Unknown parts stay None, why said.
+    `data_disks`: whether the stack's nodes carry our data disk (its target's `data_disks`; a platform's do not)."""
     unit = spec_node_hour_price(spec)
-    disks = data_disk_cost(spec) if _has_data_disks(spec) else None
+    disks = data_disk_cost(spec) if data_disks else None
     disk_rate = None if disks is None or disks.per_hour is None else disks.per_hour / spec.nodes
     rate, spread = (unit.on_demand, None) if not spec.spot else (
         (unit.spot, None) if unit.spot_read else (None, unit.spot_range))
@@ -435,20 +437,15 @@ def run_cost(spec, node_hours: dict[str, float], shared_hours: Optional[float]) 
     return items
 
 
-def _has_data_disks(spec) -> bool:
-    from components import targets  # the target decides whether the nodes carry our data disk
-
-    return targets.of(spec).data_disks
-
-
-def storage_output(spec) -> dict:
-    """What a stack's storage costs per hour, for its `costPerHour` output (status adds it to the cost so far)."""
-    disks = data_disk_cost(spec) if _has_data_disks(spec) else None
+def storage_output(spec, data_disks: bool) -> dict:
+    """What a stack's storage costs per hour, for its `costPerHour` output (status adds it to the cost so far);
+    `data_disks` as in run_cost (the target knows: components/targets)."""
+    disks = data_disk_cost(spec) if data_disks else None
     shared = shared_storage_cost(spec)
     return {"dataDisks": None if disks is None else disks.as_dict(),
             "sharedStorage": None if shared is None else shared.as_dict()}
 
 
-def cost_output(spec) -> dict:
+def cost_output(spec, data_disks: bool) -> dict:
     """The `costPerHour` stack output: the nodes' hourly cost (ClusterCost) and the storage's (storage_output)."""
-    return {**spec_cost(spec).as_dict(), "storage": storage_output(spec)}
+    return {**spec_cost(spec).as_dict(), "storage": storage_output(spec, data_disks)}

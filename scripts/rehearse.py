@@ -575,7 +575,7 @@ class Rehearsal:
         """The bucket, copied out before its server stops, with what a real stack's outputs would say."""
         from tools.runlib import localbucket
 
-        from components import billing, clock, cost
+        from components import billing, clock, cost, targets
 
         folder = localbucket.rehearsal_dir(out_root, self.stack)
         shutil.rmtree(folder, ignore_errors=True)
@@ -588,7 +588,8 @@ class Rehearsal:
             "nodeCount": self.count, "billing": self.spec.billing, "instanceType": self.spec.instance.name,
             "checkpoint": {"bucket": self.bucket, "prefix": self.spec.checkpoint.prefix},
             "expiresAt": clock.expiry(created, self.spec.max_hours), "startedAt": started,
-            "costPerHour": cost.cost_output(self.spec), "keepsBilling": billing.as_output(self.spec),
+            "costPerHour": cost.cost_output(self.spec, targets.of(self.spec).data_disks),
+            "keepsBilling": billing.as_output(self.spec),
             "instanceIds": [n.instance_id for n in self.nodes]})
         return folder
 

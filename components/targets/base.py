@@ -72,7 +72,7 @@ def common_outputs(target: Target, spec, *, expires_at: "pulumi.Input[str]", kee
         "nodeCount": spec.nodes,
         "billing": spec.billing,
         "expiresAt": expires_at,
-        "costPerHour": cost.cost_output(spec),  # the preview's "cost", same keys; `storage` per hour besides
+        "costPerHour": cost.cost_output(spec, target.data_disks),  # the preview's "cost", same keys; `storage` per hour besides
         "checkpoint": spec.checkpoint.output(),
         "keepsBilling": [item.as_dict() for item in keeps_billing],
     }

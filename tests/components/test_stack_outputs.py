@@ -30,7 +30,7 @@ def test_the_shared_keys_say_the_same_of_the_spec_on_both_paths(plan_for):
     for stack in (VM_STACK, KUBERNETES_STACK):
         spec = build_spec(load_stack_config(stack), stack=stack, project="gpu-training")
         outputs = plan_for(stack).outputs
-        assert outputs["costPerHour"] == cost.cost_output(spec)
+        assert outputs["costPerHour"] == cost.cost_output(spec, targets.of(spec).data_disks)
         assert outputs["keepsBilling"] == billing.as_output(spec) and outputs["target"] == targets.of(spec).kind
         assert (outputs["stack"], outputs["provider"], outputs["instanceType"], outputs["nodeCount"]) == \
             (stack, spec.provider, spec.instance.name, spec.nodes)

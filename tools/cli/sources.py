@@ -46,7 +46,7 @@ def offline_outputs(stack: str) -> dict:
     target = targets.of(spec)
     outputs = {targets.OUTPUT_KEY: target.kind, "stack": stack, "provider": spec.provider, "region": spec.region,
                "nodeCount": spec.nodes, "billing": spec.billing, "checkpoint": spec.checkpoint.output(),
-               "costPerHour": cost.cost_output(spec),
+               "costPerHour": cost.cost_output(spec, target.data_disks),
                "keepsBilling": [item.as_dict() for item in target.keeps_billing(spec)]}
     if spec.platform is not None:  # which platform the job API is asked on; the job id only Pulumi knows
         outputs["platform"] = spec.platform.offer.kind

@@ -79,7 +79,9 @@ def run_cost(spec, nodes: Iterable[str], markers: Mapping[str, Marker], spans: M
              now: float) -> dict:
     """The run's cost document: per node and storage item, the totals per currency, and where the hours came from."""
     hours, how = node_hours(nodes, markers, spans, now)
-    items = cost.run_cost(spec, hours, shared_hours(markers, hours, now))
+    from components import targets
+
+    items = cost.run_cost(spec, hours, shared_hours(markers, hours, now), targets.of(spec).data_disks)
     return {"items": [item.as_dict() for item in items], "totals": cost.totals(items), "hoursFrom": how,
             "billing": spec.billing, "unpricedNodes": sorted(set(nodes) - set(hours))}
 
