@@ -155,11 +155,17 @@ def fresh_venv(folder: Path, wheel: Path) -> Path:
     run), so nothing of this clone can be imported there."""
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
     python = folder / "bin" / "python"
+    # pip runs in the new venv's folder with neither this environment's path nor its venv: from the clone's
+    # root it finds the editable install's gpu_training.egg-info there, says "already satisfied" and installs
+    # nothing (what CI's clean clone did).
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PIP_USER")}
     done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                          capture_output=True, text=True, timeout=300)
+                          cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+                          cwd=folder, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    for package in ("components", "gpu_training", "tools", "node_agent"):
+        assert (Path(site) / package / "__init__.py").is_file(), f"the wheel's {package} is not in {site}"
     (Path(site) / "zz_runtime_from_the_test_environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return folder
 
