@@ -424,6 +424,9 @@ class ProviderProfile:
     # The managed training platforms the `platform` key submits jobs to (components/platforms/offer.py),
     # by platform.kind; a callable so the profile does not load the platforms' data files on import.
     platforms: Callable[[], Mapping[str, Any]] = dict
+    # The cloud's Pulumi provider SDK (a top-level package name), whose config/vars.py names every key of the
+    # region key's namespace (components/validation/namespaces.py refuses others); None: no Pulumi provider.
+    config_sdk: Optional[str] = None
 
     def __post_init__(self):
         # Made when the registry imports the profile: a misspelt refusal stops every lookup, not one stack.

@@ -26,6 +26,7 @@ from components.platforms import offer as platform_settings
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES, CheckpointSpec, Spec, SpecError
 from components.tiers import gpus, tiers
+from components.validation import namespaces
 from components.validation.read import _choice, _Problems, _read_namespace
 from components.validation.sections.access import _check_login_and_image, _check_ssh
 from components.validation.sections.cloud import (_check_capabilities, _check_placement, _check_tags,
@@ -54,6 +55,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
     tier_table = tiers()
     tier_name = _choice(values, "tier", list(tier_table), problems, schema.BY_NAME["tier"].default)
     billing = _choice(values, "billing", ("on-demand", "spot"), problems, "on-demand")
+    namespaces.check(config, provider, project, problems)
     if provider is None or tier_name is None:
         raise SpecError(problems.items)
     profile = providers.profile(provider)

@@ -157,14 +157,11 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
         if namespace == schema.NAMESPACE and not name:
             problems.error(full_key, f"no key name after {prefix!r}; known keys: {', '.join(sorted(schema.BY_NAME))}")
             continue
-        if not name:
-            continue
-        if namespace != schema.NAMESPACE:
-            if difflib.get_close_matches(namespace, [schema.NAMESPACE], cutoff=0.8):
-                problems.error(full_key, f"unknown namespace {namespace!r}; did you mean '{prefix}{name}'?")
-            continue
+        if not name or namespace != schema.NAMESPACE:
+            continue  # keys of no namespace, the clouds' and others': components/validation/namespaces.py
         key = schema.BY_NAME.get(name)
-        if key is None and name.lower() == "region":
+        if key is None and (name.lower() == "region" or not _suggest(name, schema.BY_NAME)
+                            and difflib.get_close_matches(name.lower(), ["region"], cutoff=0.8)):
             problems.error(full_key, _region_hint(config))
             continue
         if key is None:

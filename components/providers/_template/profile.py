@@ -50,6 +50,7 @@ PROFILE = ProviderProfile(
     name="__cloud__",
     display_name="__Cloud__",
     region_key="__cloud__:region",  # the Pulumi provider's own config key
+    config_sdk=None,  # the Pulumi SDK package whose config/vars.py names the namespace's keys (pulumi___cloud__)
     currency="TODO",  # TODO(__cloud__): the currency the price API answers in
     credential_env=(),  # TODO(__cloud__): prefixes of the variables its SDK and Pulumi provider read
     shared_fs=SharedStorage(

@@ -334,6 +334,7 @@ PROFILE = ProviderProfile(
     name="alicloud",
     display_name="Alibaba Cloud",
     region_key="alicloud:region",
+    config_sdk="pulumi_alicloud",  # its config/vars.py names the keys of the alicloud: namespace
     currency="CNY",
     credential_env=("ALICLOUD_", "ALIBABA_CLOUD_"),  # the Pulumi provider's and the SDKs' variables
     shared_fs=SharedStorage(

@@ -319,6 +319,7 @@ PROFILE = ProviderProfile(
     name="huaweicloud",
     display_name="Huawei Cloud",
     region_key="huaweicloud:region",
+    config_sdk="pulumi_huaweicloud",  # its config/vars.py names the keys of the huaweicloud: namespace
     currency="CNY",
     credential_env=("HW_", "HUAWEICLOUD_"),  # the Pulumi provider (HW_ACCESS_KEY, ...) and huaweicloudsdk
     shared_fs=SharedStorage(

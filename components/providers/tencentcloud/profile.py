@@ -272,6 +272,7 @@ PROFILE = ProviderProfile(
     name="tencentcloud",
     display_name="Tencent Cloud",
     region_key="tencentcloud:region",
+    config_sdk="tencentcloud_iac_pulumi",  # its config/vars.py names the keys of the tencentcloud: namespace
     currency="CNY",
     credential_env=("TENCENTCLOUD_",),  # the Pulumi provider's and the SDKs' variables
     shared_fs=SharedStorage(
