@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, Mapping, Optional
 
 import components.validation.kubernetes as kubernetes_settings
+import components.validation.namespaces as namespaces
 from components import cidrs as cidr_lists
 from components import egress, providers, schema
 from components.catalog import Catalog, load_catalog
@@ -26,7 +27,6 @@ from components.platforms import offer as platform_settings
 from components.providers.base import ProviderProfile
 from components.spec import MAX_NODES, CheckpointSpec, Spec, SpecError
 from components.tiers import gpus, tiers
-from components.validation import namespaces
 from components.validation.read import _choice, _Problems, _read_namespace
 from components.validation.sections.access import _check_login_and_image, _check_ssh
 from components.validation.sections.cloud import (_check_capabilities, _check_placement, _check_tags,
