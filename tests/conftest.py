@@ -1,4 +1,4 @@
-"""Shared fixtures: a pinned clock, and cached mock-engine plans of stacks."""
+"""Shared fixtures: a pinned clock, cached mock-engine plans of stacks, and a local S3 server."""
 from __future__ import annotations
 
 import functools
@@ -26,3 +26,13 @@ def _plan(stack: str, overrides: tuple[str, ...] = ()):
 def plan_for():
     """plan_for(stack, *overrides) -> tools.mockrun.Plan (the real program on the mock engine)."""
     return lambda stack, *overrides: _plan(stack, tuple(overrides))
+
+
+@pytest.fixture(scope="module")
+def moto_url():
+    """The URL of a moto S3 server on 127.0.0.1 (localcloud.LocalS3), one per test module."""
+    from localcloud import LocalS3
+
+    server = LocalS3()
+    yield server.url
+    server.stop()

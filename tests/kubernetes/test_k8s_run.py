@@ -11,46 +11,30 @@ kubeconfigs expire as ACK's do, and EngineOverAck plays Pulumi's engine as Pulum
 """
 from __future__ import annotations
 
-import importlib.util
-import io
 import json
 import threading
 import time
 import uuid
 from datetime import datetime, timezone
-from pathlib import Path
 
 import boto3
 import pytest
-from rich.console import Console
 
 from components.providers.alicloud.localcloud import AckCluster
 from components.providers.alicloud.profile import ACK
-from localcloud import LocalS3
-from tests.tools.test_run_watch import FakeStack  # the recorded Automation layer of run.py's own tests
+from tests.tools.run_harness import FakeStack, run_main  # run.py and its recorded Automation layer
 from tools.runlib import exitcodes
 from tools.runlib.kubeapi import KubeApi, KubeApiError
 from tools.runlib.startcheck import StartCheck
 
-REPO = Path(__file__).resolve().parents[2]
 STACK = "large-a100-k8s"
-_spec = importlib.util.spec_from_file_location("run_cli_k8s", REPO / "scripts" / "run.py")
-run_cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(run_cli)
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    server = LocalS3()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
-def store(s3_server, monkeypatch):
+def store(moto_url, monkeypatch):
     for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
         monkeypatch.setenv(key, value)
-    client = boto3.client("s3", endpoint_url=s3_server.url, region_name="us-east-1", aws_access_key_id="test",
+    client = boto3.client("s3", endpoint_url=moto_url, region_name="us-east-1", aws_access_key_id="test",
                           aws_secret_access_key="test")
     bucket = f"ckpt-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=bucket)
@@ -77,15 +61,7 @@ def states(client, bucket) -> dict:
         "state"] for o in found}
 
 
-def run(tmp_path, stack, *args, **driver):
-    out = io.StringIO()
-    code = run_cli.main([STACK, "--poll", "0.1", "--out", str(tmp_path / "out"), *args],
-                        stack_factory=stack.factory, console=Console(file=out, width=220, force_terminal=False),
-                        **driver)
-    return code, out.getvalue()
-
-
-def test_the_cluster_is_destroyed_only_after_every_pod_saved_its_data(tmp_path, plan_for, store, s3_server):
+def test_the_cluster_is_destroyed_only_after_every_pod_saved_its_data(tmp_path, plan_for, store, moto_url):
     client, bucket = store
 
     def pods():
@@ -102,10 +78,10 @@ def test_the_cluster_is_destroyed_only_after_every_pod_saved_its_data(tmp_path, 
         marker(client, bucket, "train-0", "DONE")
 
     at_destroy = {}
-    stack = FakeStack(program_outputs(plan_for, s3_server.url, bucket), stack=STACK,
+    stack = FakeStack(program_outputs(plan_for, moto_url, bucket), stack=STACK,
                       on_up=lambda: threading.Thread(target=pods, daemon=True).start(),
                       on_destroy=lambda: at_destroy.update(states(client, bucket)))
-    code, out = run(tmp_path, stack, "--yes", "--timeout", "0.01")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.01")
     assert code == exitcodes.DONE, out
     assert stack.calls == ["up", "refresh", "destroy"]
     assert at_destroy == {"train-0.json": "DONE", "train-1.json": "DONE"}
@@ -113,7 +89,7 @@ def test_the_cluster_is_destroyed_only_after_every_pod_saved_its_data(tmp_path, 
     assert "ACK control plane" in out and "ACK system node pool" in out
 
 
-def test_a_pod_whose_upload_failed_keeps_the_cluster_with_the_pods_advice(tmp_path, plan_for, store, s3_server):
+def test_a_pod_whose_upload_failed_keeps_the_cluster_with_the_pods_advice(tmp_path, plan_for, store, moto_url):
     client, bucket = store
 
     def pods():
@@ -121,9 +97,9 @@ def test_a_pod_whose_upload_failed_keeps_the_cluster_with_the_pods_advice(tmp_pa
         marker(client, bucket, "train-0", "DONE")
         marker(client, bucket, "train-1", "SYNC_FAILED", reason="AccessDenied")
 
-    stack = FakeStack(program_outputs(plan_for, s3_server.url, bucket), stack=STACK,
+    stack = FakeStack(program_outputs(plan_for, moto_url, bucket), stack=STACK,
                       on_up=lambda: threading.Thread(target=pods, daemon=True).start())
-    code, out = run(tmp_path, stack, "--yes", "--timeout", "0.01")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.01")
     assert code == exitcodes.NOT_SAVED, out
     assert stack.calls == ["up"], "nothing may be destroyed while a pod's data is only on its volume"
     assert "kubectl -n gpu-training logs -l job-name=train" in out and "systemctl" not in out
@@ -184,7 +160,7 @@ def ack():
     cluster.stop()
 
 
-def test_a_destroy_after_the_kubeconfig_expired_still_reaches_the_cluster(tmp_path, plan_for, store, s3_server, ack):
+def test_a_destroy_after_the_kubeconfig_expired_still_reaches_the_cluster(tmp_path, plan_for, store, moto_url, ack):
     """Issue 22 (audit-2 W1): a run longer than the kubeconfig from `up` (ACK.credential_minutes) is torn down."""
     client, bucket = store
 
@@ -194,9 +170,9 @@ def test_a_destroy_after_the_kubeconfig_expired_still_reaches_the_cluster(tmp_pa
         marker(client, bucket, "train-0", "DONE")
         marker(client, bucket, "train-1", "DONE")
 
-    stack = EngineOverAck(program_outputs(plan_for, s3_server.url, bucket), ack,
+    stack = EngineOverAck(program_outputs(plan_for, moto_url, bucket), ack,
                           on_up=lambda: threading.Thread(target=pods, daemon=True).start())
-    code, out = run(tmp_path, stack, "--yes", "--timeout", "0.01")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.01")
     assert code == exitcodes.DONE, out
     assert stack.calls == ["up", "refresh", "destroy"] and stack.run_program == [True, True]
     assert ack.deleted and not ack.jobs, "the Job and then the cluster are gone"
@@ -240,16 +216,16 @@ class Clock:
 
 @pytest.mark.parametrize("status,reason", [(PULL_STALL, "ImagePullBackOff"), (UNSCHEDULABLE, "Unschedulable")],
                          ids=["image-pull", "unschedulable"])
-def test_a_job_that_never_starts_is_failed_with_its_reason_and_its_pods_removed(tmp_path, plan_for, store, s3_server,
+def test_a_job_that_never_starts_is_failed_with_its_reason_and_its_pods_removed(tmp_path, plan_for, store, moto_url,
                                                                               ack, status, reason):
     """Issue 22 (audit-2 G2): no pod Running startDeadlineMinutes after `up`: the Job is deleted, so the GPU
     pool scales to zero, the run ends FAILED with the pods' reason, and the stack is destroyed."""
     client, bucket = store
-    stack = EngineOverAck(program_outputs(plan_for, s3_server.url, bucket), ack, pods=_pods(status))
+    stack = EngineOverAck(program_outputs(plan_for, moto_url, bucket), ack, pods=_pods(status))
     at_destroy = {}
     stack.on_destroy = lambda: at_destroy.update(jobs=dict(ack.jobs))
     clock = Clock()
-    code, out = run(tmp_path, stack, "--yes", "--timeout", "2", "--poll", "60", now=clock.now, sleep=clock.sleep)
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "2", "--poll", "60", now=clock.now, sleep=clock.sleep)
     assert code == exitcodes.FAILED, out
     assert reason in out and "kubernetes.startDeadlineMinutes" in out and "scales back to zero" in out
     deletes = [r for r in ack.requests if r[0] == "DELETE"]

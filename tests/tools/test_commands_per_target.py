@@ -12,24 +12,15 @@ has none, and up watches the job to its end instead of waiting for markers a job
 from __future__ import annotations
 
 import gc
-import importlib.util
-import io
 import json
 import threading
 import time
-from pathlib import Path
 
 import boto3
 import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
-from localcloud import LocalS3
-
-REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("run_for_targets", REPO / "scripts" / "run.py")
-run_cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(run_cli)
+from tests.tools.run_harness import FakeStack, run_main
 
 
 @pytest.fixture(autouse=True)
@@ -48,47 +39,8 @@ CREDS = {"ALICLOUD_ACCESS_KEY": "test", "ALICLOUD_SECRET_KEY": "test", "AWS_ACCE
          "AWS_SECRET_ACCESS_KEY": "test"}
 
 
-class FakeStack:
-    """The Automation layer's methods over fixed outputs, recorded (tests/tools/test_run_watch.py's kind)."""
-
-    def __init__(self, name, outputs, on_up=None):
-        self.name, self._outputs, self.on_up = name, outputs, on_up
-        self.calls, self.run_program = [], []
-
-    def factory(self, name, work_dir=None, create=True):
-        assert name == self.name
-        return self
-
-    def up(self, on_output):
-        self.calls.append("up")
-        if self.on_up:
-            self.on_up()
-        return dict(self._outputs)
-
-    def outputs(self):
-        return dict(self._outputs)
-
-    def last_update_started(self):
-        return None
-
-    def refresh(self, on_output, run_program=False):
-        self.calls.append("refresh")
-        self.run_program.append(run_program)
-
-    def destroy(self, on_output, run_program=False):
-        self.calls.append("destroy")
-        self.run_program.append(run_program)
-
-
-@pytest.fixture(scope="module")
-def s3_url():
-    server = LocalS3()
-    yield server.url
-    server.stop()
-
-
 @pytest.fixture
-def deployed(request, s3_url, tmp_path, monkeypatch, plan_for):
+def deployed(request, moto_url, tmp_path, monkeypatch, plan_for):
     """(kind, stack, outputs as `pulumi up` leaves them, the bucket's client, a stand-in or None)."""
     kind, command = request.param if isinstance(request.param, tuple) else (request.param, RUNNING_JOB)
     stack = STACKS[kind]
@@ -97,8 +49,8 @@ def deployed(request, s3_url, tmp_path, monkeypatch, plan_for):
     outputs = json.loads(json.dumps(plan_for(stack).outputs))
     assert outputs["target"] == kind
     outputs.pop("kubeconfig", None)  # a mock value: nothing here talks to a cluster
-    outputs["checkpoint"].update(endpoint=s3_url, region="us-east-1", addressingStyle="path", signatureVersion="s3v4")
-    client = boto3.client("s3", endpoint_url=s3_url, region_name="us-east-1")
+    outputs["checkpoint"].update(endpoint=moto_url, region="us-east-1", addressingStyle="path", signatureVersion="s3v4")
+    client = boto3.client("s3", endpoint_url=moto_url, region_name="us-east-1")
     bucket = outputs["checkpoint"]["bucket"]
     client.create_bucket(Bucket=bucket)
     for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
@@ -142,16 +94,14 @@ def _cli(monkeypatch, outputs, *args):
     from tools.cli.main import cli
     from tools.runlib import automation
 
-    monkeypatch.setattr(automation, "PulumiStack", lambda name, *a, **k: FakeStack(name, outputs))
+    monkeypatch.setattr(automation, "PulumiStack", lambda name, *a, **k: FakeStack(outputs, stack=name))
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def _run(stack, outputs, *args, on_up=None, tmp_path):
-    fake = FakeStack(stack, outputs, on_up)
-    out = io.StringIO()
-    code = run_cli.main([stack, "--poll", "0.1", "--out", str(tmp_path / "run"), *args], stack_factory=fake.factory,
-                        console=Console(file=out, width=220), confirm=lambda question: True)
-    return code, out.getvalue(), fake
+    fake = FakeStack(outputs, on_up=on_up, stack=stack)
+    code, text = run_main(tmp_path / "run", fake, *args, confirm=lambda question: True)
+    return code, text, fake
 
 
 EVERY = pytest.mark.parametrize("deployed", sorted(STACKS), indirect=True)
@@ -253,4 +203,4 @@ def test_down_refuses_while_the_run_is_unsaved_and_force_destroys(deployed, tmp_
     if kind == "platform":
         assert "is still running" not in text and "running (Running): destroying stops it" in text, text
     code, text, fake = _run(stack, outputs, "--destroy-only", "--yes", "--force", tmp_path=tmp_path)
-    assert code == 3 and fake.calls == ["refresh", "destroy"], text
+    assert code == 3 and fake.calls == ["outputs", "refresh", "destroy"], text

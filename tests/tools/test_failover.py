@@ -9,7 +9,6 @@ the node's part (its DONE marker) is written the way the agent writes it (docs/n
 """
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import shutil
@@ -23,34 +22,24 @@ import yaml
 from rich.console import Console
 
 from components.providers.standins import CloudApi
-from localcloud import LocalS3
+from tests.tools.run_harness import run_cli
 from tools import stackfiles
 from tools.localstack import LocalStack
 from tools.runlib import exitcodes
 
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("run_cli_failover", REPO / "scripts" / "run.py")
-run_cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(run_cli)
 
 STACK = "fo-t4"
 FIRST, SECOND, THIRD = "cn-hangzhou-i", "cn-hangzhou-k", "cn-hangzhou-j"
 
 
-@pytest.fixture(scope="module")
-def moto():
-    server = LocalS3()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def project(tmp_path, monkeypatch, moto):
+def project(tmp_path, monkeypatch, moto_url):
     """A project holding one stack: entry-t4 pinned to FIRST, with SECOND and THIRD as failover zones."""
     for key, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
         monkeypatch.setenv(key, value)
     bucket = f"ckpt-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=moto.url, region_name="us-east-1").create_bucket(Bucket=bucket)
+    boto3.client("s3", endpoint_url=moto_url, region_name="us-east-1").create_bucket(Bucket=bucket)
     root = tmp_path / "project"
     (root / "stacks").mkdir(parents=True)
     shutil.copy(REPO / "Pulumi.yaml", root / "Pulumi.yaml")
@@ -79,20 +68,20 @@ def nodes_finish(moto_url: str, bucket: str):
     return on_up
 
 
-def run(project, api, moto, *args):
+def run(project, api, moto_url, *args):
     stack = LocalStack(STACK, stackfiles.load_stack_config(STACK), api.url,
-                       on_up=nodes_finish(moto.url, project["bucket"]))
+                       on_up=nodes_finish(moto_url, project["bucket"]))
     out = io.StringIO()
     code = run_cli.main([STACK, "--yes", "--poll", "0.1", "--out", str(project["root"] / "out"), *args],
                         stack_factory=stack.factory, console=Console(file=out, width=250, force_terminal=False))
     return code, out.getvalue(), stack
 
 
-def test_up_moves_on_from_a_stock_out_to_the_second_zone_leaving_nothing_of_the_first(project, moto):
+def test_up_moves_on_from_a_stock_out_to_the_second_zone_leaving_nothing_of_the_first(project, moto_url):
     api = CloudApi("alicloud")
     api.sold_out_zones = {FIRST}
     try:
-        code, out, stack = run(project, api, moto)
+        code, out, stack = run(project, api, moto_url)
     finally:
         api.stop()
     assert code == exitcodes.DONE, out
@@ -110,11 +99,11 @@ def test_up_moves_on_from_a_stock_out_to_the_second_zone_leaving_nothing_of_the_
     assert out.count(f"alicloud:vpc/network:Network {STACK}-vpc deleted") == 2
 
 
-def test_the_run_record_keeps_each_attempt_for_status(project, moto):
+def test_the_run_record_keeps_each_attempt_for_status(project, moto_url):
     api = CloudApi("alicloud")
     api.sold_out_zones = {FIRST}
     try:
-        code, out, stack = run(project, api, moto, "--keep")
+        code, out, stack = run(project, api, moto_url, "--keep")
     finally:
         api.stop()
     assert code == exitcodes.DONE, out
@@ -124,11 +113,11 @@ def test_the_run_record_keeps_each_attempt_for_status(project, moto):
     assert list(api.launched.values())[0]["zone"] == SECOND, "--keep: the second attempt's node runs on"
 
 
-def test_a_stock_out_with_no_alternative_left_stops_and_says_how_to_clean_up(project, moto):
+def test_a_stock_out_with_no_alternative_left_stops_and_says_how_to_clean_up(project, moto_url):
     api = CloudApi("alicloud")
     api.sold_out_zones = {FIRST, SECOND, THIRD}
     try:
-        code, out, stack = run(project, api, moto)
+        code, out, stack = run(project, api, moto_url)
     finally:
         api.stop()
     assert code == exitcodes.UP_FAILED, out
@@ -136,7 +125,7 @@ def test_a_stock_out_with_no_alternative_left_stops_and_says_how_to_clean_up(pro
     assert "No alternative left to try" in out and "pulumi destroy" in out
 
 
-def test_a_stack_deployed_before_is_not_torn_down_to_move_on(project, moto):
+def test_a_stack_deployed_before_is_not_torn_down_to_move_on(project, moto_url):
     api = CloudApi("alicloud")
     api.sold_out_zones = {FIRST}
     stack = LocalStack(STACK, stackfiles.load_stack_config(STACK), api.url)

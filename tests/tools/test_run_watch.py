@@ -8,7 +8,6 @@ the real one needs the Pulumi CLI and a cloud.
 from __future__ import annotations
 
 import _thread
-import importlib.util
 import io
 import json
 import os
@@ -40,24 +39,14 @@ CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "ALICLOUD
 
 from components import providers
 from components.providers.standins import CloudApi, Metadata
-from localcloud import BIN, LocalS3, S3Proxy
-
-_spec = importlib.util.spec_from_file_location("run_cli", REPO / "scripts" / "run.py")
-run_cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(run_cli)
+from localcloud import BIN, S3Proxy
+from tests.tools.run_harness import FakeStack, run_cli, run_main
 from tools.runlib import decide as decide_mod
 from tools.runlib import exitcodes
 from tools.runlib.markers import assess, current, parse_marker
 
 
-# --- servers and fakes ----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def moto_url():
-    server = LocalS3()
-    yield server.url
-    server.stop()
-
-
+# --- the bucket and the fakes ----------------------------------------------------------------------------
 @pytest.fixture
 def s3(moto_url, monkeypatch):
     # The watcher's credentials come from the user's environment, as in real use.
@@ -78,61 +67,11 @@ def key(rel: str) -> str:
     return f"{PREFIX}/{STACK}/{rel}"
 
 
-class FakeStack:
-    """The Automation layer's five methods, recorded; ``on_up`` plays the nodes' part."""
-
-    def __init__(self, outputs: dict, on_up=None, on_destroy=None, stack: str = STACK):
-        self._outputs, self.on_up, self.on_destroy, self.stack = outputs, on_up, on_destroy, stack
-        self.calls: list[str] = []
-        self.created: list[bool] = []
-        self.run_program: list[bool] = []  # refresh's and destroy's run_program, in call order
-
-    def factory(self, name, work_dir, create=True):
-        assert name == self.stack and Path(work_dir) == REPO
-        self.created.append(create)
-        return self
-
-    def up(self, on_output):
-        self.calls.append("up")
-        on_output("Updating (entry-t4):")
-        if self.on_up:
-            self.on_up()
-        return dict(self._outputs)
-
-    def outputs(self):
-        self.calls.append("outputs")
-        return dict(self._outputs)
-
-    def last_update_started(self):
-        return None
-
-    def refresh(self, on_output, run_program=False):
-        self.calls.append("refresh")
-        self.run_program.append(run_program)
-
-    def destroy(self, on_output, run_program=False):
-        self.calls.append("destroy")
-        self.run_program.append(run_program)
-        if self.on_destroy:
-            self.on_destroy()
-
-
 def outputs_for(endpoint: str, bucket: str, signature: str = "s3v4") -> dict:
     return {"stack": STACK, "nodeCount": 1,
             "costPerHour": {"currency": "CNY", "onDemandPerHour": 10.0, "effectivePerHour": 3.0},
             "checkpoint": {"bucket": bucket, "prefix": PREFIX, "endpoint": endpoint, "region": "us-east-1",
                            "addressingStyle": "path", "signatureVersion": signature}}
-
-
-def run_main(tmp_path, stack: FakeStack, *args: str, confirm=None):
-    """run.py's main in this process, with the fake Automation layer; (exit code, console text)."""
-    out = io.StringIO()
-    kwargs = {"console": Console(file=out, width=220, force_terminal=False)}
-    if confirm is not None:
-        kwargs["confirm"] = confirm
-    code = run_cli.main([STACK, "--poll", "0.1", "--out", str(tmp_path / "out"), *args],
-                        stack_factory=stack.factory, **kwargs)
-    return code, out.getvalue()
 
 
 class AgentNode:
@@ -269,7 +208,7 @@ def test_done_downloads_the_report_then_refreshes_and_destroys(tmp_path, s3, buc
     stack = FakeStack(outputs_for(moto_url, bucket), on_up=node.start,
                       on_destroy=lambda: seen_at_destroy.update(state=node.state(s3, bucket)))
 
-    code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.05")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.05")
 
     assert code == exitcodes.DONE, out + node.log()
     assert stack.calls == ["up", "refresh", "destroy"]
@@ -299,7 +238,7 @@ def test_preemption_is_counted_and_the_replacement_resumes_and_finishes(tmp_path
 
     stack = FakeStack(outputs_for(moto_url, bucket))
     stack.on_up = lambda: in_background(play)
-    code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.05")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.05")
 
     assert code == exitcodes.DONE, out + first.log() + second.log()
     assert stack.calls == ["up", "refresh", "destroy"]
@@ -323,7 +262,7 @@ def test_sync_failed_refuses_to_destroy_until_forced(tmp_path, s3, bucket, moto_
     stack = FakeStack(outputs_for(moto_url, bucket))
     stack.on_up = lambda: in_background(play)
     try:
-        code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.05")
+        code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.05")
         assert code == exitcodes.NOT_SAVED, out + node.log()
         assert stack.calls == ["up"], "nothing may be destroyed while data is only on a node"
         assert node.state(s3, bucket) == "SYNC_FAILED"
@@ -331,10 +270,10 @@ def test_sync_failed_refuses_to_destroy_until_forced(tmp_path, s3, bucket, moto_
         assert "--destroy-only --force" in out
         assert not node.released()
 
-        code, out = run_main(tmp_path, stack, "--destroy-only")
+        code, out = run_main(tmp_path / "out", stack, "--destroy-only")
         assert code == exitcodes.NOT_SAVED and stack.calls == ["up", "outputs"], out
 
-        code, out = run_main(tmp_path, stack, "--destroy-only", "--force", "--yes")
+        code, out = run_main(tmp_path / "out", stack, "--destroy-only", "--force", "--yes")
         assert code == exitcodes.FAILED, out
         assert stack.calls == ["up", "outputs", "outputs", "refresh", "destroy"]
         assert stack.created == [True, False, False], "--destroy-only must not create a stack"
@@ -345,7 +284,7 @@ def test_sync_failed_refuses_to_destroy_until_forced(tmp_path, s3, bucket, moto_
 def test_a_node_still_running_at_the_timeout_is_not_destroyed(tmp_path, s3, bucket, moto_url, nodes):
     node = nodes("a", steps=100000)
     stack = FakeStack(outputs_for(moto_url, bucket), on_up=node.start)
-    code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.0012")  # 4.3 s
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.0012")  # 4.3 s
     assert node.state(s3, bucket) == "RUNNING", node.log()
     assert code == exitcodes.NOT_SAVED, out
     assert stack.calls == ["up"]
@@ -355,7 +294,7 @@ def test_a_node_still_running_at_the_timeout_is_not_destroyed(tmp_path, s3, buck
 # --- markers written by hand in the documented format -------------------------------------------------
 def test_no_marker_at_all_at_the_timeout_refuses(tmp_path, s3, bucket, moto_url):
     stack = FakeStack(outputs_for(moto_url, bucket))
-    code, out = run_main(tmp_path, stack, "--yes", "--timeout", "0.0002")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--timeout", "0.0002")
     assert code == exitcodes.NOT_SAVED and stack.calls == ["up"], out
     assert "no node has reported" in out
 
@@ -366,7 +305,7 @@ def test_ctrl_c_leaves_the_stack_running_and_watch_only_picks_up(tmp_path, s3, b
     stack.on_up = lambda: put_marker(s3, bucket, "i-1", "RUNNING")
     timer = threading.Timer(1.0, _thread.interrupt_main)  # what Ctrl-C does to the main thread
     timer.start()
-    code, out = run_main(tmp_path, stack, "--yes")
+    code, out = run_main(tmp_path / "out", stack, "--yes")
     timer.cancel()
     assert code == exitcodes.INTERRUPTED, out
     assert stack.calls == ["up"]
@@ -375,7 +314,7 @@ def test_ctrl_c_leaves_the_stack_running_and_watch_only_picks_up(tmp_path, s3, b
 
     put_marker(s3, bucket, "i-1", "DONE", exitCode=0)
     s3.put_object(Bucket=bucket, Key=key("report/i-1/summary.json"), Body=b'{"gpuUtilMean": 80.0}')
-    code, out = run_main(tmp_path, stack, "--watch-only", "--yes")
+    code, out = run_main(tmp_path / "out", stack, "--watch-only", "--yes")
     assert code == exitcodes.DONE, out
     assert stack.calls == ["up", "outputs", "refresh", "destroy"] and stack.created == [True, False]
     assert (tmp_path / "out" / "report" / "i-1" / "summary.json").read_bytes() == b'{"gpuUtilMean": 80.0}'
@@ -392,11 +331,11 @@ KEEPS_BILLING = [
 def test_what_keeps_billing_is_shown_after_up_when_left_running_and_after_destroy(tmp_path, s3, bucket, moto_url):
     stack = FakeStack({**outputs_for(moto_url, bucket), "keepsBilling": KEEPS_BILLING})
     stack.on_up = lambda: put_marker(s3, bucket, "i-1", "FAILED", exitCode=1, reason="trainer exit code 1")
-    code, out = run_main(tmp_path, stack, "--yes", "--keep")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--keep")
     assert code == exitcodes.FAILED, out
     assert out.count("CPFS file system (advance_100): 3,600 GiB") == 2, out  # after up, and when left running
     assert "rate unknown; until pulumi destroy" in out
-    code, out = run_main(tmp_path, stack, "--destroy-only", "--yes")
+    code, out = run_main(tmp_path / "out", stack, "--destroy-only", "--yes")
     assert stack.calls[-2:] == ["refresh", "destroy"], out
     after = out.split("destroyed")[-1]
     assert "Still billing after destroy" in after and "checkpoints, markers" in after and "CPFS" not in after
@@ -414,7 +353,7 @@ def test_an_item_that_may_bill_past_the_destroy_is_still_listed_after_it(tmp_pat
     assert kms and kms[0]["billsAfterDestroy"] and kms[0]["until"].startswith("pulumi destroy")
     stack = FakeStack({**outputs_for(moto_url, bucket), "keepsBilling": [*KEEPS_BILLING, *kms]})
     put_marker(s3, bucket, "i-1", "DONE")
-    code, out = run_main(tmp_path, stack, "--destroy-only", "--yes")
+    code, out = run_main(tmp_path / "out", stack, "--destroy-only", "--yes")
     assert stack.calls[-2:] == ["refresh", "destroy"], out
     after = out.split("Still billing after destroy")[1]
     assert "KMS key of the data disk" in after and "CPFS" not in after
@@ -423,17 +362,17 @@ def test_an_item_that_may_bill_past_the_destroy_is_still_listed_after_it(tmp_pat
 def test_no_terminal_and_no_yes_declines_and_keeps_the_stack(tmp_path, s3, bucket, moto_url):
     stack = FakeStack(outputs_for(moto_url, bucket))
     stack.on_up = lambda: put_marker(s3, bucket, "i-1", "DONE", exitCode=0)
-    code, out = run_main(tmp_path, stack, confirm=lambda question: None)
+    code, out = run_main(tmp_path / "out", stack, confirm=lambda question: None)
     assert code == exitcodes.DECLINED and stack.calls == ["up"], out
     assert "pass --yes" in out
-    code, out = run_main(tmp_path, stack, "--watch-only", confirm=lambda question: True)
+    code, out = run_main(tmp_path / "out", stack, "--watch-only", confirm=lambda question: True)
     assert code == exitcodes.DONE and stack.calls[-2:] == ["refresh", "destroy"], out
 
 
 def test_failed_node_with_saved_data_is_destroyed_with_its_own_exit_code(tmp_path, s3, bucket, moto_url):
     stack = FakeStack(outputs_for(moto_url, bucket))
     stack.on_up = lambda: put_marker(s3, bucket, "i-1", "FAILED", exitCode=1, reason="trainer exit code 1")
-    code, out = run_main(tmp_path, stack, "--yes", "--keep")
+    code, out = run_main(tmp_path / "out", stack, "--yes", "--keep")
     assert code == exitcodes.FAILED and stack.calls == ["up"], out
     assert "trainer exit code 1" in out and "stack kept (--keep)" in out
 

@@ -10,23 +10,14 @@ import uuid
 from datetime import datetime, timezone
 
 import boto3
-import pytest
 from click.testing import CliRunner
 
-from localcloud import LocalS3
 from tools.cli import paths
 from tools.cli.main import cli
 from tools.runlib.bucket import StackBucket
 from tools.runlib.overview import NOT_DEPLOYED, gather_all
 
 PREFIX = "gpu-training"
-
-
-@pytest.fixture(scope="module")
-def moto():
-    server = LocalS3()
-    yield server
-    server.stop()
 
 
 def put_marker(s3, bucket, stack, node, state, **fields):
@@ -45,10 +36,10 @@ def outputs(moto_url, bucket, stack, nodes=1):
                            "addressingStyle": "path", "signatureVersion": "s3v4"}}
 
 
-def test_every_stack_is_listed_with_its_state_nodes_utilisation_step_and_cost(moto, monkeypatch):
+def test_every_stack_is_listed_with_its_state_nodes_utilisation_step_and_cost(moto_url, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    s3 = boto3.client("s3", endpoint_url=moto.url, region_name="us-east-1")
+    s3 = boto3.client("s3", endpoint_url=moto_url, region_name="us-east-1")
     bucket = f"ckpt-{uuid.uuid4().hex[:12]}"
     s3.create_bucket(Bucket=bucket)
     put_marker(s3, bucket, "entry-t4", "i-1", "RUNNING", gpuUtil=91.0)
@@ -65,7 +56,7 @@ def test_every_stack_is_listed_with_its_state_nodes_utilisation_step_and_cost(mo
     def outputs_of(stack):
         if stack == "large-a100":
             raise RuntimeError("backend answered garbage")
-        return (outputs(moto.url, bucket, stack), "") if stack in deployed else (None, NOT_DEPLOYED)
+        return (outputs(moto_url, bucket, stack), "") if stack in deployed else (None, NOT_DEPLOYED)
 
     session = boto3.Session(aws_access_key_id="test", aws_secret_access_key="test")
     stacks = paths.stack_names()
