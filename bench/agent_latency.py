@@ -20,7 +20,6 @@ Usage: python bench/agent_latency.py [--runs N] [--mb-per-file M] [--files K] [-
 """
 import argparse
 import json
-import logging
 import os
 import pathlib
 import statistics
@@ -35,10 +34,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 os.environ.update(AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench', AWS_DEFAULT_REGION='us-east-1')
 
 import boto3
-from moto.server import ThreadedMotoServer
 
 from components import providers
 from components.providers.standins import CloudApi, Metadata
+from localcloud import LocalS3
 
 
 def node_config(tmp, meta, api, s3_url, bucket, steps, cloud='alicloud', **agent):
@@ -226,12 +225,10 @@ def main():
     ap.add_argument('--spot', action='store_true',
                     help='only the spot poll: its CPU and request cost per interval, notice -> SIGTERM over 10-20 notices')
     a = ap.parse_args()
-    logging.getLogger('werkzeug').setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
-    server.start()
-    s3_url = 'http://%s:%d' % server.get_host_and_port()
+    server = LocalS3()
+    s3_url = server.url
     bucket = 'bench-' + uuid.uuid4().hex[:8]
-    boto3.client('s3', endpoint_url=s3_url).create_bucket(Bucket=bucket)
+    server.client().create_bucket(Bucket=bucket)
     med = statistics.median
 
     if a.spot:

@@ -14,7 +14,6 @@ and prints, for intervals of 30, 60, 120 and 300 s, the CPU seconds and requests
 Usage: PYTHONPATH=node:. python bench/sync_cost.py [--files K] [--mb-per-file M] [--syncs N] [--log-kb L]
 """
 import argparse
-import logging
 import os
 import statistics
 import tempfile
@@ -23,9 +22,7 @@ import uuid
 
 os.environ.update(AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench', AWS_DEFAULT_REGION='us-east-1')
 
-import boto3  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
-
+from localcloud import LocalS3  # noqa: E402
 from node_agent.logship import LogShipper  # noqa: E402
 from node_agent.store import Store  # noqa: E402
 
@@ -45,12 +42,10 @@ def main():
     ap.add_argument('--syncs', type=int, default=20)
     ap.add_argument('--log-kb', type=int, default=4, help='log lines added between two syncs (KiB)')
     a = ap.parse_args()
-    logging.getLogger('werkzeug').setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False)
-    server.start()
-    s3_url = 'http://%s:%d' % server.get_host_and_port()
+    server = LocalS3()
+    s3_url = server.url
     bucket = 'sync-bench-' + uuid.uuid4().hex[:8]
-    boto3.client('s3', endpoint_url=s3_url).create_bucket(Bucket=bucket)
+    server.client().create_bucket(Bucket=bucket)
     store = Store(config(s3_url, bucket), 'bench-node', None)
     requests = []
     store.s3.meta.events.register('before-send.s3', lambda request, **_: requests.append(request.method))
