@@ -8,17 +8,16 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from components.capacity import of
+from components.providers import apikeys
 
 QUOTA_NAMES = {"vcpus": ("max-postpaid-instance-vcpu-count", "used-postpaid-instance-vcpu-count"),
                "spotVcpus": ("max-spot-instance-vcpu-count", None)}
 
 
 def _client(region: str, endpoint: Optional[str], creds):
-    from components.providers.alicloud.pricing import _client as client
+    from components.providers.alicloud.pricing import CREDENTIALS, TOKEN, _client as client
 
-    return client(region, endpoint, {"ALIBABA_CLOUD_ACCESS_KEY_ID": creds.access_key,
-                                     "ALIBABA_CLOUD_ACCESS_KEY_SECRET": creds.secret_key,
-                                     "ALIBABA_CLOUD_SECURITY_TOKEN": creds.token or ""})
+    return client(region, endpoint, apikeys.as_env(creds, CREDENTIALS, TOKEN))
 
 
 def offers(region: str, zones: list[str], types: list[str], spot: bool, endpoint: Optional[str], creds) -> dict:

@@ -8,14 +8,13 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from components.capacity import of
+from components.providers import apikeys
 
 
 def _client(region: str, endpoint: Optional[str], creds):
-    from components.providers.tencentcloud.pricing import _client as client
+    from components.providers.tencentcloud.pricing import CREDENTIALS, TOKEN, _client as client
 
-    return client(region, endpoint, {"TENCENTCLOUD_SECRET_ID": creds.access_key,
-                                     "TENCENTCLOUD_SECRET_KEY": creds.secret_key,
-                                     "TENCENTCLOUD_SESSION_TOKEN": creds.token or ""})
+    return client(region, endpoint, apikeys.as_env(creds, CREDENTIALS, TOKEN))
 
 
 def offers(region: str, zones: list[str], types: list[str], spot: bool, endpoint: Optional[str], creds) -> dict:
