@@ -1,5 +1,6 @@
 """CIDR lists of the stack config (sshAllowCidrs, kubernetes.apiAllowCidrs): one entry parsed, and the
-address families a list opens as a whole (0.0.0.0/1 + 128.0.0.0/1 is as world-open as 0.0.0.0/0)."""
+address families a list opens as a whole (0.0.0.0/1 + 128.0.0.0/1 is as world-open as 0.0.0.0/0); and the
+stack's own subnets, cut from its VPC: one per zone its nodes may use, each sized for the nodes."""
 from __future__ import annotations
 
 import ipaddress
@@ -78,6 +79,13 @@ def subnet(vpc: str, index: int, nodes: int) -> str:
     if not found.subnet_of(block):
         raise ValueError(f"subnet {index} of /{prefix} for {nodes} nodes lies outside the VPC {vpc}")
     return str(found)
+
+
+def stack_subnets(vpc: str, primary_zone: Any, spec: Any) -> list[tuple[int, Any, str]]:
+    """(index, zone, CIDR) of each subnet a stack's network makes: one per zone its nodes may use, the primary
+    zone's first, then each other zone a spot pool may start nodes in (spotZones), every one sized for all nodes."""
+    zones = [primary_zone, *(spec.spot_zones if spec.spot else ())]
+    return [(index, zone, subnet(vpc, index, spec.nodes)) for index, zone in enumerate(zones)]
 
 
 def subnets_fit(vpc: str, count: int, nodes: int) -> bool:

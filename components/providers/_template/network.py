@@ -24,13 +24,12 @@ class Network(pulumi.ComponentResource):
         self.zone = pulumi.Output.from_input(spec.zone or f"<a zone of {spec.region} that sells {spec.instance.name}>")
         self.vpc = Placeholder("__cloud__:network:Vpc", f"{ctx.name}-vpc",
                                {"name": f"gpu-training-{spec.stack}", "cidrBlock": VPC_CIDR, "tags": tags}, child)
-        # One subnet per zone the nodes may use: the primary, and a spot pool's other zones.
-        zones = [self.zone, *(pulumi.Output.from_input(z) for z in (spec.spot_zones if spec.spot else ()))]
-        self.cidrs = {index: cidrs.subnet(VPC_CIDR, index, spec.nodes) for index in range(len(zones))}
+        # One subnet per zone the nodes may use: the primary, and a spot pool's other zones (cidrs.py).
+        subnets = cidrs.stack_subnets(VPC_CIDR, self.zone, spec)
+        self.cidrs = {index: cidr for index, _, cidr in subnets}
         self.subnets = {index: Placeholder("__cloud__:network:Subnet", f"{ctx.name}-subnet-{index}",
-                                           {"vpcId": self.vpc.id, "cidrBlock": self.cidrs[index], "zone": zone,
-                                            "tags": tags}, child)
-                        for index, zone in enumerate(zones)}
+                                           {"vpcId": self.vpc.id, "cidrBlock": cidr, "zone": zone, "tags": tags}, child)
+                        for index, zone, cidr in subnets}
         # Members talk to each other (NCCL, the rendezvous, the shared FS); SSH only from sshAllowCidrs.
         self.security_group = Placeholder(
             "__cloud__:network:SecurityGroup", f"{ctx.name}-sg",

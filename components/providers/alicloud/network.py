@@ -45,15 +45,13 @@ class Network(pulumi.ComponentResource):
         self.zone = primary_zone(spec)
         self.vpc = alicloud.vpc.Network(f"{ctx.name}-vpc", vpc_name=f"gpu-training-{spec.stack}",
                                         cidr_block=VPC_CIDR, tags=tags, opts=child)
-        zones = [self.zone] + [pulumi.Output.from_input(z) for z in (spec.spot_zones if spec.spot else ())]
         self.switches = {}
         self.cidrs = {}
-        for index, zone in enumerate(zones):
-            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
-            switch = alicloud.vpc.Switch(f"{ctx.name}-vswitch-{index}", vpc_id=self.vpc.id,
-                                         cidr_block=self.cidrs[index], zone_id=zone,
-                                         vswitch_name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-            self.switches[index] = switch
+        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, self.zone, spec):
+            self.cidrs[index] = cidr
+            self.switches[index] = alicloud.vpc.Switch(
+                f"{ctx.name}-vswitch-{index}", vpc_id=self.vpc.id, cidr_block=cidr, zone_id=zone,
+                vswitch_name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
         self.security_group = alicloud.ecs.SecurityGroup(
             f"{ctx.name}-sg", vpc_id=self.vpc.id, security_group_name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",

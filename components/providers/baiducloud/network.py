@@ -38,13 +38,12 @@ class Network(pulumi.ComponentResource):
         self.vpc = dynamic.Vpc(f"{ctx.name}-vpc", {"name": f"gpu-training-{spec.stack}", "cidr": VPC_CIDR,
                                                   "description": "gpu-training nodes", "tags": tags},
                                spec.region, child)
-        zones = [spec.zone] + list(spec.spot_zones if spec.spot else ())
         self.subnets, self.cidrs = {}, {}
-        for index, zone in enumerate(zones):
-            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
+        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, spec.zone, spec):
+            self.cidrs[index] = cidr
             self.subnets[index] = dynamic.Subnet(
                 f"{ctx.name}-subnet-{index}", {"name": f"gpu-training-{spec.stack}-{index}", "zoneName": zone,
-                                               "cidr": self.cidrs[index], "vpcId": self.vpc.id, "tags": tags},
+                                               "cidr": cidr, "vpcId": self.vpc.id, "tags": tags},
                 spec.region, child)
         self.security_group = dynamic.SecurityGroup(
             f"{ctx.name}-sg", {"name": f"gpu-training-{spec.stack}", "vpcId": self.vpc.id,

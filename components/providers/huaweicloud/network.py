@@ -55,12 +55,11 @@ class Network(pulumi.ComponentResource):
         tags = dict(ctx.tags)
         self.zone = primary_zone(spec)
         self.vpc = vpc.Vpc(f"{ctx.name}-vpc", name=f"gpu-training-{spec.stack}", cidr=VPC_CIDR, tags=tags, opts=child)
-        zones = [self.zone] + [pulumi.Output.from_input(z) for z in (spec.spot_zones if spec.spot else ())]
         self.subnets, self.cidrs = {}, {}
-        for index, zone in enumerate(zones):
-            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
+        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, self.zone, spec):
+            self.cidrs[index] = cidr
             self.subnets[index] = vpc.Subnet(
-                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=self.cidrs[index],
+                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=cidr,
                 gateway_ip=gateway_ip(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
         self.security_group = vpc.Secgroup(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,

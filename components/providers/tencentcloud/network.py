@@ -96,14 +96,13 @@ class Network(pulumi.ComponentResource):
         self.zone = primary_zone(spec)
         self.vpc = vpc.Instance(f"{ctx.name}-vpc", name=f"gpu-training-{spec.stack}", cidr_block=VPC_CIDR,
                                 tags=tags, opts=child)
-        zones = [self.zone] + [pulumi.Output.from_input(z) for z in (spec.spot_zones if spec.spot else ())]
         self.subnets = {}
         self.cidrs = {}
-        for index, zone in enumerate(zones):
-            self.cidrs[index] = cidrs.subnet(VPC_CIDR, index, spec.nodes)  # sized for the nodes (cidrs.py)
+        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, self.zone, spec):
+            self.cidrs[index] = cidr
             self.subnets[index] = subnet.Instance(
                 f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone,
-                cidr_block=self.cidrs[index], name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
+                cidr_block=cidr, name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
         self.security_group = security.Group(
             f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",
