@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -58,6 +59,12 @@ EXAMPLE = "train_cnn.py"
 # before the spot notice was read, and the drill failed. Paced at PACE_SECONDS a step, the notice
 # (posted once a checkpoint past a quarter of the run is in the bucket) always lands mid-run.
 PACE_SECONDS = 0.04
+# A short run (`--steps 40`) paced at PACE_SECONDS trains in 1.6 s, less than the trainer's start-up plus two
+# of the agent's 1 s syncs: CI saw the whole run finish before the first snapshot reached the bucket, so the
+# notice came after the end. The pace stretches a short run to at least this long (the default 300 steps at
+# PACE_SECONDS take 12 s and are unchanged).
+SYNC_SECONDS = 1.0  # the rehearsal agent's syncIntervalSeconds
+MIN_RUN_SECONDS = 10 * SYNC_SECONDS
 # The drill's notice names a reclaim this far ahead (the clouds give about 2-5 minutes; a rehearsal is
 # shorter): under the rehearsal's maxGraceSeconds (60), so the grace the agent gives is the time left.
 NOTICE_LEAD_SECONDS = 45
@@ -65,7 +72,7 @@ NOTICE_LEAD_SECONDS = 45
 NOTICE_SLACK_SECONDS = 1.0
 REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--batch-size", "16", "--image-size",
                           "32", "--width", "8", "--depth", "1", "--dataset-size", "1024", "--workers", "0",
-                          "--log-every", "10", "--min-step-seconds", str(PACE_SECONDS)]
+                          "--log-every", "10", "--min-step-seconds", "{pace}"]
 
 
 @dataclass
@@ -144,7 +151,8 @@ def rehearsal_command(command: str, steps: int) -> str:
     words = shlex.split(command)
     if len(words) >= 2 and Path(words[0]).name.startswith("python") and Path(words[1]).name == EXAMPLE:
         every = max(2, steps // 10)
-        sized = [a.format(steps=steps, every=every) for a in REHEARSAL_TRAINER_ARGS]
+        pace = math.ceil(max(PACE_SECONDS, MIN_RUN_SECONDS / max(1, steps)) * 1000) / 1000  # whole ms, up
+        sized = [a.format(steps=steps, every=every, pace=pace) for a in REHEARSAL_TRAINER_ARGS]
         return shlex.join([words[0], words[1], *sized])
     return command
 
@@ -168,7 +176,7 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
     config["accelerator"]["simulated"] = True
     config["train"].update({"command": command, "workdir": str(root / "data" / "work"), "gpusPerNode": 1,
                             "launcher": "torchrun" if nodes > 1 else "direct"})
-    config["agent"].update({"syncIntervalSeconds": 1.0, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
+    config["agent"].update({"syncIntervalSeconds": SYNC_SECONDS, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
                             "idleMinutes": 0, "maxGraceSeconds": 60, "uploadAttempts": 4,
                             "retryBaseSeconds": 0.1, "uploadAllowanceSeconds": 0, "peerWaitMinutes": 2,
                             "bootTime": time.time()})

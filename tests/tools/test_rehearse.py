@@ -79,3 +79,18 @@ def test_example_data_and_data_together_exit_2():
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "entry-t4", "--example-data",
                              "--data", "x"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--example-data and --data: pick one" in result.stderr
+
+
+@pytest.mark.parametrize("steps", [40, 120, 300, 2000])
+def test_a_short_rehearsal_is_paced_to_span_several_syncs(steps):
+    """`rehearse --steps 40` trained in 1.6 s, before the agent's first sync put a snapshot in the bucket, so
+    the spot notice came after the run had ended (CI, test_packaging's wheel rehearsal). The example run is
+    paced to last at least ten of the rehearsal agent's syncs, whatever --steps is."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    import rehearse as script
+
+    words = script.rehearsal_command("python train_cnn.py --steps 5", steps).split()
+    pace = float(words[words.index("--min-step-seconds") + 1])
+    assert int(words[words.index("--steps") + 1]) == steps
+    assert steps * pace >= 10 * script.SYNC_SECONDS - 0.01
+    assert pace >= script.PACE_SECONDS  # a long run keeps its per-step pace
