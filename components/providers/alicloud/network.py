@@ -4,13 +4,11 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components import cidrs
 from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
 from components.providers.base import NetworkParts, PartContext
+from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
-
-VPC_CIDR = cidrs.STACK_VPC
 
 
 def primary_zone(spec: Spec) -> pulumi.Output:
@@ -37,43 +35,35 @@ def _pick(spec: Spec, instance_zones, fs_zones) -> str:
         raise pulumi.RunError(str(error)) from None
 
 
-class Network(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext):
-        super().__init__("gpu-training:alicloud:Network", f"{ctx.name}-network", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        self.zone = primary_zone(spec)
-        self.vpc = alicloud.vpc.Network(f"{ctx.name}-vpc", vpc_name=f"gpu-training-{spec.stack}",
-                                        cidr_block=VPC_CIDR, tags=tags, opts=child)
-        self.switches = {}
-        self.cidrs = {}
-        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, self.zone, spec):
-            self.cidrs[index] = cidr
-            self.switches[index] = alicloud.vpc.Switch(
-                f"{ctx.name}-vswitch-{index}", vpc_id=self.vpc.id, cidr_block=cidr, zone_id=zone,
-                vswitch_name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-        self.security_group = alicloud.ecs.SecurityGroup(
-            f"{ctx.name}-sg", vpc_id=self.vpc.id, security_group_name=f"gpu-training-{spec.stack}",
+class Network(NetworkComponent):
+    """A VPC, one vSwitch per zone, a security group whose rules admit the members and SSH from sshAllowCidrs."""
+
+    primary_zone = staticmethod(primary_zone)
+
+    def make_vpc(self, spec: Spec, name: str) -> alicloud.vpc.Network:
+        return alicloud.vpc.Network(f"{name}-vpc", vpc_name=f"gpu-training-{spec.stack}", cidr_block=VPC_CIDR,
+                                    tags=self.tags, opts=self.child)
+
+    def make_subnet(self, spec: Spec, name: str, index: int, zone, cidr: str) -> alicloud.vpc.Switch:
+        return alicloud.vpc.Switch(f"{name}-vswitch-{index}", vpc_id=self.vpc.id, cidr_block=cidr, zone_id=zone,
+                                   vswitch_name=f"gpu-training-{spec.stack}-{index}", tags=self.tags, opts=self.child)
+
+    def make_security_group(self, spec: Spec, name: str) -> alicloud.ecs.SecurityGroup:
+        group = alicloud.ecs.SecurityGroup(
+            f"{name}-sg", vpc_id=self.vpc.id, security_group_name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",
-            tags=tags, opts=child)
+            tags=self.tags, opts=self.child)
         alicloud.ecs.SecurityGroupRule(
-            f"{ctx.name}-sg-members", type="ingress", ip_protocol="all", port_range="-1/-1", nic_type="intranet",
-            policy="accept", source_security_group_id=self.security_group.id,
-            security_group_id=self.security_group.id, description="NCCL, torchrun rendezvous, shared FS",
-            opts=child)
+            f"{name}-sg-members", type="ingress", ip_protocol="all", port_range="-1/-1", nic_type="intranet",
+            policy="accept", source_security_group_id=group.id, security_group_id=group.id,
+            description="NCCL, torchrun rendezvous, shared FS", opts=self.child)
         for index, cidr in enumerate(spec.ssh_allow_cidrs):
             alicloud.ecs.SecurityGroupRule(
-                f"{ctx.name}-sg-ssh-{index}", type="ingress", ip_protocol="tcp", port_range="22/22",
-                nic_type="intranet", policy="accept", cidr_ip=cidr, security_group_id=self.security_group.id,
-                description="SSH from sshAllowCidrs", opts=child)
-        self.register_outputs({"vpcId": self.vpc.id, "securityGroupId": self.security_group.id})
-
-    def parts(self) -> NetworkParts:
-        return NetworkParts(vpc_id=self.vpc.id,
-                            subnet_ids={i: s.id for i, s in self.switches.items()},
-                            subnet_cidrs=dict(self.cidrs), security_group_id=self.security_group.id,
-                            zone=self.zone)
+                f"{name}-sg-ssh-{index}", type="ingress", ip_protocol="tcp", port_range="22/22",
+                nic_type="intranet", policy="accept", cidr_ip=cidr, security_group_id=group.id,
+                description="SSH from sshAllowCidrs", opts=self.child)
+        return group
 
 
 def create(spec: Spec, ctx: PartContext) -> NetworkParts:
-    return Network(spec, ctx).parts()
+    return Network("alicloud", spec, ctx).parts()

@@ -5,15 +5,11 @@ The zone is the stack's `zone` (validation requires it on Baidu: no zone lookup 
 """
 from __future__ import annotations
 
-import pulumi
-
-from components import cidrs
 from components import tags as tags_scheme
 from components.providers.baiducloud import dynamic
 from components.providers.base import NetworkParts, PartContext
+from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.spec import Spec
-
-VPC_CIDR = cidrs.STACK_VPC
 
 
 def security_rules(spec: Spec) -> list[dict]:
@@ -27,35 +23,33 @@ def security_rules(spec: Spec) -> list[dict]:
     return rules
 
 
-class Network(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext):
-        super().__init__("gpu-training:baiducloud:Network", f"{ctx.name}-network", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
+class Network(NetworkComponent):
+    """A VPC, one subnet per zone, a security group whose rules admit the VPC's traffic and SSH from sshAllowCidrs."""
+
+    def stack_tags(self, ctx: PartContext) -> dict:
         # Not the expiry tag: it moves with maxHours, and bce-python-sdk's VPC and subnet clients have no
         # call that changes a tag, so a changed tag would replace the network (dynamic.SCHEMAS).
-        tags = {k: v for k, v in ctx.tags.items() if k != tags_scheme.EXPIRES_AT}
-        self.zone = spec.zone
-        self.vpc = dynamic.Vpc(f"{ctx.name}-vpc", {"name": f"gpu-training-{spec.stack}", "cidr": VPC_CIDR,
-                                                  "description": "gpu-training nodes", "tags": tags},
-                               spec.region, child)
-        self.subnets, self.cidrs = {}, {}
-        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, spec.zone, spec):
-            self.cidrs[index] = cidr
-            self.subnets[index] = dynamic.Subnet(
-                f"{ctx.name}-subnet-{index}", {"name": f"gpu-training-{spec.stack}-{index}", "zoneName": zone,
-                                               "cidr": cidr, "vpcId": self.vpc.id, "tags": tags},
-                spec.region, child)
-        self.security_group = dynamic.SecurityGroup(
-            f"{ctx.name}-sg", {"name": f"gpu-training-{spec.stack}", "vpcId": self.vpc.id,
-                               "description": "gpu-training nodes: VPC traffic, SSH only from sshAllowCidrs",
-                               "rules": security_rules(spec), "tags": tags}, spec.region, child)
-        self.register_outputs({"vpcId": self.vpc.id, "securityGroupId": self.security_group.id})
+        return {k: v for k, v in ctx.tags.items() if k != tags_scheme.EXPIRES_AT}
 
-    def parts(self) -> NetworkParts:
-        return NetworkParts(vpc_id=self.vpc.id, subnet_ids={i: s.id for i, s in self.subnets.items()},
-                            subnet_cidrs=dict(self.cidrs), security_group_id=self.security_group.id,
-                            zone=pulumi.Output.from_input(self.zone))
+    def primary_zone(self, spec: Spec) -> str:
+        return spec.zone  # validation requires it on Baidu (profile.rules.checks)
+
+    def make_vpc(self, spec: Spec, name: str) -> dynamic.Vpc:
+        return dynamic.Vpc(f"{name}-vpc", {"name": f"gpu-training-{spec.stack}", "cidr": VPC_CIDR,
+                                           "description": "gpu-training nodes", "tags": self.tags},
+                           spec.region, self.child)
+
+    def make_subnet(self, spec: Spec, name: str, index: int, zone: str, cidr: str) -> dynamic.Subnet:
+        return dynamic.Subnet(f"{name}-subnet-{index}", {"name": f"gpu-training-{spec.stack}-{index}", "zoneName": zone,
+                                                         "cidr": cidr, "vpcId": self.vpc.id, "tags": self.tags},
+                              spec.region, self.child)
+
+    def make_security_group(self, spec: Spec, name: str) -> dynamic.SecurityGroup:
+        return dynamic.SecurityGroup(
+            f"{name}-sg", {"name": f"gpu-training-{spec.stack}", "vpcId": self.vpc.id,
+                           "description": "gpu-training nodes: VPC traffic, SSH only from sshAllowCidrs",
+                           "rules": security_rules(spec), "tags": self.tags}, spec.region, self.child)
 
 
 def create(spec: Spec, ctx: PartContext) -> NetworkParts:
-    return Network(spec, ctx).parts()
+    return Network("baiducloud", spec, ctx).parts()

@@ -14,10 +14,10 @@ import pulumi
 from components import cidrs
 from components.providers.base import NetworkParts, PartContext
 from components.providers.huaweicloud.sdk import ecs, huaweicloud, vpc
+from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
-VPC_CIDR = cidrs.STACK_VPC
 ANYWHERE = "0.0.0.0/0"
 
 
@@ -48,38 +48,35 @@ def _pick(spec: Spec, zones: list[str]) -> str:
         raise pulumi.RunError(f"{error} ({'spot' if spec.spot else 'pay-per-use'})") from None
 
 
-class Network(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext):
-        super().__init__("gpu-training:huaweicloud:Network", f"{ctx.name}-network", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        self.zone = primary_zone(spec)
-        self.vpc = vpc.Vpc(f"{ctx.name}-vpc", name=f"gpu-training-{spec.stack}", cidr=VPC_CIDR, tags=tags, opts=child)
-        self.subnets, self.cidrs = {}, {}
-        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, self.zone, spec):
-            self.cidrs[index] = cidr
-            self.subnets[index] = vpc.Subnet(
-                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=cidr,
-                gateway_ip=gateway_ip(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-        self.security_group = vpc.Secgroup(
-            f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,
-            description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", tags=tags,
-            opts=child)
-        group = self.security_group.id
-        vpc.SecgroupRule(f"{ctx.name}-sg-members", security_group_id=group, direction="ingress", ethertype="IPv4",
-                         remote_group_id=group, description="members: NCCL, torchrun rendezvous, SFS Turbo", opts=child)
-        vpc.SecgroupRule(f"{ctx.name}-sg-egress", security_group_id=group, direction="egress", ethertype="IPv4",
-                         remote_ip_prefix=ANYWHERE, description="outbound", opts=child)
-        for index, cidr in enumerate(spec.ssh_allow_cidrs):
-            vpc.SecgroupRule(f"{ctx.name}-sg-ssh-{index}", security_group_id=group, direction="ingress", ethertype="IPv4",
-                             protocol="tcp", ports="22", remote_ip_prefix=cidr,
-                             description="SSH from sshAllowCidrs", opts=child)
-        self.register_outputs({"vpcId": self.vpc.id, "securityGroupId": group})
+class Network(NetworkComponent):
+    """A VPC, one subnet per zone (its gateway inside it), a security group without Huawei's default rules."""
 
-    def parts(self) -> NetworkParts:
-        return NetworkParts(vpc_id=self.vpc.id, subnet_ids={i: s.id for i, s in self.subnets.items()},
-                            subnet_cidrs=dict(self.cidrs), security_group_id=self.security_group.id, zone=self.zone)
+    primary_zone = staticmethod(primary_zone)
+
+    def make_vpc(self, spec: Spec, name: str) -> vpc.Vpc:
+        return vpc.Vpc(f"{name}-vpc", name=f"gpu-training-{spec.stack}", cidr=VPC_CIDR, tags=self.tags, opts=self.child)
+
+    def make_subnet(self, spec: Spec, name: str, index: int, zone, cidr: str) -> vpc.Subnet:
+        return vpc.Subnet(f"{name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr=cidr,
+                          gateway_ip=gateway_ip(index, spec.nodes), name=f"gpu-training-{spec.stack}-{index}",
+                          tags=self.tags, opts=self.child)
+
+    def make_security_group(self, spec: Spec, name: str) -> vpc.Secgroup:
+        group = vpc.Secgroup(
+            f"{name}-sg", name=f"gpu-training-{spec.stack}", delete_default_rules=True,
+            description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs", tags=self.tags,
+            opts=self.child)
+        vpc.SecgroupRule(f"{name}-sg-members", security_group_id=group.id, direction="ingress", ethertype="IPv4",
+                         remote_group_id=group.id, description="members: NCCL, torchrun rendezvous, SFS Turbo",
+                         opts=self.child)
+        vpc.SecgroupRule(f"{name}-sg-egress", security_group_id=group.id, direction="egress", ethertype="IPv4",
+                         remote_ip_prefix=ANYWHERE, description="outbound", opts=self.child)
+        for index, cidr in enumerate(spec.ssh_allow_cidrs):
+            vpc.SecgroupRule(f"{name}-sg-ssh-{index}", security_group_id=group.id, direction="ingress",
+                             ethertype="IPv4", protocol="tcp", ports="22", remote_ip_prefix=cidr,
+                             description="SSH from sshAllowCidrs", opts=self.child)
+        return group
 
 
 def create(spec: Spec, ctx: PartContext) -> NetworkParts:
-    return Network(spec, ctx).parts()
+    return Network("huaweicloud", spec, ctx).parts()

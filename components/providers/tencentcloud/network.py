@@ -12,13 +12,12 @@ from tencentcloud_iac_pulumi import cfs
 from tencentcloud_iac_pulumi import instance as cvm_instance
 from tencentcloud_iac_pulumi import security, subnet, vpc
 
-from components import cidrs
 from components.providers.base import NetworkParts, PartContext
+from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec
 
-VPC_CIDR = cidrs.STACK_VPC
 # CFS Turbo sits in its own range on the CCN; it must not overlap anything bound to the CCN.
 TURBO_CIDR = "10.43.0.0/24"
 ANYWHERE = "0.0.0.0/0"
@@ -88,40 +87,33 @@ def ingress_rules(spec: Spec, group_id: pulumi.Input[str]) -> list:
     return rules
 
 
-class Network(pulumi.ComponentResource):
-    def __init__(self, spec: Spec, ctx: PartContext):
-        super().__init__("gpu-training:tencentcloud:Network", f"{ctx.name}-network", None, ctx.opts())
-        child = pulumi.ResourceOptions(parent=self)
-        tags = dict(ctx.tags)
-        self.zone = primary_zone(spec)
-        self.vpc = vpc.Instance(f"{ctx.name}-vpc", name=f"gpu-training-{spec.stack}", cidr_block=VPC_CIDR,
-                                tags=tags, opts=child)
-        self.subnets = {}
-        self.cidrs = {}
-        for index, zone, cidr in cidrs.stack_subnets(VPC_CIDR, self.zone, spec):
-            self.cidrs[index] = cidr
-            self.subnets[index] = subnet.Instance(
-                f"{ctx.name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone,
-                cidr_block=cidr, name=f"gpu-training-{spec.stack}-{index}", tags=tags, opts=child)
-        self.security_group = security.Group(
-            f"{ctx.name}-sg", name=f"gpu-training-{spec.stack}",
+class Network(NetworkComponent):
+    """A VPC, one subnet per zone, a security group whose one rule set admits the members, CFS Turbo's range and
+    SSH from sshAllowCidrs."""
+
+    primary_zone = staticmethod(primary_zone)
+
+    def make_vpc(self, spec: Spec, name: str) -> vpc.Instance:
+        return vpc.Instance(f"{name}-vpc", name=f"gpu-training-{spec.stack}", cidr_block=VPC_CIDR, tags=self.tags,
+                            opts=self.child)
+
+    def make_subnet(self, spec: Spec, name: str, index: int, zone, cidr: str) -> subnet.Instance:
+        return subnet.Instance(f"{name}-subnet-{index}", vpc_id=self.vpc.id, availability_zone=zone, cidr_block=cidr,
+                               name=f"gpu-training-{spec.stack}-{index}", tags=self.tags, opts=self.child)
+
+    def make_security_group(self, spec: Spec, name: str) -> security.Group:
+        group = security.Group(
+            f"{name}-sg", name=f"gpu-training-{spec.stack}",
             description="gpu-training nodes: all traffic between members, SSH only from sshAllowCidrs",
-            tags=tags, opts=child)
+            tags=self.tags, opts=self.child)
         # Egress stays open: mirrors, COS, the CVM API (self-release) and the CUDA repository.
         security.GroupRuleSet(
-            f"{ctx.name}-sg-rules", security_group_id=self.security_group.id,
-            ingresses=ingress_rules(spec, self.security_group.id),
+            f"{name}-sg-rules", security_group_id=group.id, ingresses=ingress_rules(spec, group.id),
             egresses=[security.GroupRuleSetEgressArgs(action="ACCEPT", protocol="ALL", port="ALL",
                                                       cidr_block=ANYWHERE, description="outbound")],
-            opts=child)
-        self.register_outputs({"vpcId": self.vpc.id, "securityGroupId": self.security_group.id})
-
-    def parts(self) -> NetworkParts:
-        return NetworkParts(vpc_id=self.vpc.id,
-                            subnet_ids={i: s.id for i, s in self.subnets.items()},
-                            subnet_cidrs=dict(self.cidrs), security_group_id=self.security_group.id,
-                            zone=self.zone)
+            opts=self.child)
+        return group
 
 
 def create(spec: Spec, ctx: PartContext) -> NetworkParts:
-    return Network(spec, ctx).parts()
+    return Network("tencentcloud", spec, ctx).parts()
