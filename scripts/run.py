@@ -9,6 +9,7 @@ running and prints the commands to resume watching or to destroy. See docs/run.m
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -99,7 +100,9 @@ def options(argv: list[str] | None, work_dir: Path | None = None) -> RunOptions:
     spec = loaded_spec(args.stack) if mode == "full" else None
     data = stack_data(args.stack, args.data, spec) if spec is not None else {}
     capacity = stack_capacity(args.stack, spec) if spec is not None else {}
-    return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or work_dir / "out" / args.stack,
+    # out/ moves with GPU_TRAINING_OUT (docs/cli.md), as everywhere else.
+    out_root = project.out_dir() if os.environ.get(project.OUT_ENV) else work_dir / "out"
+    return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or out_root / args.stack,
                       mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
                       poll_s=args.poll, teardown_runs_program=teardown_runs_program(args.stack),
                       allow_region_change=args.allow_region_change, **capacity, **data)

@@ -7,10 +7,17 @@ shared-storage kinds come from the provider's profile.
 """
 from __future__ import annotations
 
+import functools
 import json
+import re
+import subprocess
+from pathlib import Path
 
 from components import providers
-from tools.stackfiles import apply_overrides, load_stack_config, stack_names
+from tools import stackfiles
+from tools.stackfiles import apply_overrides, load_stack_config
+
+REPO = Path(__file__).resolve().parents[1]
 
 SSH = ('sshAllowCidrs=["203.0.113.7/32"]', "sshPublicKey=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 test")
 SPOT_CAPPED = ("billing=spot", "spotMaxPricePerHour=50")
@@ -28,6 +35,23 @@ def strings_in(value):
             yield from strings_in(item)
 
 
+@functools.lru_cache(maxsize=None)
+def shipped_stack_names() -> list[str]:
+    """The stack files this checkout ships (`git ls-files stacks/`), never a user's own beside them in stacks/:
+    a half-edited one of theirs would otherwise break the collection of every test that loops over stacks.
+    Without git (an unpacked source archive), every stack file in the folder. Only those present in the
+    project's stack folder (a test may point GPU_TRAINING_PROJECT at a copy)."""
+    try:
+        done = subprocess.run(["git", "-C", str(REPO), "ls-files", "--", "stacks/"], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        done = None
+    if done is None or done.returncode != 0:
+        return stackfiles.stack_names()
+    names = [m.group(1) for m in map(re.compile(r"stacks/Pulumi\.([^/]+)\.yaml").fullmatch, done.stdout.split()) if m]
+    return sorted(name for name in names if stackfiles.stack_path(name).is_file())
+
+
 def provider_of(stack: str) -> str:
     return load_stack_config(stack).get("gpu-training:provider", "alicloud")
 
@@ -41,7 +65,7 @@ def is_kubernetes(stack: str) -> bool:
 def node_stack_names() -> list[str]:
     """Stacks that run on nodes (VMs or Kubernetes): a `platform:` stack submits a managed platform job
     instead and has its own tests (tests/platforms/)."""
-    return [stack for stack in stack_names() if "gpu-training:platform" not in load_stack_config(stack)]
+    return [stack for stack in shipped_stack_names() if "gpu-training:platform" not in load_stack_config(stack)]
 
 
 def vm_stack_names() -> list[str]:

@@ -15,14 +15,14 @@ import pytest
 
 from components import safety, tags
 from provider_plans import expiry, one, refusal_of, stack_value
-from stackcases import SSH
+from stackcases import SSH, shipped_stack_names
 from components.bootstrap import decode, node_config_of
 from components.providers.huaweicloud import localcloud, profile
-from tools.stackfiles import load_stack_config, stack_names
+from tools.stackfiles import load_stack_config
 
 REPO = Path(__file__).resolve().parents[2]
 # The VM stacks (a `platform:` stack submits a ModelArts job instead: tests/platforms/).
-HW_STACKS = [s for s in stack_names() if load_stack_config(s).get("gpu-training:provider") == "huaweicloud"
+HW_STACKS = [s for s in shipped_stack_names() if load_stack_config(s).get("gpu-training:provider") == "huaweicloud"
              and "gpu-training:platform" not in load_stack_config(s)]
 EXPECTED_FLAVORS = {"hw-entry-t4": "pi2.2xlarge.4", "hw-medium-v100": "p2s.8xlarge.8", "hw-large-a100": "p3.16xlarge.8"}
 INSTANCE = "huaweicloud:Ecs/instance:Instance"
