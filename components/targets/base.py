@@ -8,9 +8,14 @@ A target's `run` names one of the run styles the tools know (tools/runlib/target
     job    a platform job: up, status, logs and down ask the platform's job API; no markers, no report
 
 so a new target reuses a style (a TKE cluster runs `pods`, a third platform `job`) and touches no tool.
+
+A target is written as a `DeclaredTarget`: its facts given once, by keyword, where its module makes `TARGET`
+(a missing fact or an unknown run style is refused there, not when a tool first reads it), its component
+named by import path, and `selects` and `preview_lines` of its own.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol, runtime_checkable
 
@@ -46,6 +51,34 @@ class Target(Protocol):
 
     def preview_lines(self, spec, outputs: Mapping) -> list[str]:
         """The preview's lines about this target: what runs, its image, when it ends and who ends it."""
+
+
+@dataclass(frozen=True)
+class DeclaredTarget:
+    """A Target's facts (the Protocol's attributes) and what most targets do alike: the component, imported
+    from `component_class` ("module:Class", called with `target=` this target) only when the program builds
+    it, and keeps_billing from the provider's profile. A subclass gives `selects` and `preview_lines`."""
+    kind: str
+    description: str
+    run: str
+    ending: str
+    node_endpoints: bool
+    data_disks: bool
+    teardown_runs_program: bool
+    component_class: str
+
+    def __post_init__(self):
+        if self.run not in RUN_STYLES:
+            raise ValueError(f"target {self.kind!r}: run {self.run!r} is not one of {', '.join(RUN_STYLES)}")
+
+    def component(self, name: str, spec, opts: Optional["pulumi.ResourceOptions"] = None) -> "pulumi.ComponentResource":
+        module, _, cls = self.component_class.partition(":")
+        return getattr(importlib.import_module(module), cls)(name, spec, opts, target=self)
+
+    def keeps_billing(self, spec) -> list:
+        from components import billing
+
+        return billing.keeps_billing(spec)
 
 
 @dataclass(frozen=True)

@@ -4,30 +4,14 @@ no nodes, no node endpoints, no user-data, no VM image; the job ends at its own 
 tools ask the job API, not markers, whether it has ended."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Optional
+from typing import Mapping
 
-from components.targets.base import Placeholder, expiry_text
-
-if TYPE_CHECKING:  # loaded by the tools too, which read its facts without Pulumi
-    import pulumi
+from components.targets.base import DeclaredTarget, Placeholder, expiry_text
 
 
-class PlatformTarget:
-    kind = "platform"
-    description = "a platform job"
-    run = "job"
-    ending = "the platform stops the job after maxHours"
-    node_endpoints = False
-    data_disks = False
-    teardown_runs_program = False
-
+class PlatformTarget(DeclaredTarget):
     def selects(self, spec) -> bool:
         return spec.platform is not None
-
-    def component(self, name: str, spec, opts: Optional["pulumi.ResourceOptions"] = None):
-        from components.platforms.training import PlatformTraining
-
-        return PlatformTraining(name, spec, opts, target=self)
 
     def keeps_billing(self, spec) -> list:
         """The code the program uploads and the data the job writes; a dedicated pool is yours and bills on. The
@@ -86,4 +70,6 @@ class PlatformTarget:
 
 
 JOB_TYPE = "pulumi-python:dynamic:Resource"  # components/platforms/training.py TrainingJob (a dynamic resource)
-TARGET = PlatformTarget()
+TARGET = PlatformTarget(kind="platform", description="a platform job", run="job",
+                        ending="the platform stops the job after maxHours", node_endpoints=False, data_disks=False,
+                        teardown_runs_program=False, component_class="components.platforms.training:PlatformTraining")
