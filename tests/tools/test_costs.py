@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components import cost, storage_prices
+from components import cost, price_book, storage_prices
 from stackcases import shipped_stack_names
 from tools.stackfiles import stack_spec
 
@@ -75,7 +75,8 @@ def test_the_preview_shows_storage_rows_in_their_own_currency_and_what_keeps_bil
     assert run.returncode == 0, run.stderr[-2000:]
     doc = json.loads(run.stdout)
     section = doc["cost"]
-    assert section["onDemandPerHour"] is None  # GT4: no citable list price
+    assert section["onDemandPerHour"] == pytest.approx(2 * 237.51)  # GT4.41XLARGE948, China-site list price, CNY
+    assert section["currency"] == "CNY" and section["priceDate"] == "2021-09-27"
     assert section["sharedStorage"]["perMaxHours"] == pytest.approx(10240 * 0.00027778 * 72, rel=1e-6)
     assert section["dataDisks"]["currency"] == "USD"
     listed = {item["what"]: item for item in doc["keepsBilling"]}
@@ -106,8 +107,9 @@ def test_the_spot_pool_is_priced_by_a_type_it_may_draw_and_says_which():
     assert cost.spec_cost(spec_of("medium-a100", "billing=on-demand")).on_demand_per_hour is None
 
 
-UNPRICED = {"large-h20": "H20-class", "tc-large-a100": "no citable list price", "tc-medium-a100": "no citable list price",
-            "hw-entry-t4": "no citable list price", "hw-medium-v100": "no citable list price",
+# The shipped VM and Kubernetes stacks whose instance type no citable public list price exists for (the price book's
+# `unpublished`, with the page a user checks). Every other one must be priced from the shipped rows, offline.
+UNPRICED = {"large-h20": "H20-class", "hw-entry-t4": "no citable list price", "hw-medium-v100": "no citable list price",
             "hw-large-a100": "no citable list price"}
 
 
@@ -117,11 +119,25 @@ def test_every_shipped_vm_and_kubernetes_stack_shows_a_dated_sourced_price_or_sa
     if spec.provider not in ("alicloud", "tencentcloud", "huaweicloud") or spec.platform is not None:
         pytest.skip("the issue's done-when: VM and Kubernetes stacks on Alibaba, Tencent and Huawei")
     hourly = cost.spec_cost(spec)
+    book = price_book.load(spec.provider)
+    instance, _ = cost.priced_instance(spec)
     if stack in UNPRICED:
         assert hourly.on_demand_per_hour is None and UNPRICED[stack] in hourly.basis
         assert "https://" in hourly.basis  # the page with today's price
-    else:
-        assert hourly.on_demand_per_hour > 0 and hourly.source and hourly.date, hourly.basis
+        assert instance.name in book.unpublished  # said so on purpose, with its reason, never silently unknown
+        return
+    # Priced from the shipped rows (no credentials, no network, no refresh): the figure, its source and date are
+    # those of the newest shipped snapshot that lists the type in the stack's own region.
+    quoted = book.quote(instance.name, spec.region)
+    assert quoted is not None, f"{stack}: no shipped row for {instance.name} in {spec.region}: {hourly.basis}"
+    snapshot, per_hour, _ = quoted
+    assert hourly.on_demand_per_hour == pytest.approx(per_hour * spec.nodes) and per_hour > 0
+    assert (hourly.source, hourly.date, hourly.currency) == (snapshot.source, snapshot.date, snapshot.currency)
+    assert f"{per_hour:g} {snapshot.currency}/h ({spec.region}, {snapshot.date}, {snapshot.source}" in hourly.basis
+
+
+def test_the_stacks_said_to_have_no_price_are_shipped_stacks():
+    assert set(UNPRICED) <= set(shipped_stack_names())
 
 
 def test_a_platform_flavor_says_the_platform_bills_its_own_rate_and_promises_no_refresh():
@@ -150,7 +166,9 @@ def test_run_cost_bills_the_shared_file_system_for_the_run_s_span_and_keeps_curr
     shared = next(i for i in items if i.what.startswith("shared file system"))
     assert shared.amount == pytest.approx(10240 * 0.00027778 * 3.5, abs=1e-4) and shared.currency == "USD"
     totals = cost.totals(items)
-    assert totals["USD"]["unknown"] == 0 and totals["CNY"]["unknown"] == 2  # the GT4 nodes: unknown, in their own row
+    # The GT4 nodes: the China-site list price in CNY, apart from the USD storage (never converted).
+    assert totals["USD"]["unknown"] == 0 and totals["CNY"]["unknown"] == 0
+    assert totals["CNY"]["amount"] == pytest.approx(2 * 3.0 * 237.51)
 
 
 def report_folder(tmp_path: Path) -> Path:

@@ -371,10 +371,12 @@ def test_show_lists_each_type_with_gpu_memory_cpu_ram_region_price_date_and_sour
     # cloud, GPU, GPUs, GPU mem, vCPU, RAM, type, region, on-demand, spot, currency, date, source
     assert rows["GN7.2XLARGE32"][1:14] == ["tencentcloud", "T4", "1", "16 GB", "8", "32", "GN7.2XLARGE32",
                                            "ap-guangzhou", "8.68", "0.26-1.74 (range)", "CNY", "2026-11-01 old", "[1]"]
-    assert rows["GT4.4XLARGE96"][9] == "unknown"
+    assert rows["PNV4.7XLARGE116"][9] == "unknown"  # no citable list price for Tencent's A10 types
     assert "[1] a test quote" in run.stdout
     # The shipped list price of another type keeps its own source, date and currency.
     assert rows["GN7.5XLARGE80"][9:12] == ["2.01", "0.06-0.40 (range)", "USD"]
+    # GT4 (A100): the China site's list price in CNY, dated and marked old, never converted or hidden.
+    assert rows["GT4.20XLARGE474"][9:13] == ["118.75", "3.56-23.75 (range)", "CNY", "2021-09-27 old"]
     assert "gpu-training prices refresh --provider tencentcloud --region REGION fills them" in run.stdout
 
 
@@ -427,14 +429,20 @@ STACK_REGION_ARGS = {"alicloud": ["--region", "cn-hangzhou"],
                      "baiducloud": ["--region", "bj", "--zone", "cn-bj-a"]}
 
 
+# The previewed stack's shipped list price before any refresh: per hour, date, and where it came from.
+SHIPPED_BEFORE = {"alicloud": (14, "2024-12-31", "karpenter-provider-alibabacloud@5d2e077"),
+                  "tencentcloud": (118.75, "2021-09-27", "tencentyun/qcloud-documents@8ec072968c")}
+
+
 @pytest.mark.parametrize("provider", sorted(PREVIEWED))
 def test_the_preview_shows_the_refreshed_price_with_its_source_and_date_else_the_command(tmp_path, provider):
     _, api = CASES[provider]
     stack = PREVIEWED[provider]
     before = preview_json(stack, environment())["cost"]
-    if provider == "alicloud":  # a shipped list price: dated, sourced, and old
-        assert before["onDemandPerHour"] == 14 and before["priceDate"] == "2024-12-31" and before["stale"]
-        assert "karpenter-provider-alibabacloud@5d2e077" in before["priceSource"]
+    if provider in SHIPPED_BEFORE:  # a shipped list price: dated, sourced, and old
+        per_hour, date, source = SHIPPED_BEFORE[provider]
+        assert before["onDemandPerHour"] == per_hour and before["priceDate"] == date and before["stale"]
+        assert source in before["priceSource"]
     else:
         assert before["onDemandPerHour"] is None and before["effectivePerMaxHours"] is None
     assert f"gpu-training prices refresh --provider {provider}" in before["basis"]

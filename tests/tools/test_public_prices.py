@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from components import catalog, price_book, providers
+from components.providers import regions as region_tables
 from components.providers.tencentcloud.public_prices import zones_of
 from tests.localcloud.price_standins import NOT_SOLD
 from tests.localcloud.public_price_standins import REGIONS, TENCENT_SPOT, ZONE_STEP, PublicPriceStandIn, regional_price
@@ -152,12 +153,24 @@ def test_a_type_is_never_priced_with_another_region_s_price():
 
 
 def test_the_shipped_prices_are_dated_sourced_and_never_deploy_caps():
-    for provider in ("alicloud", "tencentcloud"):
+    for provider in ("alicloud", "tencentcloud", "huaweicloud"):
         book = price_book.load(provider)
+        rows = {row.name for row in catalog.load_catalog(provider).instances}
+        regions = set(region_tables.load(provider).regions)
         for snapshot in book.snapshots:
-            assert snapshot.date and snapshot.currency and snapshot.site and snapshot.basis
+            # Every row: its source (repo@commit:file and the page), date, currency, site and basis; a type of the
+            # cloud's catalog and, for rows copied by hand, a region of its region table; a positive figure.
+            assert snapshot.date[:2] == "20" and len(snapshot.date) == 10, snapshot.source
+            assert snapshot.currency in ("CNY", "USD") and snapshot.site and snapshot.basis
             assert "@" in snapshot.source and snapshot.url.startswith("https://github.com/")
+            commit = snapshot.source.split("@", 1)[1].split(":", 1)[0]
+            assert len(commit) == 40 and commit in snapshot.url, snapshot.source
+            assert set(snapshot.on_demand) <= rows, set(snapshot.on_demand) - rows
+            if provider != "alicloud":  # Alibaba's rows are the scraper's file whole, with regions our table lacks
+                assert {r for by_region in snapshot.on_demand.values() for r in by_region} <= regions, snapshot.source
             assert all(value > 0 for by_region in snapshot.on_demand.values() for value in by_region.values())
+            # A type with a shipped price is not also said to have none.
+            assert not set(snapshot.on_demand) & set(book.unpublished), snapshot.source
         assert all(row.price.account_price is None for row in catalog.load_catalog(provider).instances)
     priced = catalog.load_catalog("alicloud", "cn-hangzhou").get("ecs.gn6i-c8g1.2xlarge").price
     assert priced.known and priced.on_demand_per_hour == 14 and priced.account_price is None  # a list price only
