@@ -51,7 +51,9 @@ KEYS: tuple[Key, ...] = (
     Key("publicEgress", "boolean", True,
         "Nodes get an outbound-only public address billed by traffic (no inbound from outside: the security"
         " group admits none); false: in-VPC endpoints only, refused if a node would lose an endpoint it needs."),
-    Key("image", "string", None, "Image id; default: the provider's Ubuntu 22.04 public image."),
+    Key("image", "string", None, "Image id of the stack's cloud (Alibaba m-... or <os>_..._alibase_<date>.vhd,"
+        " Tencent img-..., Huawei a UUID, Baidu m-...; the preview refuses a name such as ubuntu); default: the"
+        " provider's Ubuntu 22.04 public image."),
     Key("maxHours", "integer", 24, "Hard time to live: the cloud releases the nodes this many hours after they were created (a time kept in state, docs/day2.md)."),
     Key("idleMinutes", "integer", 30, "GPU idle this long means a hung job: save, mark FAILED, release (0 = off; at most 43200)."),
     Key("keep", "boolean", False, "Keep the nodes after training ends (no self-release)."),

@@ -1,6 +1,7 @@
 """Typed records at the provider seam: what a provider declares (profile) and what its parts return."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
@@ -295,6 +296,20 @@ class ObjectStorage:
 
 
 @dataclass(frozen=True)
+class ImageIds:
+    """The forms of VM image id the cloud's instance API takes: validation refuses an `image` in none of
+    them (e.g. `ubuntu`, an image's name rather than its id) before anything is created."""
+    forms: tuple[tuple[str, str], ...]  # (regex, fullmatch; what that form is, with an example)
+    source: str
+
+    def accepts(self, value: str) -> bool:
+        return any(re.fullmatch(pattern, value) for pattern, _ in self.forms)
+
+    def described(self) -> str:
+        return "; ".join(what for _, what in self.forms)
+
+
+@dataclass(frozen=True)
 class NodeEnvironment:
     """What a node finds and is given: read by components/nodeconfig.py (the node config), the bootstrap
     renderer and the preview."""
@@ -307,6 +322,7 @@ class NodeEnvironment:
     # tried in order on each resource (the preview's --user-data and its size line read it there).
     user_data_inputs: tuple[str, ...] = ("userData", "user_data")
     default_image_note: str = ""  # what the preview says the image is when `image` is not set
+    image_ids: Optional[ImageIds] = None  # the image ids `image` may name; None: any id-shaped string
 
 
 @dataclass(frozen=True)

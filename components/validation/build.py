@@ -84,7 +84,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
         shared, shared_gb = "none", 0
     max_hours, idle = _check_lifetime(values, problems)
     dataset = _check_dataset(values, problems)
-    _check_login_and_image(values, problems)
+    _check_login_and_image(values, None if offer else profile.node.image_ids, profile.display_name, problems)
     ssh = _check_ssh(values, problems)
     checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
     train = _check_train(values, nodes, count or 1, problems)

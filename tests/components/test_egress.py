@@ -120,7 +120,7 @@ def test_a_stack_whose_nodes_lose_an_endpoint_is_refused_naming_it():
 def test_an_image_with_the_driver_makes_the_cuda_repository_a_warning_and_the_rest_stays_in_the_vpc():
     from tools.stackfiles import stack_spec
 
-    _, spec = stack_spec("entry-t4", ("publicEgress=false", "image=m-with-driver"))
+    _, spec = stack_spec("entry-t4", ("publicEgress=false", "image=m-bp1withdriver0001"))
     warned = [f for f in spec.findings if "CUDA repository" in f.message]
     assert [f.level for f in warned] == ["warning"]
 
@@ -160,7 +160,8 @@ def test_alibaba_rules_put_only_the_regions_internal_endpoints_in_the_vpc(host, 
     ("tc-medium-a100", "tencentcloud:As/scalingConfig:ScalingConfig", ("internetMaxBandwidthOut", "publicIpAssigned")),
 ])
 def test_public_egress_off_gives_nodes_no_public_address(plan_for, stack, node_type, keys):
-    overrides = ("publicEgress=false", "image=img-with-driver")
+    # An image of the stack's own cloud, with the GPU driver (the default public image has none).
+    overrides = ("publicEgress=false", "image=img-withdrvr" if stack.startswith("tc-") else "image=m-bp1withdriver0001")
     if stack.startswith("tc-"):  # Tencent's agent needs the public API: refused without an address
         from components.spec import SpecError
         from tools.stackfiles import stack_spec

@@ -12,7 +12,7 @@ from typing import Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, KubernetesOffer, Lingering,
-                                       NameLimit, Naming, NodeEnvironment, ObjectStorage, ObjectStore, Placement,
+                                       NameLimit, Naming, ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, Placement,
                                        ProviderProfile, ReclaimNotice, Route, Rules, SharedStorage, Spot, StoreVerification,
                                        uploaded_files, UserDataLimit)
 from components.providers.alicloud import registry
@@ -364,6 +364,14 @@ PROFILE = ProviderProfile(
         user_data=UserDataLimit(32 * 1024, "raw", "alibabacloud_ecs20140526 7.11.8 RunInstancesRequest.user_data:"
                                 " 'The size of instance user data cannot exceed 32 KB before Base64 encoding.'"),
         default_image_note="newest Alibaba Cloud public Ubuntu 22.04 image (ecs.get_images)",
+        image_ids=ImageIds(
+            forms=((r"m-[A-Za-z0-9]+", "m-... (a custom, shared, Marketplace or community image, e.g. m-bp1g7004ksh0oeuc1234)"),
+                   (r"[A-Za-z0-9][A-Za-z0-9._-]*\.vhd",
+                    "<os>_<version>_<arch>_<size>_alibase_<date>.vhd (a public image, e.g."
+                    " ubuntu_22_04_x64_20G_alibase_20240710.vhd)")),
+            source="alibabacloud_ecs20140526 7.11.8 DescribeImagesRequest.image_id, 'Naming rules for image IDs':"
+                   " public images are named by OS version, architecture, language and date (…_alibase_<date>.vhd);"
+                   " custom, shared, Marketplace and community images start with m"),
     ),
     spot=Spot(
         discount=0.3,

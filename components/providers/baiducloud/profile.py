@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile, ReclaimNotice, Route, Rules,
+                                       ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile, ReclaimNotice, Route, Rules,
                                        SharedStorage, Spot, StoreVerification, transfer_seconds,
                                        uploaded_files, UserDataLimit)
 
@@ -262,6 +262,10 @@ PROFILE = ProviderProfile(
         user_data=UserDataLimit(16384, "base64", "not stated in the BCC docs read here: the smallest known limit"
                                                  " (Tencent CVM, 16 KB after base64) applies"),
         default_image_note="an Ubuntu 22.04 BCC public image id: set gpu-training:image (m-...)",
+        image_ids=ImageIds(
+            forms=((r"m-[A-Za-z0-9]+", "m-... (a BCC image id, e.g. m-A4jJpFzi)"),),
+            source="baidubce/terraform-provider-baiducloud@3ff7ab55d8922e37611b22433f8d0cfac1cf39f0"
+                   " website/docs/r/instance.html.markdown: image_id = \"m-A4jJpFzi\""),
     ),
     spot=Spot(
         discount=1.0,

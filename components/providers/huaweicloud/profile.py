@@ -26,7 +26,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
+                                       ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
                                        Route, Rules, SharedStorage, Spot, StoreVerification, transfer_seconds,
                                        uploaded_files, UserDataLimit)
 
@@ -351,6 +351,11 @@ PROFILE = ProviderProfile(
         default_image_note=("the newest Huawei public Ubuntu 22.04 image for the flavor (ims.get_image); set"
                             " gpu-training:image to an image with the GPU driver preinstalled and the bootstrap skips"
                             " the driver install"),
+        image_ids=ImageIds(
+            forms=((r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+                    "a UUID (an IMS image id, e.g. 67f433d8-ed0e-4321-a8a2-a71838539e09)"),),
+            source="huaweicloudsdkecs 3.1.219 PostPaidServer.image_ref: the image's id, 'ID格式为通用唯一识别码"
+                   "（Universally Unique Identifier，简称UUID）', from IMS ListImages"),
     ),
     spot=Spot(
         discount=1.0,

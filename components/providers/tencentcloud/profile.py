@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 
 from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
                                        has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
+                                       ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
                                        Route, Rules, SharedStorage, Spot, spot_cap, StoreVerification,
                                        uploaded_files, UserDataLimit)
 
@@ -306,6 +306,11 @@ PROFILE = ProviderProfile(
         default_image_note=("the first Tencent Cloud public Ubuntu 22.04 image for the type (images.get_instance); set"
                             " gpu-training:image to an image with the GPU driver preinstalled and the bootstrap skips"
                             " the driver install"),
+        image_ids=ImageIds(
+            forms=((r"img-[A-Za-z0-9]+", "img-... (a public, custom, shared or Marketplace image, e.g. img-gvbnzy6f)"),),
+            source="tencentcloud-sdk-python-cvm 3.1.178 cvm/v20170312 RunInstancesRequest.ImageId: '格式形如img-xxx'"
+                   " (public, custom, shared and Marketplace images alike); DescribeImagesRequest.ImageIds: e.g."
+                   " img-gvbnzy6f"),
     ),
     spot=Spot(
         discount=0.2,

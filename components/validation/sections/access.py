@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from components import cidrs as cidr_lists
+from components.providers.base import ImageIds
 from components.validation.read import _Problems, _show
 
 # OpenSSH public key line: type, base64 body, optional comment (sshd(8) AUTHORIZED_KEYS FILE FORMAT).
@@ -43,8 +45,9 @@ def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: _Problems) -
                            " (e.g. 203.0.113.7/32)")
 
 
-def _check_login_and_image(values: dict, problems: _Problems) -> None:
-    """sshPublicKey and image reach the cloud API as they are: refuse what no cloud would take."""
+def _check_login_and_image(values: dict, image_ids: Optional[ImageIds], who: str, problems: _Problems) -> None:
+    """sshPublicKey and image reach the cloud API as they are: refuse what no cloud would take, and an image
+    in none of the forms of id the stack's cloud (`who`) takes (`image_ids`, its profile's; None: any)."""
     key = values.get("sshPublicKey")
     if key is not None and not _SSH_KEY_RE.fullmatch(key.strip()):
         problems.error("sshPublicKey", f"{_show(key, 60)} is not an OpenSSH public key; expected one line such as"
@@ -53,3 +56,8 @@ def _check_login_and_image(values: dict, problems: _Problems) -> None:
     if image is not None and not _IMAGE_RE.fullmatch(image):
         problems.error("image", f"{_show(image)} is not an image id; expected letters, digits, '.', '_' and '-'"
                        " (e.g. m-bp1... or ubuntu_22_04_x64_20G_alibase_20240710.vhd on Alibaba, img-... on Tencent)")
+    elif image is not None and image_ids is not None and not image_ids.accepts(image):
+        # `image: ubuntu` would reach the instance API as an id and fail there, after the network and the
+        # bucket were created: an image is named by its id, never by its name or OS.
+        problems.error("image", f"{_show(image)} is no {who} image id; allowed: {image_ids.described()}; or leave"
+                       f" image unset for the default image (the forms: {image_ids.source})")
