@@ -34,7 +34,7 @@ import time
 from contextlib import suppress
 from datetime import datetime, timezone
 
-from . import layout, proc
+from . import launch, layout, proc
 from .config import expiry
 from .logship import LogShipper
 from .monitor import Monitor
@@ -204,17 +204,16 @@ class Agent:
             env['PATH'] = os.path.join(paths['venv'], 'bin') + os.pathsep + env.get('PATH', '')
         command = train['command']
         if train['launcher'] == 'torchrun':
-            words = shlex.split(command)
-            # torchrun takes the script itself; a command that is not python runs with --no-python.
-            words = words[1:] if os.path.basename(words[0]).startswith('python') else ['--no-python', *words]
+            # Each rank runs the whole command through sh (launch.py): `cd`, `&&`, pipes and VAR=x work per rank.
+            env = {**launch.ENV, **env}
             command = shlex.join(['torchrun', '--nnodes', str(nodes), '--node_rank', str(rank), '--nproc_per_node',
                                   str(int(train['gpusPerNode'])), '--master_addr', master, '--master_port', port,
-                                  *words])
+                                  *launch.per_rank(command)])
         else:
             env.update(RANK=str(rank), WORLD_SIZE=str(nodes), LOCAL_RANK='0')
         pid, started = proc.spawn(command, train['workdir'], env, self.trainer_log_path, self.exit_file)
         self.spawned = True
-        self.save(phase='run', pid=pid, pstart=started, spawnedAt=time.time(),
+        self.save(phase='run', pid=pid, pstart=started, spawnedAt=time.time(), rank=rank,
                   startedAt=state.get('startedAt') or time.time(), lastCheckpoint=restored,
                   stop=None, state=None, exitCode=None, reason=None, endedAt=None)
         log.info('trainer pid %d started, rank %d of %d, RESUME_FROM=%r: %s', pid, rank, nodes, env['RESUME_FROM'],
@@ -368,6 +367,11 @@ class Agent:
             try:
                 newest = self.store.snapshot(self.cfg['paths']['checkpoints'], True)
                 self.save(lastCheckpoint=newest or state.get('lastCheckpoint'))
+                why = state['state'] == 'DONE' and self.untrained()
+                if why:
+                    # Not a clean DONE, yet nothing is left to do here: the node is released all the same.
+                    log.error('%s', why)
+                    self.save(state='FAILED', reason=why)
                 try:
                     self.report()
                 except Exception as e:
@@ -406,6 +410,22 @@ class Agent:
             self.logs.ship('kept')
         self.save(phase='done')
         return self.exit_code(state['state'])
+
+    def untrained(self):
+        """Why a command that exited 0 did not train, or None. Judged on node rank 0 only (the rank that saves,
+        docs/training-contract.md §2): no checkpoint restored or snapshotted from CKPT_DIR, and no step in
+        GPU_TRAINING_STATS_FILE. A command that ends at once (`true && ...` started nothing) lands here."""
+        state, stats = self.state, {}
+        if state.get('rank') or state.get('lastCheckpoint'):
+            return None
+        with suppress(OSError, ValueError):
+            with open(self.monitor.stats_file) as f:
+                stats = json.load(f)
+        if isinstance(stats, dict) and stats.get('step'):
+            return None
+        return (f"finished without training: the command exited 0 but left no checkpoint in CKPT_DIR "
+                f"({self.cfg['paths']['checkpoints']}) and no step in GPU_TRAINING_STATS_FILE; its output is in "
+                f"{layout.log(self.node, 'trainer.log')}.* in the bucket")
 
     def exit_code(self, outcome):
         """0, unless the runtime maps outcomes to exit codes (a pod's: its Job recreates or fails it)."""

@@ -267,7 +267,8 @@ def test_multinode_runs_torchrun_with_the_rank_of_this_node_among_sorted_peers(m
     args = log.read_text().split()
     assert args[:10] == ['--nnodes', '3', '--node_rank', '1', '--nproc_per_node', '2', '--master_addr', '10.0.0.1',
                          '--master_port', '29555'], args
-    assert args[10].endswith('fake_trainer.py'), 'python itself is dropped: torchrun runs the script'
+    # Each rank runs the whole command through a shell (node_agent/launch.py; tests/agent/test_shell_command.py).
+    assert args[10:13] == ['--no-python', '/bin/sh', '-c'] and args[-1].endswith('fake_trainer.py'), args
     env = node.records()[0]['env']
     assert (env['NODE_RANK'], env['MASTER_ADDR'], env['MASTER_PORT']) == ('1', '10.0.0.1', '29555')
     listed = [c['params'] for c in api.calls('DescribeInstances')]

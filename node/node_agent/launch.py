@@ -1,0 +1,46 @@
+"""How torchrun and the user's shell command meet: the command is each rank's program, run by `/bin/sh -c`.
+
+`train.command` is shell text (`cd src && WANDB_MODE=offline python train.py | tee log`). Under
+`train.launcher: torchrun` torchrun starts one program per GPU; that program is `/bin/sh -c COMMAND`,
+given with `--no-python`, so every rank runs the whole command through a shell, exactly as the direct
+launcher runs it once. torchrun sets RANK, LOCAL_RANK, WORLD_SIZE, ... in the environment each rank's
+shell passes on to the command (torch/distributed/run.py at 2.13: with --no-python the program is
+`training_script` and its arguments unchanged, no `python -u` and no `--local-rank` added, since
+torchrun has no --use-env; each worker is started in a session of its own, and stopping it kills
+that session's whole group: torch/distributed/elastic/multiprocessing/subprocess_handler).
+
+Used by the agent (agent.py) and by the platforms' job command (components/platforms/contract.py),
+so a VM, a pod and a platform job run the same per-rank program; the validator refuses a command that
+starts torchrun itself under the torchrun launcher (it would start torchrun once per rank).
+Standard library only (it rides with the agent).
+"""
+import os
+import shlex
+
+SHELL = '/bin/sh'
+# torchrun gave its python `-u`; the command's own python keeps its output in step with the log this way.
+ENV = {'PYTHONUNBUFFERED': '1'}
+TORCHRUN_MODULES = ('torch.distributed.run', 'torch.distributed.launch')
+
+
+def per_rank(command):
+    """The words after torchrun's own options: every rank runs `command` through the shell."""
+    return ['--no-python', SHELL, '-c', command]
+
+
+def starts_torchrun(command):
+    """The word of `command` that starts torchrun (`torchrun`, `python -m torch.distributed.run|launch`), or
+    None. Shell operators split words (`a&&torchrun`); text that does not split (an open quote) is None."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return None
+    for before, word in zip(['', *words], words):
+        if os.path.basename(word) == 'torchrun':
+            return word
+        module = word[2:] if word.startswith('-m') and word != '-m' else word if before == '-m' else ''
+        if module in TORCHRUN_MODULES:
+            return f'-m {module}'
+    return None
