@@ -22,7 +22,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from node_agent import layout
+from node_agent import launch, layout
 
 CHECKPOINTS = "platform/checkpoints/"
 LOGS = "platform/logs/"
@@ -57,19 +57,21 @@ def environment(spec, paths: JobPaths) -> dict[str, str]:
            "GPU_TRAINING_PLATFORM": spec.platform.offer.kind, "GPU_TRAINING_STACK": spec.stack}
     if spec.data.stage:
         env["GPU_TRAINING_DATA"] = paths.data
+    if spec.train.launcher == "torchrun":
+        env.update(launch.ENV)  # as the agent sets them for its ranks
     return {**env, **dict(spec.train.env)}
 
 
 def command(spec, paths: JobPaths) -> str:
     """The job's command: create the checkpoint folder, then the user's train.command in the code folder.
-    With train.launcher torchrun it runs under torchrun as the agent does (node/node_agent/agent.py), its
-    node count, rank and master read from the variables the platform sets (platform.yaml launcherEnv: the
-    master is the first of `masterHosts`, a comma-separated list, or `masterAddr`)."""
+    With train.launcher torchrun it runs under torchrun as the agent does (node/node_agent/launch.py: every
+    rank runs the command through /bin/sh -c), its node count, rank and master read from the variables the
+    platform sets (platform.yaml launcherEnv: the master is the first of `masterHosts`, a comma-separated
+    list, or `masterAddr`)."""
     run = spec.train.command
     if spec.train.launcher == "torchrun":
-        words = shlex.split(run)
-        # torchrun takes the script itself; a command that is not python runs with --no-python.
-        words = words[1:] if words[0].rsplit("/", 1)[-1].startswith("python") else ["--no-python", *words]
+        # Each rank runs the whole command through sh, as on a VM or a pod (node_agent/launch.py).
+        words = launch.per_rank(run)
         names = spec.platform.offer.data["launcherEnv"]
         hosts = names.get("masterHosts") or names["masterAddr"]
         port = names.get("masterPort") or MASTER_PORT_ENV

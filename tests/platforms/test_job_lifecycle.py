@@ -7,10 +7,12 @@ refusals, name rule and account come from the platform's api.yaml and platform.y
 - every submit has a name of its own: up, destroy, up (and a replacement) are accepted where names are unique;
 - integers reach the API as integers after Pulumi's own round trip, which turns every number into a float;
 - a ModelArts account without the one-time authorization is stopped before anything is submitted;
-- a multi-node ModelArts job rendezvouses on the variables ModelArts sets (VC_WORKER_HOSTS's first host).
+- a multi-node ModelArts job rendezvouses on the variables ModelArts sets (VC_WORKER_HOSTS's first host);
+- under torchrun every rank runs train.command through a shell (cd, &&, VAR=x, a pipe), on both platforms.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -177,4 +179,46 @@ def test_a_multi_node_modelarts_job_rendezvouses_on_the_variables_modelarts_sets
     done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["--nnodes", "2", "--node_rank", "1", "--master_addr", "job-abc-worker-0.job-abc",
-                                   "--master_port", "29500", "--nproc_per_node", "8", "train_cnn.py"]
+                                   "--master_port", "29500", "--nproc_per_node", "8", "--no-python", "/bin/sh", "-c",
+                                   "python", "train_cnn.py"]
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS.values()))
+def test_a_platform_job_runs_the_command_through_a_shell_on_every_rank_of_the_real_torchrun(stack, tmp_path):
+    """train.command is shell text on a platform too: the job's command, run by sh as the platform runs it,
+    starts the real torchrun, and each rank runs `cd`, `&&`, a VAR=x assignment and a pipe (the stack's
+    8 ranks cut to 2 for the test machine; the launcher's variables as the platform sets them for one node)."""
+    import shutil
+    import socket
+    import sys
+    from pathlib import Path
+
+    from components.platforms import contract
+
+    torchrun = Path(sys.executable).parent / "torchrun"
+    if not torchrun.exists():
+        pytest.skip("no torchrun beside the test interpreter (torch not installed)")
+    train = {"command": "cd src && WANDB_MODE=offline python train.py --epochs 1 | tee -a out-$RANK.log",
+             "launcher": "torchrun", "env": {"RECORD_DIR": str(tmp_path)}}
+    spec = _spec(stack, train=train)
+    paths = contract.JobPaths(str(tmp_path / "code"), str(tmp_path / "ckpt"), str(tmp_path / "data"))
+    (tmp_path / "code" / "src").mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parents[1] / "rank_trainer.py", tmp_path / "code" / "src" / "train.py")
+    command = contract.command(spec, paths)
+    assert f"--nproc_per_node {spec.gpus_per_node} " in command
+    command = command.replace(f"--nproc_per_node {spec.gpus_per_node} ", "--nproc_per_node 2 ")
+    names = spec.platform.offer.data["launcherEnv"]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    env = {**os.environ, **contract.environment(spec, paths), "PATH": f"{torchrun.parent}:{os.environ['PATH']}",
+           names["nnodes"]: "1", names["nodeRank"]: "0", names.get("masterHosts") or names["masterAddr"]: "127.0.0.1",
+           names.get("masterPort") or contract.MASTER_PORT_ENV: port}
+    done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for rank in (0, 1):
+        record = json.loads((tmp_path / f"rank-{rank}.json").read_text())
+        assert (record["RANK"], record["WORLD_SIZE"], record["WANDB_MODE"]) == (str(rank), "2", "offline"), record
+        assert record["cwd"] == str(tmp_path / "code" / "src") and record["argv"] == ["--epochs", "1"], record
+        assert (tmp_path / "code" / "src" / f"out-{rank}.log").read_text() == f"step 1 on rank {rank}\n"
+    assert (tmp_path / "ckpt" / "ckpt-1.pt").exists()
