@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from node_agent import launch
+
 from components import project, schema, shipped
 from components.bootstrap import config as bootstrap_rules
 from components.spec import MAX_COMMAND_BYTES, MAX_HOURS, TrainSpec
@@ -35,6 +37,13 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
     launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
     if launcher not in ("direct", "torchrun"):
         problems.error("train.launcher", f"{launcher!r} is not allowed; allowed: direct, torchrun")
+    elif launcher == "torchrun" and (word := launch.starts_torchrun(command)):
+        # The node runs the command once per GPU under torchrun (node_agent/launch.py): a torchrun in it would
+        # start a second launcher in every rank, each waiting for a rendezvous of its own.
+        problems.error("train.command", f"{_show(command)} starts torchrun itself ({word!r}), and this stack's"
+                       " launcher is torchrun already: the node runs the command as each rank's program, so"
+                       " torchrun would start twice. Give the command without torchrun (`python train.py ...`),"
+                       " or set train.launcher: direct to start torchrun yourself")
     env = raw.get("env") or {}
     for name, value in env.items():
         if not _ENV_NAME_RE.fullmatch(name):
