@@ -9,6 +9,13 @@ shell passes on to the command (torch/distributed/run.py at 2.13: with --no-pyth
 torchrun has no --use-env; each worker is started in a session of its own, and stopping it kills
 that session's whole group: torch/distributed/elastic/multiprocessing/subprocess_handler).
 
+torchrun waits for each rank's program, the shell, and no longer (multiprocessing/api.py `_close`). A
+shell dies at SIGTERM at once, so a trainer behind a pipe (`python train.py | tee log`) went on saving
+outside anything torchrun or the agent follows, and the node's final snapshot was taken without its save.
+So the rank's shell traps the stop signals: a trap set on a signal runs only once the foreground command
+has ended (POSIX "trap"), so the shell waits for the trainer's save, then exits 128+N without starting
+the command's next part; the trainer, whose signals a trap does not change, sees the signal as sent.
+
 Used by the agent (agent.py) and by the platforms' job command (components/platforms/contract.py),
 so a VM, a pod and a platform job run the same per-rank program; the validator refuses a command that
 starts torchrun itself under the torchrun launcher (it would start torchrun once per rank).
@@ -18,6 +25,8 @@ import os
 import shlex
 
 SHELL = '/bin/sh'
+# Before the command in each rank's shell: wait for the command to end on a stop, then end as the signal would.
+STOP_TRAPS = "trap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP; "
 # torchrun gave its python `-u`; the command's own python keeps its output in step with the log this way.
 ENV = {'PYTHONUNBUFFERED': '1'}
 TORCHRUN_MODULES = ('torch.distributed.run', 'torch.distributed.launch')
@@ -25,7 +34,7 @@ TORCHRUN_MODULES = ('torch.distributed.run', 'torch.distributed.launch')
 
 def per_rank(command):
     """The words after torchrun's own options: every rank runs `command` through the shell."""
-    return ['--no-python', SHELL, '-c', command]
+    return ['--no-python', SHELL, '-c', STOP_TRAPS + command]
 
 
 def starts_torchrun(command):

@@ -7,6 +7,7 @@ command: each rank runs it through /bin/sh -c (node_agent/launch.py).
 import json
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -60,6 +61,25 @@ def test_torchrun_runs_the_whole_command_through_a_shell_on_every_rank(make_node
     m = node.marker()
     assert m['state'] == 'DONE' and m['lastCheckpoint'], m
     assert len(api.calls('DeleteInstance')) == 1
+
+
+def test_a_stop_waits_for_each_rank_to_save_even_behind_a_pipe(make_node, api_stub, s3, free_port):
+    """torchrun waits for each rank's program, the shell, and stops it by signalling the rank's group: a shell
+    that died at the signal while its trainer went on saving (`python train.py | tee log`) let torchrun and the
+    agent end before the save, and the final snapshot missed it. The rank's shell waits for its command."""
+    api = api_stub('alicloud')
+    node, records, src = shell_node(make_node, api, 'python src/train.py | tee -a trainer-$RANK.log', ranks=2)
+    node.cfg['train']['rendezvousPort'] = free_port
+    node.cfg['train']['env']['SAVE_ON_STOP_SECONDS'] = '8'  # longer than torchrun takes to end
+    node.cfg['agent']['maxGraceSeconds'] = 60
+    p = node.start(env=real_torchrun())
+    node.until(lambda: len(list(records.glob('rank-*.json'))) == 2, timeout=60)
+    p.send_signal(signal.SIGTERM)  # systemctl stop, or the OS shutting down: the agent stops the trainer
+    assert node.wait(p, timeout=60) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'PREEMPTED', m
+    saved = node.manifest(m['lastCheckpoint'])['files']
+    assert sorted(saved) == ['ckpt-1.pt', 'ckpt-final.pt'], (saved, node.output())
 
 
 def test_a_command_that_exits_0_without_training_is_failed_and_still_released(make_node, api_stub, s3):
