@@ -21,7 +21,6 @@ from tests.localcloud.price_standins import NOT_SOLD
 from tests.localcloud.public_price_standins import REGIONS, TENCENT_SPOT, ZONE_STEP, PublicPriceStandIn, regional_price
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "prices.py"
 TODAY = "2026-12-02"
 
 
@@ -33,8 +32,9 @@ def environment(**extra) -> dict:
 
 
 def prices(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, env=env,
-                          timeout=120)
+    """`gpu-training prices ARGS` as a user types it (the CLI decides the public path needs no account)."""
+    return subprocess.run([sys.executable, "-m", "tools.cli", "prices", *args], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=120)
 
 
 def book_copy(tmp_path: Path, provider: str) -> Path:
