@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from components import cost, price_book, providers
-from components.catalog import Price, load_catalog
+from components.catalog import Price, load_catalog, regional_price
+from components.providers import regions as region_tables
 from components.validation import build_spec
-from components.tiers import tiers
+from components.tiers import fit_rules, tiers
 from tools.advisor import perf as perfmod
 from tools.advisor.optimiser import (
     every_configuration,
@@ -176,6 +177,21 @@ TRIAL_CASES = {
 }
 
 
+def every_region(offer_list):
+    """Each offer once per region a price book lists its type in and a stack may name (the region table), priced
+    there: the configurations a brute force over regions compares."""
+    result = []
+    for offer in offer_list:
+        book = price_book.load(offer.provider)
+        table = region_tables.load(offer.provider)
+        listed = set(book.listed_regions(offer.instance.name)) if book else set()
+        regions = sorted(listed & set(table.regions)) if table else sorted(listed)
+        for region in regions or [offer.region]:
+            price = offer.instance.price if region is None else regional_price(offer.instance, region, book)
+            result.append(replace(offer, instance=replace(offer.instance, price=price), region=region))
+    return result
+
+
 @pytest.mark.parametrize("name", sorted(TRIAL_CASES))
 def test_the_first_pick_of_the_guide_s_cases_is_the_cheapest_that_meets_the_deadline_and_the_rules(name):
     """With the shipped list prices: the pick is the cheapest configuration (instance type, region, nodes,
@@ -185,12 +201,18 @@ def test_the_first_pick_of_the_guide_s_cases_is_the_cheapest_that_meets_the_dead
     result = search(request)
     assert result.feasible and result.mode == "cost", name
     pick = result.ranked[0]
-    everything = brute_force(request, result.offers)
+    # The brute force prices every type in every region a stack may name, not only the one the advisor chose.
+    everything = brute_force(request, every_region(result.offers))
     comparable = [ev for ev in everything if ev.cost is not None and ev.run.currency == result.currency]
+    assert len({ev.offer.region for ev in comparable}) > 1  # regions really compete
     cheapest = min(comparable, key=lambda ev: (round(ev.cost), ev.offer.stand_in, ev.cost))
     assert round(pick.cost) == round(cheapest.cost) and pick.offer.stand_in == cheapest.offer.stand_in, \
         (name, identity(pick), identity(cheapest))
     assert pick.hours <= request.deadline_hours
+    # The guide's rules, read from the data here and not from the advisor: 8-16 vCPU per GPU, the tier's GPUs.
+    low, high = fit_rules().vcpus_per_gpu
+    row = pick.offer.instance
+    assert low <= row.vcpus / row.gpu_count <= high and row.gpu_count in pick.offer.tier.gpu_counts, identity(pick)
     # Its written stack passes the spec's RAM and tier rules: the advisor admits nothing the validator refuses.
     from tools.advisor.stackfile import stack_config
     bucket = "my-gpu-training-1250000000" if pick.offer.provider == "tencentcloud" else "my-gpu-training-checkpoints"
