@@ -79,6 +79,9 @@ def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Opt
             "gpusPerNode": spec.gpus_per_node,
             "stopSignal": "SIGTERM",
             "rendezvousPort": 29400,
+            # What the agent installs before training (node_agent/setup.py); left out when none (user-data room).
+            **({"setup": list(spec.train.setup)} if spec.train.setup else {}),
+            **({"requirements": spec.train.requirements} if spec.train.requirements else {}),
         },
         "agent": {
             # 60 s on spot nodes that no notice warns, else 300 (components/reclaim.py, bench/sync_cost.py).

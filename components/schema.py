@@ -14,12 +14,14 @@ NAMESPACE = "gpu-training"
 DEFAULT_TRAIN_COMMAND = "python train_cnn.py --steps 2000 --ckpt-every 200"
 # The example trainer, relative to the project; a project without one gets the copy installed with gpu-training.
 DEFAULT_CODE_DIR = "examples/cnn"
+# The pip requirements file the nodes install when train.codeDir holds one and train.requirements names none.
+DEFAULT_REQUIREMENTS = "requirements.txt"
 
 
 @dataclass(frozen=True)
 class Key:
     name: str
-    type: str  # string | integer | number | boolean | array | object
+    type: str  # string | integer | number | boolean | array | object (fields also: map, commands)
     default: Any
     description: str
     allowed: Optional[tuple] = None  # fixed choices; provider-dependent choices are checked in spec
@@ -61,8 +63,11 @@ KEYS: tuple[Key, ...] = (
         "Object storage for checkpoints, markers and reports.",
         fields={"bucket": "string", "prefix": "string", "endpoint": "string", "create": "boolean", "region": "string"}),
     Key("train", "object", {"command": DEFAULT_TRAIN_COMMAND, "env": {}, "codeDir": DEFAULT_CODE_DIR},
-        "The training job: command, env, and the local code folder shipped to the nodes.",
-        fields={"command": "string", "env": "map", "codeDir": "string", "launcher": "string"}),
+        "The training job: command, env, the local code folder shipped to the nodes, and what the nodes install"
+        " before training (setup: shell commands; requirements: a pip requirements file in codeDir, default"
+        f" {DEFAULT_REQUIREMENTS} when there is one; docs/training-contract.md).",
+        fields={"command": "string", "env": "map", "codeDir": "string", "launcher": "string",
+                "setup": "commands", "requirements": "string"}),
     Key("data", "object", {},
         "The packed data set the nodes stage onto their disk before training (scripts/pack.py, docs/data.md).",
         fields={"localDir": "string", "sizeGb": "number", "waitMinutes": "number"}),

@@ -83,6 +83,10 @@ class TrainSpec:
     env: Mapping[str, str]
     code_dir: Optional[Path]
     launcher: str  # direct | torchrun
+    # What the nodes install before training, after the framework (docs/training-contract.md, "Your packages"):
+    # shell commands, and a pip requirements file (a path relative to code_dir, which holds it).
+    setup: tuple[str, ...] = ()
+    requirements: Optional[str] = None
 
 
 @dataclass(frozen=True)

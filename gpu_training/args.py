@@ -52,6 +52,8 @@ class Train:
     env: Optional[Mapping[str, str]] = None
     code_dir: Optional[str] = None
     launcher: Optional[Literal["direct", "torchrun"]] = None
+    setup: Optional[Sequence[str]] = None  # shell commands run once per node before training
+    requirements: Optional[str] = None  # a pip requirements file in code_dir; default requirements.txt if present
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 REGION = {"alicloud:region": "cn-hangzhou"}
 SECTIONS = {"checkpoint": gt.Checkpoint, "train": gt.Train, "data": gt.Data, "bootstrap": gt.Bootstrap,
             "platform": gt.Platform, "failover": gt.Failover, "kubernetes": gt.Kubernetes}
-PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool}
+PY_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "commands": "array"}
 
 
 def docs_program(tmp_path: Path) -> Path:

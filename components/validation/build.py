@@ -287,6 +287,7 @@ def _user_text(spec: Spec) -> list[tuple[str, str]]:
     """(dotted key, value) of the free text the user wrote that rides in the node config."""
     items = [("train.command", spec.train.command)]
     items += [(f"train.env.{name}", f"{name}={value}") for name, value in spec.train.env.items()]
+    items += [(f"train.setup[{index}]", command) for index, command in enumerate(spec.train.setup)]
     items += [("checkpoint.bucket", spec.checkpoint.bucket or ""), ("checkpoint.prefix", spec.checkpoint.prefix),
               ("checkpoint.endpoint", spec.checkpoint.endpoint)]
     return items
@@ -319,5 +320,6 @@ def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
                    f" node config and the"
                    f" agent's boot set). This value weighs ~{weight:,} bytes compressed"
                    + (f"; next: {', '.join(others)}" if others else "")
-                   + (". Shorten it: a long command belongs in a script in train.codeDir" if key == "train.command"
+                   + (". Shorten it: a long command belongs in a script in train.codeDir"
+                      if key == "train.command" or key.startswith("train.setup")
                       else ". Shorten it: long data belongs in a file in train.codeDir"))

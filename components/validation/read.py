@@ -60,7 +60,8 @@ def _show(value: Any, width: int = 80) -> str:
 
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
-               "array": "a list", "object": "an object", "map": "a map of strings"}
+               "array": "a list", "object": "an object", "map": "a map of strings",
+               "commands": "a list of shell commands (or one command as a string)"}
 # Beyond any count, size, duration or price a stack can mean, and small enough that every later
 # comparison, product and message stays exact and finite (a float holds integers to 2**53 exactly).
 MAX_MAGNITUDE = 2 ** 53
@@ -125,6 +126,8 @@ def _coerce(kind: str, value: Any, key: str, problems: _Problems) -> Any:
         return bad()
     if kind in ("integer", "number"):
         return _coerce_number(kind, value, key, problems)
+    if kind == "commands":
+        return _coerce_commands(value, bad)
     if kind in ("array", "object", "map"):
         if isinstance(value, str):
             text = value.strip()
@@ -144,6 +147,23 @@ def _coerce(kind: str, value: Any, key: str, problems: _Problems) -> Any:
             return {str(k): (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()}
         return value
     raise AssertionError(kind)
+
+
+def _coerce_commands(value: Any, bad) -> Any:
+    """A list of shell commands, as dstack's `commands:` writes it, or one string, as SkyPilot's `setup:` does
+    (one command, newlines allowed). Never split at commas, as other lists are: a comma is shell text here
+    (`pip install 'numpy>=1.26,<2'`). A string holding a JSON list (`--set 'train.setup=["a","b"]'`) is the list;
+    one that starts with '[' and is no JSON is a command (`[ -d data ] || ./fetch.sh`)."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        try:
+            value = _parse_json(value.strip())
+        except ValueError:
+            pass
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if not isinstance(value, list):
+        return bad()
+    return value
 
 
 def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:

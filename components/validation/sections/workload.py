@@ -34,6 +34,8 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
                        " argument may not exceed MAX_ARG_STRLEN, 32 pages = 131,072 bytes; 1 KiB is kept for the"
                        " torchrun words the agent adds); put a long command in a script in train.codeDir")
     code_dir = _code_dir(raw.get("codeDir"), problems)
+    setup = _setup(raw.get("setup"), problems)
+    requirements = _requirements(raw.get("requirements"), raw.get("codeDir"), code_dir, problems)
     launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
     if launcher not in ("direct", "torchrun"):
         problems.error("train.launcher", f"{launcher!r} is not allowed; allowed: direct, torchrun")
@@ -55,7 +57,59 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
         if re.search(r"(SECRET|PASSWORD|ACCESS_KEY|TOKEN)", name.upper()):
             problems.error(f"train.env.{name}", "looks like a credential: user-data is readable on the node and"
                            " in the cloud console; give the node role access instead")
-    return TrainSpec(command, dict(env), code_dir, launcher)
+    return TrainSpec(command, dict(env), code_dir, launcher, setup, requirements)
+
+
+def _setup(value, problems: _Problems) -> tuple[str, ...]:
+    """train.setup: shell commands the nodes run once before training, each as one argument of sh -c."""
+    commands = []
+    for index, command in enumerate(value or []):
+        key = f"train.setup[{index}]"
+        if not isinstance(command, str):
+            problems.error(key, f"{_show(command)} is not allowed; a shell command (a string) is required")
+        elif not command.strip():
+            problems.error(key, "is empty; give a shell command, or leave it out")
+        elif _CONTROL_RE.search(command):
+            problems.error(key, f"{_show(command)} holds a control character; allowed: printable text, tabs and"
+                           " newlines")
+        elif len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
+            problems.error(key, f"{len(command.encode('utf-8')):,} bytes; the node runs it as one argument of sh -c,"
+                           f" at most {MAX_COMMAND_BYTES:,} bytes; put a long script in train.codeDir and run that")
+        else:
+            commands.append(command.strip())
+    return tuple(commands)
+
+
+def _requirements(value, code_dir_value, code_dir: Optional[Path], problems: _Problems) -> Optional[str]:
+    """train.requirements: a pip requirements file inside train.codeDir (the nodes get that folder), as a
+    path relative to it. Not given: DEFAULT_REQUIREMENTS when the folder holds one; "" : none."""
+    if value is None:
+        found = code_dir is not None and (code_dir / schema.DEFAULT_REQUIREMENTS).is_file()
+        return schema.DEFAULT_REQUIREMENTS if found else None
+    if not value.strip():
+        return None
+    allowed = f"a file inside train.codeDir, relative to it (such as {schema.DEFAULT_REQUIREMENTS!r}), or \"\" for none"
+    if code_dir is None:
+        if code_dir_value:  # train.codeDir has its own error
+            return None
+        problems.error("train.requirements", f"{_show(value)}: the nodes get no code folder (train.codeDir is"
+                       " empty), so there is no file to install; set train.codeDir, or leave train.requirements out")
+        return None
+    relative = Path(value)
+    if relative.is_absolute() or ".." in relative.parts or _CONTROL_RE.search(value):
+        problems.error("train.requirements", f"{_show(value)} is not allowed; allowed: {allowed}")
+        return None
+    path = code_dir / relative
+    try:
+        text = path.read_bytes().decode("utf-8") if path.is_file() else None
+    except (OSError, UnicodeDecodeError) as error:
+        problems.error("train.requirements", f"{_show(value)} cannot be read as UTF-8 text ({error})")
+        return None
+    if text is None:
+        problems.error("train.requirements", f"{_show(value)} is not a file in train.codeDir ({code_dir});"
+                       f" allowed: {allowed}")
+        return None
+    return relative.as_posix()
 
 
 def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
