@@ -34,7 +34,7 @@ import time
 from contextlib import suppress
 from datetime import datetime, timezone
 
-from . import launch, layout, proc
+from . import launch, layout, proc, setup
 from .config import expiry
 from .logship import LogShipper
 from .monitor import Monitor
@@ -164,6 +164,8 @@ class Agent:
         ckpt, nodes, port = paths['checkpoints'], int(self.cfg['nodeCount']), str(int(train['rendezvousPort']))
         os.makedirs(train['workdir'], exist_ok=True)
         self.store.fetch_code(train['workdir'])
+        if not self.install():
+            return None
         restored = self.store.restore(ckpt)
         staged = None
         if self.cfg['data']['stage']:
@@ -223,6 +225,34 @@ class Agent:
         except Exception as e:
             log.warning('no RUNNING marker: %s', e)
 
+    def install(self):
+        """The user's packages (setup.py), once per node; False when the run ended here (FAILED or stopped)."""
+        train, venv = self.cfg['train'], self.cfg['paths']['venv']
+        if not setup.wanted(train):
+            return True
+        env = {**os.environ, **self.env_file(), **{k: str(v) for k, v in train['env'].items()}}
+        if venv:
+            env['PATH'] = os.path.join(venv, 'bin') + os.pathsep + env.get('PATH', '')
+        try:
+            self.save(setup=setup.Setup(self.cfg, self.store, env, self.deadline() or None, lambda: self.asked).run())
+            return True
+        except setup.SetupFailed as e:
+            # Nothing trains on a half-installed node: the marker says why, and the node is released.
+            log.error('setup failed: %s. Not starting the trainer; releasing this node', e)
+            self.end('FAILED', f'setup failed: {e}'[:2000], setup={'failed': str(e)[:2000]})
+        except setup.SetupStopped as e:
+            log.warning('%s: the node is stopping', e)
+            self.end('PREEMPTED', f'agent got {self.asked} during the setup', False)
+        return False
+
+    def deadline(self):
+        """When the agent stops the trainer (epoch seconds): the cloud's release time (agent.expiresAt) or
+        maxHours after the boot, less ttlMarginMinutes; 0 for none."""
+        settings, margin = self.settings, self.settings['ttlMarginMinutes'] * 60
+        if settings['expiresAt']:
+            return expiry(settings['expiresAt']) - margin
+        return settings['maxHours'] and self.state['boot'] + settings['maxHours'] * 3600 - margin
+
     def env_file(self):
         """KEY=VALUE lines of the bootstrap's train.env (DataLoader workers, AMP, NCCL hints)."""
         try:
@@ -249,9 +279,7 @@ class Agent:
         # The stack's one clock: the node config's expiresAt is when the cloud releases the node (the recorded creation
         # time + maxHours), so a node that booted later (a spot replacement, one added by `nodes`) stops before it
         # too. Without it (pods: their Job's deadline counts from its start) the TTL counts maxHours from the boot.
-        margin, expires = settings['ttlMarginMinutes'] * 60, settings['expiresAt']
-        ttl = expiry(expires) - margin if expires else (
-            settings['maxHours'] and state['boot'] + settings['maxHours'] * 3600 - margin)
+        expires, ttl = settings['expiresAt'], self.deadline()
         deadline = f'expiresAt {expires}' if expires else f"maxHours {settings['maxHours']}"
         spot = 0
         # The leader's /proc entry is cheap to check; the whole group is scanned only once it is gone.
@@ -489,5 +517,6 @@ class Agent:
             'estimatedCost': None if rate is None else round(hours * rate, 4),
             'currency': cfg['cost'].get('currency'), 'utilisation': util,
             'lastCheckpoint': state.get('lastCheckpoint'), 'relaunches': state.get('relaunched') or [],
+            **({'setup': state['setup']} if state.get('setup') else {}),
             **self.stop_record(), 'updatedAt': iso(time.time()), **extra}, indent=1).encode())
         log.info('marker %s', outcome)

@@ -25,7 +25,7 @@ OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env
          'checkpoint.verify.flexibleChecksums': False, 'checkpoint.verify.sources': [],
          'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {},
          'data.stage': False, 'paths.dataset': '/data/dataset', 'data.manifestSha256': None,
-         'agent.expiresAt': None}
+         'agent.expiresAt': None, 'train.setup': [], 'train.requirements': ''}
 
 
 def expiry(value):
@@ -75,6 +75,8 @@ def load(path):
     if c['agent']['expiresAt'] is not None and expiry(c['agent']['expiresAt']) is None:
         errs.append(f"agent.expiresAt: {c['agent']['expiresAt']!r} is not allowed: an ISO 8601 UTC time"
                     " (2026-12-07T13:48:00Z) is required")
+    if isinstance(c['train']['setup'], list) and not all(isinstance(x, str) and x.strip() for x in c['train']['setup']):
+        errs.append(f"train.setup: {c['train']['setup']!r} is not allowed: a list of shell commands is required")
     if c['checkpoint']['verify']['method'] == 'crc64ecma' and not c['checkpoint']['verify']['header']:
         errs.append('checkpoint.verify.header: missing: the crc64ecma method reads the CRC-64 from this response header')
     if errs:

@@ -10,6 +10,7 @@
     <prefix>/<stack>/logs/<node>/<log>.<nnnn>          each node's trainer.log and agent.log, in segments
     <prefix>/<stack>/data/manifest.json                the packed data set (scripts/pack.py), written last
     <prefix>/<stack>/data/<shard>.tar                  its shards (docs/data.md)
+    <prefix>/<stack>/setup/<key>/                      wheels of the user's setup, manifest.json last (setup.py)
 
 Part of the boot set (it rides in user-data with s3.py): standard library only, no imports.
 Paths below are relative to the stack root unless they say otherwise.
@@ -26,6 +27,8 @@ DATA = 'data/'
 # The packed data set's table of contents (docs/data.md): a data set exists once this object does.
 DATA_MANIFEST = 'manifest.json'
 DATA_FORMAT = 'gpu-training-shards/1'
+SETUP = 'setup/'
+SETUP_MANIFEST = 'manifest.json'
 
 
 def stack_root(prefix, stack):
@@ -51,3 +54,7 @@ def report(node, name=''):
 
 def log(node, name=''):
     return f'{LOGS}{node}/{name}'
+
+
+def setup(key):
+    return f'{SETUP}{key}/'

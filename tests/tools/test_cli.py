@@ -159,6 +159,22 @@ def test_status_reads_markers_checkpoint_and_cost_with_the_clouds_own_key(s3):
     assert "trainer exit code 3" in table.stdout, "a piped table keeps whole cells (no 80-column wrap)"
 
 
+def test_status_shows_each_nodes_setup_time_and_source(s3):
+    """The user's setup (train.setup, train.requirements): how long it took on each node and from where."""
+    proxy, client, bucket = s3
+    put(client, bucket, "markers/i-bp1.json", marker("DONE", setup={"seconds": 41.2, "source": "index", "wheels": 3}))
+    put(client, bucket, "markers/i-bp2.json", marker("RUNNING", node="i-bp2", setup={"seconds": 3.1, "source": "cache"}))
+    put(client, bucket, "markers/i-bp3.json", marker("FAILED", node="i-bp3", reason="setup failed: train.setup[0]",
+                                                     setup={"failed": "train.setup[0] (x) exited 1"}))
+    done = cli("status", STACK, "--endpoint", proxy.url, "--json", **ALI)
+    assert done.returncode == 0, done.stderr
+    setups = {n["node"]: n["setup"] for n in json.loads(done.stdout)["nodes"]}
+    assert setups["i-bp1"]["seconds"] == 41.2 and setups["i-bp2"]["source"] == "cache" and setups["i-bp3"]["failed"]
+    table = cli("status", STACK, "--endpoint", proxy.url, **ALI).stdout
+    assert "41.2 s from the index" in table and "3.1 s from the cache" in table, table
+    assert "failed" in table.split("i-bp3")[1].split("\n")[0], table
+
+
 def test_status_says_when_a_preempted_node_has_no_successor(s3):
     """A spot pool that finds no stock starts no replacement: status says so, with how long it has been."""
     proxy, client, bucket = s3

@@ -53,7 +53,7 @@ def gather(bucket, outputs: Mapping, stack: str, baseline: Optional[Mapping] = N
                       "updatedAgoSeconds": round(now - updated.timestamp(), 1) if updated else None,
                       "lastCheckpoint": m.body.get("lastCheckpoint"), "gpuUtil": m.gpu_util,
                       "estimatedCost": m.body.get("estimatedCost"), "currency": m.body.get("currency"),
-                      "log": m.node in logs})
+                      "setup": m.body.get("setup"), "log": m.node in logs})
     job = run.job_state(outputs)
     listed = outputs.get("instanceIds")
     for node in listed if isinstance(listed, list) else []:
@@ -94,6 +94,18 @@ def ttl_text(seconds: Optional[float]) -> str:
     return f"{clock_text(seconds)} left" if seconds > 0 else f"expired {clock_text(-seconds)} ago"
 
 
+def setup_text(setup: Optional[Mapping]) -> str:
+    """The node's install of train.setup / train.requirements (node_agent/setup.py): its time and source."""
+    if not isinstance(setup, Mapping):
+        return ""
+    if setup.get("failed"):
+        return "failed"
+    seconds = setup.get("seconds")
+    if not isinstance(seconds, (int, float)):
+        return str(setup.get("source") or "")
+    return (f"{seconds:.1f} s" if seconds < 60 else clock_text(seconds)) + f" from the {setup.get('source') or '?'}"
+
+
 def render(console, doc: Mapping) -> None:
     """The nodes table, then one line each: checkpoint, TTL, cost so far, what keeps billing."""
     from rich.table import Table
@@ -101,14 +113,14 @@ def render(console, doc: Mapping) -> None:
     title = f"stack {doc['stack']}: {doc['state']}" + (" (rehearsal: simulated accelerator)" if doc["simulated"]
                                                         else "")
     table = Table(title=title, title_justify="left")
-    for column in ("node", "marker", "reason", "updated", "checkpoint", "GPU util", "cost", "log"):
+    for column in ("node", "marker", "reason", "updated", "setup", "checkpoint", "GPU util", "cost", "log"):
         table.add_column(column, overflow="fold")
     for n in doc["nodes"]:
         ago = n.get("updatedAgoSeconds")
         cost = n.get("estimatedCost")
         table.add_row(n["node"], n["state"], str(n.get("reason") or ""),
                       f"{clock_text(ago)} ago" if ago is not None else "",
-                      str(n.get("lastCheckpoint") or ""),
+                      setup_text(n.get("setup")), str(n.get("lastCheckpoint") or ""),
                       f"{n['gpuUtil']:.0f}%" if n.get("gpuUtil") is not None else "n/a",
                       f"{cost:g} {n.get('currency') or ''}".strip() if isinstance(cost, (int, float)) else "unknown",
                       "yes" if n.get("log") else "no")
