@@ -20,6 +20,11 @@ to re-form, and both resume together once the replacement joins.
 The example trainer (the stacks' default command) runs a rehearsal-sized job; your own
 `train.command` runs as written unless --command replaces it.
 
+The stack's setup (train.requirements, train.setup) runs as on a node: the real agent installs it before
+training, into a venv of each node's own that sees this environment (nothing is installed into yours), from
+the folder of wheels --wheels names (served on 127.0.0.1) or else from your pip's own index; the replacement
+node installs from the wheels the first node cached in the bucket (tools/setuprehearsal.py).
+
 With --keep, the rehearsal's bucket outlives it: every object of the stack (markers, checkpoints,
 reports, the nodes' logs) is copied to out/<stack>/rehearsal/ with a record of the stack's outputs, and
 `gpu-training status|logs|report STACK --rehearsal` read it offline (docs/cli.md).
@@ -129,6 +134,9 @@ def parse_args(argv):
                              "for `gpu-training status|logs|report STACK --rehearsal`")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("GPU_TRAINING_OUT") or REPO / "out"),
                         metavar="DIR", help="where --keep puts <stack>/rehearsal/ (default out/, or $GPU_TRAINING_OUT)")
+    parser.add_argument("--wheels", type=Path, metavar="DIR",
+                        help="the package index for train.setup and train.requirements: this folder of wheels, served on"
+                             " 127.0.0.1 (PEP 503), and nothing else; default: your pip's own configuration")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     args = parser.parse_args(argv)
     if args.steps < 40:
@@ -137,6 +145,8 @@ def parse_args(argv):
         parser.error("--nodes must be at least 1")
     if args.example_data and args.data is not None:
         parser.error("--example-data and --data: pick one")
+    if args.wheels is not None and not args.wheels.is_dir():
+        parser.error(f"--wheels: {str(args.wheels)!r} is not a folder; allowed: a folder of wheels (*.whl)")
     return args
 
 
@@ -208,6 +218,10 @@ class Rehearsal:
         self.checks: list[Check] = []
         self.say = print if not args.json else (lambda *a, **k: print(*a, file=sys.stderr, **k))
         self.runtime_file = None  # None: the provider's node runtime
+        from tools.setuprehearsal import SetupRehearsal
+
+        self.setup = SetupRehearsal(spec, args.wheels)  # the user's packages (docs/training-contract.md §6)
+        self.first_marker = None  # the preempted node's last marker (a pod's successor takes its name)
 
     # ------------------------------------------------------------------ set-up, as `pulumi up` and the bootstrap do
     def upload_data(self) -> dict | None:
@@ -304,6 +318,7 @@ class Rehearsal:
         node.config = node_config(self.base, node, s3_url=self.s3.url, api_url=self.api.url, command=self.command,
                                   nodes=self.count)
         node.config["train"]["rendezvousPort"] = self.port
+        node.config["paths"]["venv"] = self.setup.venv(root)  # a new node's empty venv: the setup installs into it
         self.adapt(node)
         node.config_path.write_text(json.dumps(node.config, indent=1))
         (root / "train.env").write_text("GPU_TRAINING_DATALOADER_WORKERS=0\nOMP_NUM_THREADS=1\n")
@@ -325,7 +340,7 @@ class Rehearsal:
             "FAKE_GPU_COUNT": str(self.base["accelerator"]["count"]),
             "PYTHONUNBUFFERED": "1",
         })
-        return env
+        return self.setup.env(env)
 
     def fetch(self, node: Node) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "node_agent.fetch", "--config", str(node.config_path)],
@@ -428,6 +443,8 @@ class Rehearsal:
 
         self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
         self.say(f"  training command: {self.command}")
+        if self.setup.wanted:
+            self.say(f"  setup: {self.setup.describe()}")
         files = self.upload_artifacts()
         self.check("upload", files > 0, f"{files} agent and code files in s3://{self.bucket}/{self.root}")
         self.data = self.upload_data()
@@ -483,6 +500,7 @@ class Rehearsal:
                        f"{victim.instance_id}: stopped without notice (this cloud posts none)")
         # The reclaimed node's agent ends; the other nodes' agents wait for the cluster to re-form.
         self.wait_exit([victim])
+        self.first_marker = self.marker(victim)
         # Under torchrun only rank 0 logs steps, and rendezvous may make any node rank 0: read them all
         # (the survivors wait for the replacement, so their logs hold no later step yet).
         stopped_at = max((step for n in first if (step := self.last_step(n)) is not None), default=None)
@@ -572,6 +590,9 @@ class Rehearsal:
             self.check("spot pool retired before release", all(p.get("retired") for p in pools),
                        "; ".join(f"{p.get('name')}: retired={p.get('retired')} {p.get('error', '')}".strip()
                                  for p in pools) + " (a live pool would relaunch the finished job)")
+        if self.retired:
+            self.setup.check(self.check, self.first_marker, markers.get(replacement.instance_id),
+                             self.retired[0].instance_id, replacement.instance_id)
         self.check("release once per finished node", releases == expected,
                    ", ".join(f"{i}: {c}" for i, c in releases.items()) + " (the preempted node is reclaimed by"
                    " the cloud, not released)")
@@ -609,6 +630,7 @@ class Rehearsal:
             node.metadata.stop()
         if self.api:
             self.api.stop()
+        self.setup.stop()
         self.s3.stop()
 
 

@@ -94,3 +94,74 @@ def test_a_short_rehearsal_is_paced_to_span_several_syncs(steps):
     assert int(words[words.index("--steps") + 1]) == steps
     assert steps * pace >= 10 * script.SYNC_SECONDS - 0.01
     assert pace >= script.PACE_SECONDS  # a long run keeps its per-step pace
+
+
+def project_with_setup(tmp_path: Path, setup: list[str], requirements: str) -> tuple[Path, Path]:
+    """A user's project: a stack of its own whose code folder (the example trainer) holds a requirements file,
+    and a folder of wheels for the rehearsal's local index (localcloud.pyindex)."""
+    import shutil
+
+    import yaml
+
+    from localcloud.pyindex import make_wheel
+
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "examples" / "cnn", project / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "src" / "requirements.txt").write_text(requirements)
+    shutil.copy(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
+    stack = {"config": {"alicloud:region": "cn-hangzhou", "gpu-training:tier": "entry",
+                        "gpu-training:checkpoint": {"bucket": "team-ckpt-1"},
+                        "gpu-training:train": {"codeDir": "src", "setup": setup,
+                                               "command": "python train_cnn.py --steps 2000 --ckpt-every 200"}}}
+    (project / "stacks").mkdir()
+    (project / "stacks" / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stack))
+    wheels = tmp_path / "wheels"
+    make_wheel(wheels, "gtdemo", "1.0", requires=("gtdep==1.0",))
+    make_wheel(wheels, "gtdep", "1.0")
+    make_wheel(wheels, "gtextra", "2.0")
+    return project, wheels
+
+
+def rehearse_in(project: Path, *args: str, timeout: int = 400) -> tuple[int, dict, str]:
+    import os
+
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), *args, "--json"],
+                            capture_output=True, text=True, timeout=timeout,
+                            env={**os.environ, "GPU_TRAINING_PROJECT": str(project),
+                                 "GPU_TRAINING_OUT": str(project / "out")})
+    document = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+    return result.returncode, document, result.stderr
+
+
+@pytest.mark.slow  # a whole drill with two pip installs: about 85 s on a busy 2-core machine
+def test_the_rehearsal_installs_the_setup_from_a_local_index_and_the_replacement_from_the_cache(tmp_path):
+    """issue 33: the stack's requirements file and setup commands run through the real agent before training,
+    from a package index on 127.0.0.1, into the node's own venv; the replacement node installs from the
+    bucket's wheels; the times are in the checks. Nothing lands in this environment."""
+    import importlib.util
+
+    project, wheels = project_with_setup(tmp_path, ["pip install gtextra", "python -c 'import gtdemo, gtextra'"],
+                                         "gtdemo==1.0\n")
+    code, document, stderr = rehearse_in(project, "mine", "--steps", "60", "--wheels", str(wheels))
+    checks = {c["name"]: c for c in document.get("checks", [])}
+    assert code == 0, (checks, stderr[-3000:])
+    detail = checks["setup before training"]["detail"]
+    assert " s from the index, 3 wheels" in detail and " s from the cache, 3 wheels" in detail, detail
+    assert checks["setup packages from the local index only"]["ok"]
+    assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"]
+    assert importlib.util.find_spec("gtdemo") is None, "the rehearsal installed into this environment"
+
+
+def test_a_failing_setup_fails_the_rehearsal_naming_the_command(tmp_path):
+    project, wheels = project_with_setup(tmp_path, ["pip install no-such-package-here"], "")
+    code, document, stderr = rehearse_in(project, "mine", "--steps", "60", "--wheels", str(wheels), "--timeout", "90")
+    assert code == 1, stderr[-3000:]
+    drill = {c["name"]: c for c in document["checks"]}["drill"]
+    assert "FAILED (setup failed: train.setup[0] (pip install no-such-package-here) exited 1" in drill["detail"], drill
+    assert "Traceback" not in stderr
+
+
+def test_wheels_that_are_no_folder_exit_2(tmp_path):
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "entry-t4", "--wheels",
+                             str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--wheels:" in result.stderr and "is not a folder" in result.stderr
