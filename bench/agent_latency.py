@@ -36,8 +36,8 @@ os.environ.update(AWS_ACCESS_KEY_ID='bench', AWS_SECRET_ACCESS_KEY='bench', AWS_
 import boto3
 
 from components import providers
-from components.providers.standins import CloudApi, Metadata
 from localcloud import LocalS3
+from localcloud.standins import CloudApi, Metadata
 
 
 def node_config(tmp, meta, api, s3_url, bucket, steps, cloud='alicloud', **agent):
@@ -183,7 +183,7 @@ METHODS = {'etag-md5': {'method': 'etag-md5', 'contentMd5': True}, 'read-back': 
 
 def upload_throughput(s3_url, bucket, runs, files, mb, verify):
     from node_agent.store import Store
-    from components.providers.standins import ObjectStorage
+    from localcloud.standins import ObjectStorage
     s3 = boto3.client('s3', endpoint_url=s3_url)
     proxy = ObjectStorage('alicloud', s3_url) if verify['method'] == 'crc64ecma' else None
     total = files * mb * 2**20

@@ -27,7 +27,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join((str(REPO), str(REPO / "node")))
 def one_run(url: str, s3) -> float:
     from conftest import Node  # tests/agent/conftest.py: a simulated node running the real agent
 
-    from components.providers.standins import CloudApi
+    from localcloud.standins import CloudApi
     from tools.runlib.bucket import StackBucket
     from tools.runlib.logs import LogReader
 

@@ -1,7 +1,7 @@
 """Checkpoint upload and restore: the agent's verified Store against plain boto3, per verification kind.
 
 The servers run in their own process on 127.0.0.1 (so their CPU is not the client's GIL): moto's S3
-(localcloud.LocalS3) and, in front of it, the OSS stand-in for crc64ecma (components.providers.standins.ObjectStorage:
+(localcloud.LocalS3) and, in front of it, the OSS stand-in for crc64ecma (localcloud.standins.ObjectStorage:
 the CRC-64 header OSS and COS answer) and the OBS one for content-md5 (it checks each request's Content-MD5,
 as OBS and BOS do, and answers ETags that are no MD5); plain boto3 runs against the same server. One checkpoint of representative sizes (default one 128 MiB
 file, two of 24 MiB, four of 2 MiB: random bytes, in the page cache for both sides; --big-mb 256 for
@@ -52,7 +52,7 @@ SERVER_OF = {'crc64ecma': 'oss', 'content-md5': 'obs'}
 SERVE = """
 import sys, time
 sys.path[:0] = [%r]
-from components.providers.standins import ObjectStorage
+from localcloud.standins import ObjectStorage
 from localcloud import LocalS3
 s3 = LocalS3()
 oss = ObjectStorage('alicloud', s3.url)

@@ -3,9 +3,10 @@
 - Stub: a threaded HTTP server on a free port; subclasses implement answer().
 - MetadataStub / ApiStub: what every cloud's instance metadata service and API stand-in share
   (request log, injected faults, a switchable spot notice, temporary role credentials). The cloud
-  specifics are each cloud's subclasses (`Metadata`, `CloudApi` in its package's localcloud.py),
-  which the provider registry hands out (components/providers/standins.py builds them by cloud name):
-  this package is the floor below components/ and imports nothing from it.
+  specifics are each cloud's subclasses (`Metadata`, `CloudApi` in localcloud/standins/<cloud>.py,
+  registered there by the cloud's name). These neutral servers are the floor below components/ and
+  import nothing from it; localcloud/standins/ stands above components/, whose profiles it reads, and
+  components/ imports nothing from localcloud/.
 - S3Proxy: sits in front of the S3 server and answers 503 for the next N requests, or for good; flips
   one byte of the payload in transit (same size, headers untouched); and, as a store that vouches
   for content with a CRC-64 header (OSS, COS), answers that header for the object it holds.

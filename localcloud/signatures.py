@@ -12,7 +12,7 @@ Schemes (written from the clouds' specifications, no SDK code):
 - TC3-HMAC-SHA256, Tencent Cloud API 3.0 "Signature v3", https://www.tencentcloud.com/document/api/213/33224
 - SDK-HMAC-SHA256, Huawei Cloud "API Request Signing Guide", "Signing Details" (APIG App/AK-SK signing),
   https://support.huaweicloud.com/intl/en-us/devg-apisign/api-sign-algorithm-002.html
-(Baidu's bce-auth-v1 is checked by components/providers/baiducloud/localcloud.py `verify`.)
+(Baidu's bce-auth-v1 is checked by localcloud/standins/baiducloud.py `verify`.)
 Not checked: the request time's distance from now (each cloud refuses a request signed some minutes
 ago; the stand-ins' requests are signed and sent at once).
 """

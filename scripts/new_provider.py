@@ -1,10 +1,12 @@
-"""Start a new cloud from the template provider: its package and its registry line, nothing else.
+"""Start a new cloud from the template provider: its package, its stand-ins and their registry lines, nothing else.
 
     .venv/bin/python scripts/new_provider.py huaweicloud --display "Huawei Cloud"
 
 Copies components/providers/_template/ to components/providers/<name>/ with the name filled in,
 adds `"<name>": "components.providers.<name>"` to REGISTRY in components/providers/__init__.py,
-and lists what is left to write (every TODO(<name>) in the new package). The new cloud is
+writes the cloud's local stand-ins from localcloud/standins/_template.py to localcloud/standins/<name>.py
+with `"<name>": "localcloud.standins.<name>"` in that package's CLOUDS, and lists what is left to write
+(every TODO(<name>) in the new files). The new cloud is
 registered at once, so the contract test (tests/providers/test_contract.py) and the conformance
 suite (tests/test_conformance.py) check it from the first run and say what is missing; its stacks
 go in stacks/Pulumi.<stack>.yaml. docs/providers.md is the checklist.
@@ -28,6 +30,10 @@ PROVIDERS_DIR = REPO / "components" / "providers"
 TEMPLATE = PROVIDERS_DIR / "_template"
 REGISTRY_FILE = PROVIDERS_DIR / "__init__.py"
 REGISTRY_OPEN = "REGISTRY: dict[str, str] = {\n"
+STANDINS_DIR = REPO / "localcloud" / "standins"
+STANDINS_TEMPLATE = STANDINS_DIR / "_template.py"
+STANDINS_REGISTRY_FILE = STANDINS_DIR / "__init__.py"
+STANDINS_REGISTRY_OPEN = "CLOUDS: dict[str, str] = {\n"
 NAME = re.compile(r"[a-z][a-z0-9]{1,30}")  # a Python package name and a Pulumi config namespace
 
 
@@ -43,16 +49,22 @@ def refusal(name: str, registry_text: str) -> str | None:
         return f"name: {name!r} is not allowed: 2-31 lower-case letters and digits, starting with a letter"
     if f'"{name}":' in registry_text.split(REGISTRY_OPEN, 1)[-1].split("}", 1)[0]:
         return f"name: {name!r} is already registered in {REGISTRY_FILE.relative_to(REPO)}"
-    if (PROVIDERS_DIR / name).exists():
-        return f"name: {name!r}: {(PROVIDERS_DIR / name).relative_to(REPO)} already exists"
+    for path in (PROVIDERS_DIR / name, STANDINS_DIR / f"{name}.py"):
+        if path.exists():
+            return f"name: {name!r}: {path.relative_to(REPO)} already exists"
     return None
 
 
-def with_entry(registry_text: str, name: str) -> str:
-    """The registry file with one more line, last in REGISTRY."""
-    head, rest = registry_text.split(REGISTRY_OPEN, 1)
+def with_entry(registry_text: str, name: str, opening: str = REGISTRY_OPEN,
+               package: str = "components.providers") -> str:
+    """The registry file with one more line, last in the dict that `opening` starts."""
+    head, rest = registry_text.split(opening, 1)
     body, tail = rest.split("}\n", 1)
-    return f'{head}{REGISTRY_OPEN}{body}    "{name}": "components.providers.{name}",\n}}\n{tail}'
+    return f'{head}{opening}{body}    "{name}": "{package}.{name}",\n}}\n{tail}'
+
+
+def todos(text: str, name: str) -> int:
+    return text.count(f"TODO({name})") + text.count("TODO\n") + text.count(": TODO")
 
 
 def fill(text: str, name: str, display: str) -> str:
@@ -60,7 +72,7 @@ def fill(text: str, name: str, display: str) -> str:
 
 
 def create(name: str, display: str) -> list[tuple[Path, int]]:
-    """Write the package and the registry line; (file, TODOs in it) for each file made."""
+    """Write the package, the stand-ins and their registry lines; (file, TODOs in it) for each file made."""
     target = PROVIDERS_DIR / name
     made = []
     for source in sorted(TEMPLATE.rglob("*")):
@@ -71,8 +83,14 @@ def create(name: str, display: str) -> list[tuple[Path, int]]:
         text = fill(source.read_text(encoding="utf-8"), name, display)
         path.write_text(text, encoding="utf-8")
         shutil.copymode(source, path)
-        made.append((path, text.count(f"TODO({name})") + text.count("TODO\n") + text.count(": TODO")))
+        made.append((path, todos(text, name)))
     REGISTRY_FILE.write_text(with_entry(REGISTRY_FILE.read_text(encoding="utf-8"), name), encoding="utf-8")
+    stand_ins = STANDINS_DIR / f"{name}.py"
+    text = fill(STANDINS_TEMPLATE.read_text(encoding="utf-8"), name, display)
+    stand_ins.write_text(text, encoding="utf-8")
+    made.append((stand_ins, todos(text, name)))
+    STANDINS_REGISTRY_FILE.write_text(with_entry(STANDINS_REGISTRY_FILE.read_text(encoding="utf-8"), name,
+                                                 STANDINS_REGISTRY_OPEN, "localcloud.standins"), encoding="utf-8")
     return made
 
 
@@ -83,9 +101,9 @@ def main(argv: list[str]) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return USAGE
     made = create(args.name, args.display or args.name)
-    print(f"made components/providers/{args.name}/ and its registry line:")
-    for path, todos in made:
-        print(f"  {path.relative_to(REPO)}" + (f"  ({todos} TODO)" if todos else ""))
+    print(f"made components/providers/{args.name}/, localcloud/standins/{args.name}.py and their registry lines:")
+    for path, count in made:
+        print(f"  {path.relative_to(REPO)}" + (f"  ({count} TODO)" if count else ""))
     print("next: fill in the TODOs (docs/providers.md lists what each file provides), add its stacks in"
           " stacks/, then run `make test`: tests/providers/test_contract.py and tests/test_conformance.py"
           " name what is still missing")

@@ -268,7 +268,7 @@ class Rehearsal:
 
     def preempt(self, victim: Node) -> datetime | None:
         """The cloud reclaims node 0: a spot notice through its metadata service, in the cloud's own path and
-        format (each cloud's localcloud.Metadata); the reclaim time it names (None: no notice was posted)."""
+        format (each cloud's Metadata in localcloud/standins/); the reclaim time it names (None: no notice was posted)."""
         reclaim = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=NOTICE_LEAD_SECONDS)
         victim.metadata.notice = reclaim
         self.say(f"  spot notice posted to {victim.instance_id}: reclaim at {reclaim:%H:%M:%S} UTC")
@@ -303,12 +303,12 @@ class Rehearsal:
                    else "no final marker time")
 
     def new_id(self, index: int, replaces: Node | None) -> str:
-        from components.providers.standins import new_instance_id
+        from localcloud.standins import new_instance_id
 
         return new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
 
     def make_node(self, index: int, replaces: Node | None = None) -> Node:
-        from components.providers.standins import Metadata
+        from localcloud.standins import Metadata
 
         instance_id = self.new_id(index, replaces)
         root = self.workdir / f"{instance_id}-{index}"
@@ -439,7 +439,7 @@ class Rehearsal:
 
     # ------------------------------------------------------------------ the drill
     def run(self) -> list[Check]:
-        from components.providers.standins import CloudApi
+        from localcloud.standins import CloudApi
 
         self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
         self.say(f"  training command: {self.command}")

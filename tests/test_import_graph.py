@@ -8,8 +8,9 @@ out. spec -> egress -> nodeconfig -> spec was the last circle: nodeconfig now im
 annotations only.
 
 The floors: localcloud/ (neutral local servers and the stand-ins' base classes) sits below components/
-and imports nothing from it, not even inside a function; each cloud's stand-ins live in its package
-and the provider registry hands them out (`providers.stand_ins`), not the other way round.
+and imports nothing from it, not even inside a function. The clouds' stand-ins (localcloud/standins/,
+registered by the cloud's name) stand above components/, whose profiles they read; components/ imports
+nothing from localcloud/ at all, nor any module that starts a server (the program holds no test servers).
 """
 from __future__ import annotations
 
@@ -153,14 +154,16 @@ def upward(top: dict[str, set[str]], inner: dict[str, set[str]], floor: str, abo
 
 def test_localcloud_imports_nothing_from_components():
     top, inner, _ = import_graph()
-    assert upward(top, inner, "localcloud", "components") == []
+    assert [arrow for arrow in upward(top, inner, "localcloud", "components")
+            if not arrow.startswith("localcloud.standins")] == []
+    assert upward(top, inner, "components", "localcloud") == []
 
 
 def test_an_upward_import_is_found_when_there_is_one():
     top = {"localcloud": set(), "localcloud.sandbox": {"components.artifacts"}, "components.artifacts": set(),
-           "components.providers.alicloud.localcloud": {"localcloud"}}
+           "localcloud.standins.alicloud": {"localcloud"}}
     inner = {"localcloud": {"components.providers"}, "localcloud.sandbox": set(), "components.artifacts": set(),
-             "components.providers.alicloud.localcloud": set()}
+             "localcloud.standins.alicloud": set()}
     assert upward(top, inner, "localcloud", "components") == ["localcloud -> components.providers",
                                                              "localcloud.sandbox -> components.artifacts"]
 
@@ -168,3 +171,40 @@ def test_an_upward_import_is_found_when_there_is_one():
 def test_a_circle_is_found_when_there_is_one():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+
+
+# Modules that start servers (or are test servers): the program's package imports none of them, not even inside
+# a function, so a reader of components/ knows it holds deploy code only (architecture review 3, P3). The
+# stand-ins of the clouds' APIs live in localcloud/standins/, registered by the cloud's name.
+SERVER_MODULES = ("localcloud", "http.server", "socketserver", "wsgiref.simple_server", "xmlrpc.server",
+                  "moto.server")
+
+
+def server_imports(folder: Path) -> list[str]:
+    """`file:line module` for every import under `folder` of a module in SERVER_MODULES (or below one)."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            hits = sorted({s for n in names for s in SERVER_MODULES if n == s or n.startswith(s + ".")})
+            if hits:
+                found.append(f"{path.relative_to(folder.parent)}:{node.lineno} {hits[0]}")
+    return found
+
+
+def test_the_program_imports_no_stand_in_and_starts_no_server():
+    assert server_imports(REPO / "components") == []
+
+
+def test_a_server_import_is_found_when_there_is_one(tmp_path):
+    (tmp_path / "a.py").write_text("from http.server import ThreadingHTTPServer\n")
+    (tmp_path / "b.py").write_text("def f():\n    from localcloud import signatures\n")
+    (tmp_path / "c.py").write_text("import socketserver, json\nimport localcloud.standins\n")
+    (tmp_path / "d.py").write_text("import http.client\nfrom localcloudy import x\n")
+    found = [line.split("/")[-1] for line in server_imports(tmp_path)]
+    assert found == ["a.py:1 http.server", "b.py:2 localcloud", "c.py:1 socketserver", "c.py:2 localcloud"]

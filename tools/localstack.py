@@ -4,7 +4,7 @@ tests and `gpu-training rehearse --stock-out ZONE`: the Pulumi CLI and the cloud
 `up` runs the real program (__main__.py) under Pulumi's mock engine (tools/mockrun.py) with the stack's
 config as it stands (the stack file, then every `set_config`), and "creates" the plan's resources in the
 program's order into a local state. What the cloud decides is left to the cloud's API stand-in: each
-resource that starts nodes (the cloud's `NODE_TYPES`, components/providers/<cloud>/localcloud.py) is
+resource that starts nodes (the cloud's `NODE_TYPES`, localcloud/standins/<cloud>.py) is
 launched there with the cloud's SDK (its `launch`), so a stock-out comes back as the stand-in answers it,
 in the cloud's documented error. Like `pulumi up`, a failed create stops the update: what was created
 before it stays in the state, and the error names the resource and carries the cloud's answer.
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from components import providers
+from localcloud import standins
 
 
 class LocalUpError(Exception):
@@ -57,7 +58,7 @@ class LocalStack:
         from tools.mockrun import run_program
 
         self.log.append("up")
-        stand_in = providers.stand_ins(self.cloud)
+        stand_in = standins.of(self.cloud)
         plan = run_program(self.config, self.name)
         on_output(f"Updating ({self.name}): {len(plan.resources)} resources planned")
         known = {(c.type, c.name) for c in self.state}
@@ -90,7 +91,7 @@ class LocalStack:
 
     def destroy(self, on_output, run_program: bool = False) -> None:
         self.log.append("destroy")
-        stand_in = providers.stand_ins(self.cloud)
+        stand_in = standins.of(self.cloud)
         while self.state:
             item = self.state.pop()
             if item.node_id:
@@ -128,13 +129,13 @@ def failover_drill(stack: str, console, work_dir) -> tuple[bool, str]:
     import tempfile
 
     from components.providers import regions
-    from components.providers.standins import CloudApi
+    from localcloud.standins import CloudApi
     from tools.runlib.driver import Driver, RunOptions
     from tools.runlib.failover import plan_for
     from tools.stackfiles import apply_overrides, load_stack_config, stack_spec
 
     _, spec = stack_spec(stack)
-    stand_in = providers.stand_ins(spec.provider)
+    stand_in = standins.of(spec.provider)
     from components import targets
 
     if targets.of(spec).kind != "vm":

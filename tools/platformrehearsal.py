@@ -1,6 +1,6 @@
 """`gpu-training rehearse STACK` for a platform stack (ModelArts, PAI-DLC: docs/platforms.md): the job the stack
 declares, submitted through the same job API client `pulumi up`'s dynamic resource uses, to the platform's job
-API stand-in (components/platforms/standin.py, a real HTTP server on 127.0.0.1 that refuses what the
+API stand-in (localcloud/standins/jobapi.py, a real HTTP server on 127.0.0.1 that refuses what the
 platform's api.yaml refuses). The stand-in runs the job's command here, under the training contract, with the
 stack's bucket prefix as a local folder; the drill kills the worker mid-run (a lost worker, no chance to save),
 the stand-in starts it again, and the job must resume from its newest checkpoint and finish; a second job is
@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from components import shipped
-from components.platforms.standin import kill_tree
+from localcloud import standins
+from localcloud.standins.jobapi import kill_tree
 
 SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
 
@@ -38,7 +39,7 @@ class PlatformRehearsal:
         self.nodes, self.retired = [], []  # no nodes: print_log_tails shows the job's log instead
         self.job = importlib.import_module(f"{spec.platform.offer.package}.job")
         self.bucket = workdir / "bucket"
-        self.standin = self.job.stand_in(self.bucket, workdir)
+        self.standin = standins.job_api(spec.platform.offer, self.bucket, workdir)
         self.server = None
         self.command = command_for(args.command or spec.train.command, args.steps)
 

@@ -9,7 +9,7 @@ PID 1, as the kubelet sends it; the agent must save, upload, write PREEMPTED and
 the Job's podFailurePolicy recreates a pod for. The replacement is a new pod with the same index
 (the same name) and empty volumes. Pods never ask the cloud to release anything. Bucket credentials
 come by RRSA, as ack-pod-identity-webhook sets it up (the role, OIDC provider and token file in the
-environment), from the provider's STS stand-in (`Sts` in its localcloud.py): never from the node.
+environment), from the provider's STS stand-in (`Sts` in localcloud/standins/<cloud>.py): never from the node.
 
 The rehearsal class lives in scripts/rehearse.py (a script, not a package): it is passed in.
 """
@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 from components import providers
+from localcloud import standins
 from components.kubernetes import manifests
 from components.kubernetes.cluster import boot_set, pod_runtime_path
 
@@ -36,7 +37,7 @@ def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir
         def __init__(self):
             super().__init__(args, stack, spec, base, workdir)
             self.runtime_file = pod_runtime_path(spec.provider)
-            sts = providers.stand_ins(spec.provider).Sts
+            sts = standins.of(spec.provider).Sts
             self.token_file = workdir / "oidc-token"
             self.token_file.write_text("service-account-token-of-trainer")
             self.role_arn, self.oidc_arn = f"acs:ram::1:role/{pod_role}", "acs:ram::1:oidc-provider/ack-rrsa-local"

@@ -28,7 +28,7 @@ class PlatformOffer:
     kind: str  # the value of platform.kind, e.g. "modelarts"
     provider: str  # the provider whose region, credentials and bucket the job uses
     display_name: str
-    package: str  # the module holding its job API client and stand-in (components.providers.<cloud>.<platform>)
+    package: str  # the module holding its job API client (components.providers.<cloud>.<platform>)
     directory: Path  # where platform.yaml, flavors.yaml and api.yaml live
     data: Mapping  # platform.yaml
     # Stack keys the platform does not honour, with why (checked like a profile's `rules.unsupported`; each must

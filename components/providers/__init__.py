@@ -1,10 +1,9 @@
 """The provider registry: a cloud's name -> its package. Adding a cloud adds one line here.
 
 Every per-cloud lookup goes through this module (one routing point, as SkyPilot's provision layer
-routes by cloud name): the profile, the preview's answers, the Pulumi parts, the local stand-ins
-(`stand_ins`: the package's localcloud.py, handed out here like Ray keeps its fake node providers in
-the registry of the real ones, so localcloud/ never looks a cloud up), the optional modules of the
-tools (`pricing`, `regions_api`), the catalog and the node runtime.
+routes by cloud name): the profile, the preview's answers, the Pulumi parts, the optional modules of
+the tools (`pricing`, `regions_api`), the catalog and the node runtime. The clouds' local stand-ins are
+no part of the program: localcloud/standins/ registers them by the same names.
 Nothing else finds clouds by globbing folders or by building paths from a name.
 
 A package holds `profile.py` (pure data: capabilities, mirrors, disk classes; imports no SDK),
@@ -116,12 +115,6 @@ def module(name: str, part: str) -> ModuleType:
     if not has_module(name, part):
         raise MissingModule(name, part)
     return importlib.import_module(f"{_package(name)}.{part}")
-
-
-def stand_ins(name: str) -> ModuleType:
-    """The provider's local stand-ins (its localcloud.py: `Metadata`, `CloudApi`, and any others such as
-    `Sts`) for the tests, the rehearsals and the benches; nothing a stack deploys imports them."""
-    return module(name, "localcloud")
 
 
 def with_module(part: str) -> list[str]:

@@ -85,7 +85,7 @@ RUNTIME_METHODS = ("instance_id", "private_ip", "credentials", "spot_notice", "r
 PACKAGE_FILES: dict[str, bool] = {
     "__init__.py": True, "profile.py": True, "preview.py": True,
     "network.py": True, "identity.py": True, "storage.py": True, "compute.py": True,
-    "node_runtime.py": True, "localcloud.py": True, "catalog.yaml": True, "conformance.yaml": True,
+    "node_runtime.py": True, "catalog.yaml": True, "conformance.yaml": True,
     "bridge.yaml": True, "provider_facts.json": True,
     "pricing.py": False, "regions_api.py": False, "regions.yaml": False, "templates/": False,
     "cluster.py": False, "pod_runtime.py": False,  # the Kubernetes path (docs/kubernetes.md)

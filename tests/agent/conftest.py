@@ -21,7 +21,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
 from components import providers, tags
-from components.providers.standins import CloudApi, Metadata, new_instance_id
+from localcloud.standins import CloudApi, Metadata, new_instance_id
 from localcloud import BIN, LocalS3, S3Proxy
 
 # The test process talks to moto directly with dummy credentials; the agents never see them.

@@ -16,7 +16,7 @@ import os
 
 import pytest
 from fastcrc import crc64
-from components.providers.standins import ObjectStorage
+from localcloud.standins import ObjectStorage
 from conftest import WrongAnswers
 from localcloud import S3Proxy
 

@@ -14,7 +14,7 @@ from conftest import ROOT
 
 from components import providers
 from components.artifacts import BOOT_SET as BOOT
-from components.providers.standins import Metadata
+from localcloud.standins import Metadata
 from node_agent.fetch import digest
 
 

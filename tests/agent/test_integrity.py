@@ -11,7 +11,7 @@ import json
 import pytest
 from conftest import WrongAnswers, checkpoint_ok, verify_snapshot
 from fastcrc import crc64
-from components.providers.standins import ObjectStorage
+from localcloud.standins import ObjectStorage
 from localcloud import S3Proxy
 
 from components.providers.alicloud.profile import OSS_VERIFICATION

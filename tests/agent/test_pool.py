@@ -12,7 +12,7 @@ import pytest
 from test_runtimes import runtime
 
 from components import providers
-from components.providers.standins import CloudApi, Metadata
+from localcloud.standins import CloudApi, Metadata
 
 POOL = 'gpu-training-agent-test'
 # The clouds whose spot nodes a pool keeps (profile.spot.pool); the others have nothing to retire.

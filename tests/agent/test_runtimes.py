@@ -11,7 +11,7 @@ import pytest
 from botocore.credentials import RefreshableCredentials
 
 from components import providers, tags
-from components.providers.standins import CloudApi, Metadata, new_instance_id
+from localcloud.standins import CloudApi, Metadata, new_instance_id
 
 from node_agent.s3 import Metadata as Reader, http
 

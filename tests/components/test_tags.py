@@ -114,7 +114,7 @@ def test_the_baidu_stand_in_refuses_a_create_with_a_tag_outside_the_rules(monkey
     Baidu's tag service answers (TagExceptions.TagKeyInvalid), the scheme in components/tags.py passes."""
     from components.providers.baiducloud import bceapi, dynamic
     from components.providers.baiducloud.bceapi import BceApiError
-    from components.providers.baiducloud.localcloud import ACCESS_KEY, SECRET_KEY, CloudApi
+    from localcloud.standins.baiducloud import ACCESS_KEY, SECRET_KEY, CloudApi
 
     stand_in = CloudApi()
     monkeypatch.setenv(bceapi.ENDPOINT_ENV, stand_in.url)
@@ -141,7 +141,7 @@ def test_the_huawei_stand_in_refuses_a_tag_filter_outside_the_rules():
 
     from node_agent.s3 import Metadata as Reader
 
-    from components.providers.huaweicloud import localcloud
+    from localcloud.standins import huaweicloud as localcloud
 
     spec = importlib.util.spec_from_file_location("hw_runtime_tags", providers.node_runtime_path("huaweicloud"))
     module = importlib.util.module_from_spec(spec)

@@ -228,7 +228,7 @@ def test_the_kubernetes_path_is_refused_on_tencent_with_the_reason():
 def test_pulumi_up_binds_the_whitelist_to_the_api_servers_listener(monkeypatch):
     """At deploy time (not in a preview) the API server's listener gets the stack's whitelist, signed with
     the deploying credentials, against a local stand-in of the SLB API."""
-    from components.providers.standins import CloudApi
+    from localcloud.standins import CloudApi
     from tools.mockrun import run_program
     from tools.stackfiles import apply_overrides, load_stack_config
 

@@ -6,7 +6,7 @@ The stack's outputs are the program's own (the mock engine's plan of large-a100-
 local moto S3; the markers are written in the documented format (docs/node-config.md), as the agent in
 a pod writes them (tests/kubernetes/test_pod_agent.py rehearses the real agent).
 
-Teardown and the start check run against the ACK stand-in (alicloud/localcloud.py AckCluster): its
+Teardown and the start check run against the ACK stand-in (localcloud/standins/alicloud.py AckCluster): its
 kubeconfigs expire as ACK's do, and EngineOverAck plays Pulumi's engine as Pulumi documents it.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 import boto3
 import pytest
 
-from components.providers.alicloud.localcloud import AckCluster
+from localcloud.standins.alicloud import AckCluster
 from components.providers.alicloud.profile import ACK
 from tests.tools.run_harness import FakeStack, run_main  # run.py and its recorded Automation layer
 from tools.runlib import exitcodes

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.kubernetes import manifests
-from components.providers.alicloud.localcloud import Sts
+from localcloud.standins.alicloud import Sts
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "components" / "providers" / "alicloud" / "pod_runtime.py"
@@ -46,7 +46,7 @@ def test_a_pod_reads_its_nodes_spot_notice_and_stops_asking_where_it_cannot(monk
     agent does; a pod that cannot reach the node's metadata service stops asking after NOTICE_MISSES."""
     from datetime import datetime, timezone
 
-    from components.providers.standins import Metadata
+    from localcloud.standins import Metadata
     from node_agent.s3 import Metadata as Reader
 
     metadata = Metadata("alicloud")

@@ -7,7 +7,7 @@ Before the rules, each stand-in checks the request's signature the way the cloud
 recomputed from the test credentials (KEY_ID, SECRET): a wrong secret, a required header left out of
 the signed set, a changed signed header or (where the scheme hashes it) body is refused with the cloud's
 error and recorded in `refusals` (ACS3, TC3 and SDK-HMAC-SHA256: localcloud/signatures.py; Baidu's
-bce-auth-v1: the Baidu API stand-in's `verify`, components/providers/baiducloud/localcloud.py):
+bce-auth-v1: the Baidu API stand-in's `verify`, localcloud/standins/baiducloud.py):
 - Alibaba: HTTP 400 SignatureDoesNotMatch "Specified signature is not matched with our calculation."
   (IncompleteSignature, InvalidAccessKeyId.NotFound: Alibaba Cloud OpenAPI error center,
   https://api.aliyun.com/troubleshoot; the 404 of an unknown key is unconfirmed);
@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
-from components.providers.baiducloud import localcloud as baidu_localcloud
+from localcloud.standins import baiducloud as baidu_localcloud
 from tests.localcloud.http_standin import RecordingStandIn
 from localcloud import signatures
 from tools import price_rules

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from components.providers.standins import ObjectStorage
+from localcloud.standins import ObjectStorage
 from localcloud import LocalS3, S3Proxy
 
 

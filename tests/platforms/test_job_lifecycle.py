@@ -23,6 +23,8 @@ from node_agent import launch
 from components.platforms.training import JobProvider
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
+from localcloud import standins
+from localcloud.standins import huaweicloud_modelarts
 
 STACKS = {"modelarts": "hw-large-910b-modelarts", "pai-dlc": "large-a100-dlc"}
 RUNNING = {"command": "echo started; sleep 60", "launcher": "direct"}
@@ -41,7 +43,7 @@ def platform(request, tmp_path, monkeypatch):
     spec = _spec(STACKS[request.param], train=RUNNING)
     job = importlib.import_module(f"{spec.platform.offer.package}.job")
     (tmp_path / "bucket" / "code").mkdir(parents=True)
-    standin = job.stand_in(tmp_path / "bucket", tmp_path)
+    standin = standins.job_api(job.OFFER, tmp_path / "bucket", tmp_path)
     server = standin.serve()
     monkeypatch.setenv("GPU_TRAINING_PLATFORM_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     provider = JobProvider(spec.platform.offer.package, spec.region)
@@ -146,7 +148,7 @@ def test_an_account_without_the_modelarts_authorization_is_stopped_before_a_subm
     with pytest.raises(RuntimeError, match="lists no ModelArts authorization") as stopped:
         _create(provider, spec, job)
     assert "modelarts_03_0405" in str(stopped.value) and standin.jobs == {}
-    standin.facts["authorizations"] = [job.AUTHORIZED]
+    standin.facts["authorizations"] = [huaweicloud_modelarts.AUTHORIZED]
     assert _create(provider, spec, job) in standin.jobs
 
 

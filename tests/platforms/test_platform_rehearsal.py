@@ -15,6 +15,7 @@ import pytest
 from components.platforms.jobapi import JobApiError
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
+from localcloud import standins
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ("python train_cnn.py --steps 40 --ckpt-every 5 --dataset-size 256 --batch-size 8 --image-size 16"
@@ -44,8 +45,8 @@ def test_job_resumes_after_restart_and_stops(stack, tmp_path, monkeypatch):
     job = _job(spec)
     body = job.request(spec)
     shutil.copytree(REPO / "examples" / "cnn", tmp_path / "bucket" / "code")
-    # The platform's field names and phase names come from its package (job.stand_in, api.yaml).
-    standin = job.stand_in(tmp_path / "bucket", tmp_path)
+    # The platform's field names and phase names come from its package (localcloud/standins/, api.yaml).
+    standin = standins.job_api(job.OFFER, tmp_path / "bucket", tmp_path)
     server = standin.serve()
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     client = job.client(spec.region, base_url=f"http://127.0.0.1:{server.server_address[1]}")
@@ -108,7 +109,7 @@ def test_the_stand_in_sets_the_launcher_variables_the_job_reads_with_a_free_mast
     spec = build_spec(config, stack=stack)
     from components.platforms.contract import MASTER_PORT_ENV
 
-    env = _job(spec).stand_in(tmp_path / "bucket", tmp_path).platform_env()
+    env = standins.job_api(_job(spec).OFFER, tmp_path / "bucket", tmp_path).platform_env()
     names = spec.platform.offer.data["launcherEnv"]
     port = names.get("masterPort") or MASTER_PORT_ENV  # ModelArts sets none: the contract's fixed default
     assert set(env) == set(names.values()) | {port}

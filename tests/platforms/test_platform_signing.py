@@ -16,6 +16,7 @@ import pytest
 from components.platforms.jobapi import JobApiError, NoCredentials
 from components.validation import build_spec
 from tools.stackfiles import load_stack_config
+from localcloud import standins
 
 
 @dataclass
@@ -57,7 +58,7 @@ def platform(request, tmp_path):
     p = PLATFORMS[request.param]
     job = importlib.import_module(p.package)
     (tmp_path / "bucket" / "code").mkdir(parents=True)
-    standin = job.stand_in(tmp_path / "bucket", tmp_path, keys=p.keys, tokens=p.tokens)
+    standin = standins.job_api(job.OFFER, tmp_path / "bucket", tmp_path, keys=p.keys, tokens=p.tokens)
     server = standin.serve()
     config = {**load_stack_config(p.stack), "gpu-training:train": {"command": "echo signed; sleep 30",
                                                                    "launcher": "direct"}}

@@ -11,6 +11,7 @@ from rich.console import Console
 from components.validation import build_spec
 from tools.runlib import platformjob, status, targets as run_targets
 from tools.stackfiles import load_stack_config
+from localcloud import standins
 
 STACK = "large-a100-dlc"
 
@@ -23,7 +24,7 @@ def running_job(tmp_path, monkeypatch):
                                                          "launcher": "direct"}}
     spec = build_spec(config, stack=STACK)
     (tmp_path / "bucket" / "code").mkdir(parents=True)
-    standin = job.stand_in(tmp_path / "bucket", tmp_path)
+    standin = standins.job_api(job.OFFER, tmp_path / "bucket", tmp_path)
     server = standin.serve()
     monkeypatch.setenv("GPU_TRAINING_PLATFORM_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     job_id = job.client(spec.region).submit(job.request(spec))

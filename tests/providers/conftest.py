@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from components.providers.baiducloud import bceapi
-from components.providers.baiducloud.localcloud import ACCESS_KEY, SECRET_KEY, CloudApi
+from localcloud.standins.baiducloud import ACCESS_KEY, SECRET_KEY, CloudApi
 
 
 @pytest.fixture

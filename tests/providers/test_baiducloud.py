@@ -18,7 +18,7 @@ import pytest
 from components import tags
 from components.providers.baiducloud import bceapi, dynamic
 from components.providers.baiducloud.bceapi import BceApiError
-from components.providers.baiducloud.localcloud import SECRET_KEY
+from localcloud.standins.baiducloud import SECRET_KEY
 from tools.mockrun import run_program
 from tools.stackfiles import apply_overrides, load_stack_config
 
@@ -211,7 +211,7 @@ def test_a_wrong_secret_is_refused_by_the_signature_check(api, monkeypatch):
 def test_sts_credentials_carry_their_security_token(api, monkeypatch):
     """bce-python-sdk 0.9.79's BCC/VPC clients do not send x-bce-security-token themselves (bceapi
     adds it); the stand-in refuses a role key without it, as BCE refuses an STS key without its token."""
-    from components.providers.baiducloud.localcloud import sts_secret
+    from localcloud.standins.baiducloud import sts_secret
 
     monkeypatch.setenv(bceapi.ACCESS_KEY_ENV, "STS.deployer")
     monkeypatch.setenv(bceapi.SECRET_KEY_ENV, sts_secret("STS.deployer"))

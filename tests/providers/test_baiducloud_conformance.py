@@ -1,8 +1,8 @@
 """Baidu AI Cloud: every request our code sends, checked against Baidu's API reference as data.
 
 The dynamic providers (dynamic.py) and the node runtime (node_runtime.py) run for real against the
-BCE API stand-in (localcloud.CloudApi, a real HTTP server on 127.0.0.1); bce-python-sdk builds and
-signs each request. The stand-in records what arrived, and each request is checked against
+BCE API stand-in (localcloud/standins/baiducloud.py CloudApi, a real HTTP server on 127.0.0.1); bce-python-sdk
+builds and signs each request. The stand-in records what arrived, and each request is checked against
 components/providers/baiducloud/bce_api.yaml (api_reference.problems): a known call (method, path),
 its required query keys and body fields, and the flags our code must send (the related-resources
 release that frees the data disk and the public IP, the bid instance's EIP release).
@@ -18,7 +18,7 @@ import pytest
 from components import providers, tags
 from components.providers.baiducloud import api_reference, bceapi, dynamic
 from components.providers.baiducloud.bceapi import BceApiError
-from components.providers.baiducloud.localcloud import Metadata
+from localcloud.standins.baiducloud import Metadata
 
 REGION = "bj"
 FAST = dict(first_wait_s=0.01, poll_s=0.01)

@@ -1,5 +1,5 @@
 """The provider seam: every registered package meets components/providers/contract.py, and a new cloud
-made from the template touches no neutral file but the registry.
+made from the template touches no neutral file but the registries (the providers' and the stand-ins').
 
 Parametrized over the registry, so a new cloud is checked from its first run. The template tests
 copy the repository (its tracked files) to a temporary folder, run scripts/new_provider.py there and
@@ -24,7 +24,7 @@ from components import providers
 from components.providers import contract
 from components.providers.base import ProviderProfile
 from components.stack_outputs import NODE_KEYS
-from localcloud import ApiStub, MetadataStub
+from localcloud import ApiStub, MetadataStub, standins
 
 REPO = Path(__file__).resolve().parents[2]
 NAMES = providers.names()
@@ -75,9 +75,14 @@ def test_the_profile_declares_its_name_limits_and_credentials(name):
     assert set(providers.credential_env_prefixes()) >= set(profile.credential_env)
 
 
+def test_every_cloud_has_its_stand_ins_and_only_registered_clouds_do():
+    assert sorted(standins.CLOUDS) == sorted(NAMES)
+    assert all(providers.profile(cloud).name == cloud for cloud, _ in standins.PLATFORMS.values())
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_the_stand_ins_say_how_a_node_is_released(name):
-    module = providers.stand_ins(name)
+    module = standins.of(name)
     assert issubclass(module.Metadata, MetadataStub) and issubclass(module.CloudApi, ApiStub)
     assert module.CloudApi.release_actions, f"{name}'s CloudApi declares no release_actions"
 
@@ -157,6 +162,11 @@ def _write(path: Path, text: str) -> Path:
 
 # ---------------------------------------------------------------- a new cloud from the template
 
+# What a new cloud changes outside its package: the two registries' lines and its stand-ins.
+REGISTRIES = ["components/providers/__init__.py", "localcloud/standins/__init__.py"]
+NEUTRAL_CHANGES = sorted([*REGISTRIES, "localcloud/standins/stubcloud.py"])
+
+
 def repository_copy(tmp_path: Path) -> Path:
     """The tracked files (and this change's new ones) in a fresh git repository."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
@@ -180,18 +190,19 @@ def in_copy(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_a_cloud_from_the_template_touches_only_the_registry_line_and_meets_the_contract(tmp_path):
+def test_a_cloud_from_the_template_touches_only_the_registry_lines_and_meets_the_contract(tmp_path):
     root = repository_copy(tmp_path)
     made = in_copy(root, "scripts/new_provider.py", "stubcloud", "--display", "Stub Cloud")
     assert made.returncode == 0, made.stderr
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
                              capture_output=True, text=True, check=True).stdout.splitlines()
     neutral = sorted(line[3:] for line in changed if not line[3:].startswith("components/providers/stubcloud/"))
-    assert neutral == ["components/providers/__init__.py"], changed
-    diff = subprocess.run(["git", "diff", "-U0", "components/providers/__init__.py"], cwd=root,
+    assert neutral == NEUTRAL_CHANGES, changed
+    diff = subprocess.run(["git", "diff", "-U0", *REGISTRIES], cwd=root,
                           capture_output=True, text=True, check=True).stdout
     added = [line for line in diff.splitlines() if re.match(r"\+[^+]", line)]
-    assert added == ['+    "stubcloud": "components.providers.stubcloud",'], diff
+    assert added == ['+    "stubcloud": "components.providers.stubcloud",',
+                     '+    "stubcloud": "localcloud.standins.stubcloud",'], diff
     # The structural contract holds for the stub as made; the data checks say what to fill in.
     run = in_copy(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/providers/test_contract.py",
                   "-k", "stubcloud")
@@ -209,7 +220,8 @@ def test_a_cloud_from_the_template_touches_only_the_registry_line_and_meets_the_
 
 # What the new cloud's engineer fills in before the three parts may run: the profile's two functions, a
 # currency and credential prefix, the catalog's rows, and dropping the refusals of spot, shared FS and
-# Kubernetes. Every edit is inside the new package (the test checks the rest of the tree is untouched).
+# Kubernetes. Every edit is inside the new package (the test checks the rest of the tree is untouched but
+# for the registries and the new cloud's stand-ins).
 PROFILE_FILLED = {
     'raise NotImplementedError("stubcloud: data_disk in profile.py is not written yet (docs/providers.md)")':
         'return DataDisk("ssd", None, size_gb)',
@@ -263,7 +275,7 @@ def planned(root: Path, config: dict, stack: str) -> dict:
 
 
 @pytest.mark.slow
-def test_a_cloud_from_the_template_offers_spot_shared_fs_and_kubernetes_with_only_the_registry_line(tmp_path):
+def test_a_cloud_from_the_template_offers_spot_shared_fs_and_kubernetes_with_only_the_registry_lines(tmp_path):
     root = repository_copy(tmp_path)
     made = in_copy(root, "scripts/new_provider.py", "stubcloud", "--display", "Stub Cloud")
     assert made.returncode == 0, made.stderr
@@ -279,14 +291,15 @@ def test_a_cloud_from_the_template_offers_spot_shared_fs_and_kubernetes_with_onl
     for plan in (vm, kubernetes):  # the outputs run.py reads, from the one builder
         assert [key for key in NODE_KEYS if key not in plan["outputs"]] == []
 
-    # Nothing neutral changed but the registry line, and nothing neutral names the new cloud.
+    # Nothing neutral changed but the registries and the stand-ins, and nothing else neutral names the new cloud.
     changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
                              capture_output=True, text=True, check=True).stdout.splitlines()
     neutral = sorted(line[3:] for line in changed if not line[3:].startswith("components/providers/stubcloud/"))
-    assert neutral == ["components/providers/__init__.py"], changed
-    naming = subprocess.run(["git", "grep", "stubcloud", "--", *PROGRAM_CODE], cwd=root, capture_output=True,
-                            text=True).stdout.splitlines()
-    assert naming == ['components/providers/__init__.py:    "stubcloud": "components.providers.stubcloud",'], naming
+    assert neutral == NEUTRAL_CHANGES, changed
+    naming = subprocess.run(["git", "grep", "stubcloud", "--", *PROGRAM_CODE, ":!localcloud/standins/stubcloud.py"],
+                            cwd=root, capture_output=True, text=True).stdout.splitlines()
+    assert naming == ['components/providers/__init__.py:    "stubcloud": "components.providers.stubcloud",',
+                      'localcloud/standins/__init__.py:    "stubcloud": "localcloud.standins.stubcloud",'], naming
 
 
 @pytest.mark.parametrize("name,words", [

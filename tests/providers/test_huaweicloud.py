@@ -17,7 +17,8 @@ from components import safety, tags
 from provider_plans import expiry, one, refusal_of, stack_value
 from stackcases import SSH, shipped_stack_names
 from components.bootstrap import decode, node_config_of
-from components.providers.huaweicloud import localcloud, profile
+from components.providers.huaweicloud import profile
+from localcloud.standins import huaweicloud as standin
 from tools.stackfiles import load_stack_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -418,8 +419,8 @@ def load_runtime():
 def cloud():
     from node_agent.s3 import Metadata as Reader
 
-    metadata = localcloud.Metadata(ip="10.42.0.7")
-    api = localcloud.CloudApi(instances=[(metadata.instance_id, "10.42.0.7")])
+    metadata = standin.Metadata(ip="10.42.0.7")
+    api = standin.CloudApi(instances=[(metadata.instance_id, "10.42.0.7")])
     cfg = {"region": "cn-north-4", "endpoints": {"metadata": metadata.url, "cloudApi": api.url},
            "identity": {"roleName": "gpu-training-s-node"},
            "cluster": {"tagKey": tags.STACK, "tagValue": "s", "poolName": "gpu-training-s"}}
@@ -464,7 +465,7 @@ def test_the_metadata_notice_is_read_at_every_poll_and_its_time_is_the_reclaim(c
     metadata.notice = reclaim
     assert runtime.spot_notice() == reclaim, "the notice's own time, not 'now'"
     assert runtime.spot_notice() == reclaim, "read again at the next poll: no cache in front of the metadata"
-    reads = [p for _, p, _ in metadata.log if p == localcloud.SPOT_PATH]
+    reads = [p for _, p, _ in metadata.log if p == standin.SPOT_PATH]
     assert len(reads) == 3
     assert len(api.calls("ShowServer")) == 1, "the API was asked once, before the notice, and not since"
 
@@ -499,7 +500,7 @@ def test_notice_time_takes_the_earlier_reading_still_ahead():
 
 def test_an_answer_that_is_no_notice_is_not_a_reclaim(cloud):
     runtime, metadata, _ = cloud
-    metadata.garbage[localcloud.SPOT_PATH] = [(200, b"<html>ok</html>"), (200, b"{}")]
+    metadata.garbage[standin.SPOT_PATH] = [(200, b"<html>ok</html>"), (200, b"{}")]
     assert runtime.spot_notice() is None and runtime.spot_notice() is None
 
 
@@ -516,7 +517,7 @@ def test_a_hardened_metadata_service_is_read_with_a_token(cloud):
     metadata.notice = reclaim
     assert runtime.spot_notice() == reclaim
     puts = [(p, h) for m, p, h in metadata.log if m == "PUT"]
-    assert len(puts) == 1 and puts[0][0] == localcloud.TOKEN_PATH
+    assert len(puts) == 1 and puts[0][0] == standin.TOKEN_PATH
     assert {k.lower(): v for k, v in puts[0][1].items()}["x-metadata-token-ttl-seconds"] == "21600"
     metadata.revoke_tokens()
     assert runtime.spot_notice() == reclaim, "a revoked token is replaced"
@@ -533,7 +534,7 @@ def test_a_reclaim_without_a_notice_is_seen_through_the_ecs_api_at_most_every_fe
         notice = runtime.spot_notice()
         assert notice is not None and abs((notice - datetime.now(timezone.utc)).total_seconds()) < 5
     finally:
-        localcloud.RECLAIMING.discard(metadata.instance_id)
+        standin.RECLAIMING.discard(metadata.instance_id)
 
 
 def test_an_unreadable_notice_path_still_asks_the_api_then_says_so(cloud):

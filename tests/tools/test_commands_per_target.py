@@ -20,6 +20,7 @@ import boto3
 import pytest
 from click.testing import CliRunner
 
+from localcloud import standins
 from tests.tools.run_harness import FakeStack, run_main
 
 
@@ -62,7 +63,7 @@ def deployed(request, moto_url, tmp_path, monkeypatch, plan_for):
         from components.validation import build_spec
         from tools.stackfiles import load_stack_config
 
-        standin = job.stand_in(tmp_path / "bucket", tmp_path)
+        standin = standins.job_api(job.OFFER, tmp_path / "bucket", tmp_path)
         server = standin.serve()
         monkeypatch.setenv("GPU_TRAINING_PLATFORM_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
         (tmp_path / "bucket" / "code").mkdir(parents=True)

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from rich.console import Console
 
-from components.providers.standins import CloudApi
+from localcloud.standins import CloudApi
 from tests.tools.run_harness import run_cli
 from tools import stackfiles
 from tools.localstack import LocalStack

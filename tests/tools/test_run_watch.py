@@ -38,8 +38,8 @@ CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "ALICLOUD
          "ALICLOUD_SECRET_KEY": "test"}
 
 from components import providers
-from components.providers.standins import CloudApi, Metadata
 from localcloud import BIN, S3Proxy
+from localcloud.standins import CloudApi, Metadata
 from tests.tools.run_harness import FakeStack, run_cli, run_main
 from tools.runlib import decide as decide_mod
 from tools.runlib import exitcodes

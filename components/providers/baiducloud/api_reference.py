@@ -1,6 +1,6 @@
 """Baidu's API reference as data (bce_api.yaml): which call a request is, and what it lacks.
 
-The stand-in (localcloud.py) routes every request with `match` and refuses, as `leaves_billing`
+The stand-in (localcloud/standins/baiducloud.py) routes every request with `match` and refuses, as `leaves_billing`
 says, a release that leaves a data disk or a public IP billing; the conformance test
 (tests/providers/test_baiducloud_conformance.py) runs our code against the stand-in and checks each
 request it sent with `problems`: the method and path of a known call, its required query keys and

@@ -1,7 +1,8 @@
 """Local stand-ins for __Cloud__ (tests, `make rehearse`): its metadata service and its instance API.
 
 Contract: localcloud/__init__.py (MetadataStub, ApiStub); the stand-ins answer as the cloud's docs
-say, with the source named here.
+say, with the source named here. Registered by the cloud's name in localcloud/standins/__init__.py (CLOUDS);
+scripts/new_provider.py writes this file from localcloud/standins/_template.py.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class CloudApi(ApiStub):
     release_actions: tuple[str, ...] = ()  # TODO(__cloud__): the API action(s) node_runtime.release calls
 
     def parse(self, method, path, headers, body):
-        raise NotImplementedError("__cloud__: localcloud.CloudApi.parse is not written yet")
+        raise NotImplementedError("__cloud__: CloudApi.parse in localcloud/standins/__cloud__.py is not written yet")
 
     def respond(self, action, params):
-        raise NotImplementedError("__cloud__: localcloud.CloudApi.respond is not written yet")
+        raise NotImplementedError("__cloud__: CloudApi.respond in localcloud/standins/__cloud__.py is not written yet")
