@@ -59,7 +59,13 @@ test-all: $(VENV)/.dev ## every test, the slow drills included (what CI runs)
 lint: $(VENV)/.dev ## ruff: pyflakes and bugbear findings (pyproject.toml [tool.ruff])
 	@$(PY) -m ruff check .
 
-rehearse: $(VENV)/.dev ## run STACK's training lifecycle locally on the CPU, preemption drill included (ARGS="--example-data": with a packed, staged image set)
+# A rehearsal's own extra (pyproject.toml [rehearse]), not the test set (requirements-dev.txt: PaddlePaddle, pytest...).
+$(VENV)/.rehearse: $(VENV)/.runtime pyproject.toml
+	@echo "installing what a rehearsal needs into $(VENV) (first run only)..."
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[rehearse]'
+	@touch $@
+
+rehearse: $(VENV)/.rehearse ## run STACK's training lifecycle locally on the CPU, preemption drill included (ARGS="--example-data": with a packed, staged image set)
 	@$(PY) -m tools.cli rehearse $(STACK) $(ARGS)
 
 IMAGES      ?=
