@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -26,19 +25,16 @@ import yaml
 
 from components import providers
 from tests.localcloud.price_standins import KEY_ID, NOT_SOLD, SECRET, SPOT_FACTOR, PriceStandIn, disk_price_of, price_of
+from tests.tools.script_process import preview_json, run_script, without_cloud_credentials
 from tools import catalog_prices, price_rules
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "prices.py"
 
 
 def environment(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(providers.credential_env_prefixes())}
     # boto3 must find no credentials of this machine, and never ask an instance metadata service.
-    env.update(AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
-               AWS_EC2_METADATA_DISABLED="true", GPU_TRAINING_NOW="2026-12-02T10:00:00Z")
-    env.update(extra)
-    return env
+    return without_cloud_credentials(**{"AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+                                        "AWS_EC2_METADATA_DISABLED": "true", "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z",
+                                        **extra})
 
 
 CREDENTIALS = {
@@ -50,8 +46,7 @@ CREDENTIALS = {
 
 
 def prices(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, env=env,
-                          timeout=120)
+    return run_script("prices.py", *args, env=env)
 
 
 def catalog_copy(tmp_path: Path, provider: str) -> Path:
@@ -414,13 +409,6 @@ def test_show_filters_by_gpu_cloud_and_region_and_says_why_a_type_has_no_price_t
 
 PREVIEWED = {"alicloud": "entry-t4", "tencentcloud": "tc-medium-a100", "huaweicloud": "hw-entry-t4",
              "baiducloud": "bd-large-a100-spot"}
-
-
-def preview_json(stack: str, env: dict) -> dict:
-    run = subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), stack, "--json"], capture_output=True,
-                         text=True, cwd=REPO, env={**env, "PYTHONPATH": f"{REPO}:{REPO / 'node'}"}, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout)
 
 
 STACK_REGION_ARGS = {"alicloud": ["--region", "cn-hangzhou"],

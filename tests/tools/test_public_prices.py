@@ -4,8 +4,6 @@ answer changed shape, or priced a type at zero, is refused and nothing is writte
 lends one region's price to another, and Baidu's Postpaid answer is recorded only if it is a rate (U4)."""
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,21 +12,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components import catalog, price_book, providers
+from components import catalog, price_book
 from components.providers import regions as region_tables
 from components.providers.tencentcloud.public_prices import zones_of
 from tests.localcloud.price_standins import NOT_SOLD
 from tests.localcloud.public_price_standins import REGIONS, TENCENT_SPOT, ZONE_STEP, PublicPriceStandIn, regional_price
+from tests.tools.script_process import REPO, preview_json, without_cloud_credentials
 
-REPO = Path(__file__).resolve().parents[2]
 TODAY = "2026-12-02"
 
 
 def environment(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(providers.credential_env_prefixes())}
-    env.update(GPU_TRAINING_NOW=f"{TODAY}T10:00:00Z", PYTHONPATH=f"{REPO}:{REPO / 'node'}", COLUMNS="200")
-    env.update(extra)
-    return env
+    return without_cloud_credentials(**{"GPU_TRAINING_NOW": f"{TODAY}T10:00:00Z", "PYTHONPATH": f"{REPO}:{REPO / 'node'}",
+                                        "COLUMNS": "200", **extra})
 
 
 def prices(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -124,13 +120,6 @@ def test_the_preview_shows_the_public_refresh_for_the_stack_s_region_and_no_acco
     other = preview_json("hw-entry-t4", environment(GPU_TRAINING_CATALOGS=str(tmp_path)),
                          "--set", "huaweicloud:region=cn-east-3")["cost"]
     assert other["onDemandPerHour"] is None and "cn-east-3" in other["basis"]
-
-
-def preview_json(stack: str, env: dict, *args: str) -> dict:
-    run = subprocess.run([sys.executable, str(REPO / "scripts" / "preview.py"), stack, "--json", *args],
-                         capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout)
 
 
 def test_a_refresh_replaces_the_regions_it_read_and_keeps_the_others():

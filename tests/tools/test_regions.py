@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -19,10 +17,9 @@ import yaml
 from components.providers import regions as region_tables
 from tests.localcloud.http_standin import RecordingStandIn
 from tests.localcloud.price_standins import SIGNATURE_ERRORS, check_signature
+from tests.tools.script_process import run_script
 from test_prices import CREDENTIALS, KEY_ID, SECRET, environment
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "regions.py"
 CLOUD = {
     "alicloud": {"cn-hangzhou": ["cn-hangzhou-h", "cn-hangzhou-i"], "cn-wulanchabu": ["cn-wulanchabu-a"]},
     "tencentcloud": {"ap-guangzhou": ["ap-guangzhou-3", "ap-guangzhou-8"], "ap-jakarta": ["ap-jakarta-1"]},
@@ -94,8 +91,7 @@ class RegionStub(Stub):
 
 
 def regions_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO, env=env,
-                          timeout=120)
+    return run_script("regions.py", *args, env=env)
 
 
 @pytest.mark.parametrize("provider", sorted(CLOUD))
