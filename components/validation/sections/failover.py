@@ -7,7 +7,7 @@ Failover re-plans VM nodes only: a Kubernetes or platform stack is refused with 
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from components.catalog import Catalog, InstanceType
 from components.providers import regions as region_tables
@@ -28,41 +28,52 @@ def check_failover(values: dict, region: str, zone: Optional[str], instance: Opt
                             " its own capacity: remove failover (docs/capacity.md)")
         return FailoverSpec()
     table = region_tables.load(profile.name)
-    zones = _strings(raw, "zones", problems)
     known_zones = table.regions.get(region) if table is not None else None
+
+    def zone_refusal(value: str) -> Optional[str]:
+        # The stack's own zone may be listed: once `up` has moved on, the file names the zone it moved to.
+        if known_zones is not None and value not in known_zones:
+            return f"{value!r} is not a zone of {region}{_suggest(value, known_zones)}; known: {', '.join(known_zones)}"
+        return None
+
+    def type_refusal(name: str) -> Optional[str]:
+        row = catalog.get(name)
+        if row is None:
+            return (f"{name!r} is not in the {profile.display_name} catalog"
+                    + (_suggest(name, [r.name for r in catalog.instances])
+                       or f" (components/providers/{profile.name}/catalog.yaml)"))
+        if instance is not None and (row.gpu, row.gpu_count) != (instance.gpu, instance.gpu_count):
+            return (f"{name!r} has {row.gpu_count}x {row.gpu}; an alternative keeps the stack's"
+                    f" {instance.gpu_count}x {instance.gpu} (the plan, tier and disks are sized for it)")
+        return None
+
+    def region_refusal(value: str) -> Optional[str]:
+        if table is not None and value not in table.regions:
+            return f"{value!r} is not among {profile.display_name}'s regions{_suggest(value, sorted(table.regions))}"
+        return None
+
+    zones = _alternatives(raw, "zones", zone_refusal, problems)
     if zones and zone is None:
         problems.error(f"{KEY}.zones", "set zone too: the first attempt's zone must be known for the next ones to"
                                        " be tried in order (default zone: the first of the region selling the type)")
-    for i, value in enumerate(zones):
-        key = f"{KEY}.zones[{i}]"
-        # The stack's own zone may be listed: once `up` has moved on, the file names the zone it moved to.
-        if known_zones is not None and value not in known_zones:
-            problems.error(key, f"{value!r} is not a zone of {region}{_suggest(value, known_zones)}; known:"
-                                f" {', '.join(known_zones)}")
-    _no_repeats(zones, f"{KEY}.zones", problems)
-    types = _strings(raw, "instanceTypes", problems)
-    for i, name in enumerate(types):
-        key = f"{KEY}.instanceTypes[{i}]"
-        row = catalog.get(name)
-        if row is None:
-            problems.error(key, f"{name!r} is not in the {profile.display_name} catalog"
-                           + (_suggest(name, [r.name for r in catalog.instances])
-                              or f" (components/providers/{profile.name}/catalog.yaml)"))
-        elif instance is not None and (row.gpu, row.gpu_count) != (instance.gpu, instance.gpu_count):
-            problems.error(key, f"{name!r} has {row.gpu_count}x {row.gpu}; an alternative keeps the stack's"
-                                f" {instance.gpu_count}x {instance.gpu} (the plan, tier and disks are sized for it)")
-    _no_repeats(types, f"{KEY}.instanceTypes", problems)
-    regions = _strings(raw, "regions", problems)
-    for i, value in enumerate(regions):
-        key = f"{KEY}.regions[{i}]"
-        if table is not None and value not in table.regions:
-            problems.error(key, f"{value!r} is not among {profile.display_name}'s regions"
-                                f"{_suggest(value, sorted(table.regions))}")
-    _no_repeats(regions, f"{KEY}.regions", problems)
+    types = _alternatives(raw, "instanceTypes", type_refusal, problems)
+    regions = _alternatives(raw, "regions", region_refusal, problems)
     if regions and zones:
         problems.info(f"{KEY}.regions", "a region change starts in that region's first zone selling the type;"
                                         " failover.zones apply to the stack's own region only")
     return FailoverSpec(tuple(zones), tuple(types), tuple(regions))
+
+
+def _alternatives(raw: dict, name: str, refusal: Callable[[str], Optional[str]], problems: _Problems) -> list[str]:
+    """The names listed under failover.<name>: each a non-empty string, each judged by `refusal` (why it is refused,
+    or None), none listed twice; every fault an error under its own key."""
+    items = _strings(raw, name, problems)
+    for i, item in enumerate(items):
+        why = refusal(item)
+        if why:
+            problems.error(f"{KEY}.{name}[{i}]", why)
+    _no_repeats(items, f"{KEY}.{name}", problems)
+    return items
 
 
 def _strings(raw: dict, name: str, problems: _Problems) -> list[str]:
