@@ -50,10 +50,23 @@ def bucket(s3):
 
 
 @pytest.fixture
-def proxy(moto_url):
-    p = S3Proxy(moto_url)
-    yield p
-    p.stop()
+def start_proxy(moto_url):
+    """start_proxy(cls=S3Proxy, **kw): a proxy in front of the S3 server (S3Proxy, or a subclass that misbehaves
+    on purpose), stopped after the test."""
+    started = []
+
+    def start(cls=S3Proxy, **kw):
+        started.append(cls(moto_url, **kw))
+        return started[-1]
+
+    yield start
+    for p in started:
+        p.stop()
+
+
+@pytest.fixture
+def proxy(start_proxy):
+    return start_proxy()
 
 
 class WrongAnswers(S3Proxy):

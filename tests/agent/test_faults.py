@@ -9,12 +9,19 @@ import sys
 from conftest import ROOT, checkpoint_ok, verify_snapshot
 
 
-def test_s3_failing_for_a_while_is_retried_and_the_run_completes(make_node, api_stub, proxy):
+def training_behind(proxy, make_node, api_stub, steps, **agent):
+    """(api, node, process): a node whose S3 requests go through `proxy`, its trainer started for `steps` steps
+    and already writing, so that what the proxy does next happens mid-run."""
     api = api_stub('alicloud')
-    node = make_node(api=api, endpoint=proxy.url, uploadAttempts=5)
-    node.train(FT_STEPS=40, FT_STEP_S=0.02)
+    node = make_node(api=api, endpoint=proxy.url, **agent)
+    node.train(FT_STEPS=steps, FT_STEP_S=0.02)
     p = node.start()
     node.until(node.records)
+    return api, node, p
+
+
+def test_s3_failing_for_a_while_is_retried_and_the_run_completes(make_node, api_stub, proxy):
+    api, node, p = training_behind(proxy, make_node, api_stub, 40, uploadAttempts=5)
     proxy.match, proxy.fail = '/checkpoints/', 6  # the next six checkpoint requests get 503 SlowDown
     assert node.wait(p) == 0, node.output()
     assert proxy.failed == 6
@@ -26,11 +33,7 @@ def test_s3_failing_for_a_while_is_retried_and_the_run_completes(make_node, api_
 
 
 def test_s3_failing_for_good_writes_sync_failed_and_never_releases(make_node, api_stub, proxy):
-    api = api_stub('alicloud')
-    node = make_node(api=api, endpoint=proxy.url, syncIntervalSeconds=0)
-    node.train(FT_STEPS=30, FT_STEP_S=0.02)
-    p = node.start()
-    node.until(node.records)
+    api, node, p = training_behind(proxy, make_node, api_stub, 30, syncIntervalSeconds=0)
     proxy.match, proxy.down = '/checkpoints/', True  # markers still get through, checkpoints never
     assert node.wait(p) == 3, node.output()
     m = node.marker()

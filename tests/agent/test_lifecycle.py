@@ -125,28 +125,28 @@ class Stalling(S3Proxy):
             self.release.wait(60)
         return super().answer(method, path, headers, body)
 
+    def stop(self):
+        self.release.set()  # a held upload goes on, and the server can stop
+        super().stop()
 
-def test_a_spot_notice_during_a_stalled_sync_still_reaches_the_trainer(make_node, api_stub, moto_url):
+
+def test_a_spot_notice_during_a_stalled_sync_still_reaches_the_trainer(make_node, api_stub, start_proxy):
     """The poll runs beside the sync: the trainer is told while the snapshot's upload is still held."""
-    s3 = Stalling(moto_url)
-    try:
-        api = api_stub('alicloud')
-        node = make_node(api=api, endpoint=s3.url)
-        # A checkpoint every ~1.2 s: the trainer keeps two, and the agent leaves files younger than a second.
-        node.train(FT_STEPS=100000, FT_STEP_S=0.02, FT_EVERY=60)
-        p = node.start()
-        node.until(lambda: s3.held, timeout=30)
-        node.meta.notice = datetime.now(timezone.utc) + timedelta(seconds=60)
-        node.until(lambda: [r for r in node.records() if 'term' in r])
-        assert not s3.release.is_set(), 'every object upload is held until now: no snapshot got through'
-        s3.release.set()
-        assert node.wait(p, 60) == 0, node.output()
-        m = node.marker()
-        assert m['state'] == 'PREEMPTED' and 'spot notice' in m['reason'], m
-        assert verify_snapshot(node, m['lastCheckpoint'])
-    finally:
-        s3.release.set()
-        s3.stop()
+    s3 = start_proxy(Stalling)
+    api = api_stub('alicloud')
+    node = make_node(api=api, endpoint=s3.url)
+    # A checkpoint every ~1.2 s: the trainer keeps two, and the agent leaves files younger than a second.
+    node.train(FT_STEPS=100000, FT_STEP_S=0.02, FT_EVERY=60)
+    p = node.start()
+    node.until(lambda: s3.held, timeout=30)
+    node.meta.notice = datetime.now(timezone.utc) + timedelta(seconds=60)
+    node.until(lambda: [r for r in node.records() if 'term' in r])
+    assert not s3.release.is_set(), 'every object upload is held until now: no snapshot got through'
+    s3.release.set()
+    assert node.wait(p, 60) == 0, node.output()
+    m = node.marker()
+    assert m['state'] == 'PREEMPTED' and 'spot notice' in m['reason'], m
+    assert verify_snapshot(node, m['lastCheckpoint'])
 
 
 def test_trainer_ignoring_sigterm_is_killed_after_grace_and_last_periodic_checkpoint_survives(make_node, api_stub):

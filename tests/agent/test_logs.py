@@ -26,44 +26,37 @@ class RecordingS3(S3Proxy):
         return super().answer(method, path, headers, body)
 
 
-def test_a_crashed_trainer_leaves_its_traceback_in_the_bucket_before_the_release(make_node, api_stub, moto_url):
-    proxy = RecordingS3(moto_url)
-    try:
-        api = api_stub('alicloud')
-        node = make_node(api=api, endpoint=proxy.url)
-        node.cfg['train']['command'] = ('python3 -c "import sys; print(\'step 1\'); '
-                                        'sys.exit(\'boom: CUDA out of memory\')"')
-        assert node.run() == 0, node.output()
-        assert node.marker()['state'] == 'FAILED'
-        trainer = shipped(node, 'trainer.log')
-        assert 'boom: CUDA out of memory' in trainer and 'step 1' in trainer
-        agent = shipped(node, 'agent.log')
-        # The last ship is the one right before the release request: the bucket's agent.log says so.
-        assert 'marker FAILED' in agent and 'releasing this node' in agent, agent
-        release = api.calls('DeleteInstance')
-        assert len(release) == 1
-        log_puts = [t for t, method, path in proxy.seen if method == 'PUT' and f'/logs/{node.id}/agent.log' in path]
-        assert log_puts and min(log_puts) < release[0]['time']
-        assert max(log_puts) < release[0]['time'], 'a log upload came only after the release request'
-    finally:
-        proxy.stop()
+def test_a_crashed_trainer_leaves_its_traceback_in_the_bucket_before_the_release(make_node, api_stub, start_proxy):
+    proxy = start_proxy(RecordingS3)
+    api = api_stub('alicloud')
+    node = make_node(api=api, endpoint=proxy.url)
+    node.cfg['train']['command'] = ('python3 -c "import sys; print(\'step 1\'); '
+                                    'sys.exit(\'boom: CUDA out of memory\')"')
+    assert node.run() == 0, node.output()
+    assert node.marker()['state'] == 'FAILED'
+    trainer = shipped(node, 'trainer.log')
+    assert 'boom: CUDA out of memory' in trainer and 'step 1' in trainer
+    agent = shipped(node, 'agent.log')
+    # The last ship is the one right before the release request: the bucket's agent.log says so.
+    assert 'marker FAILED' in agent and 'releasing this node' in agent, agent
+    release = api.calls('DeleteInstance')
+    assert len(release) == 1
+    log_puts = [t for t, method, path in proxy.seen if method == 'PUT' and f'/logs/{node.id}/agent.log' in path]
+    assert log_puts and min(log_puts) < release[0]['time']
+    assert max(log_puts) < release[0]['time'], 'a log upload came only after the release request'
 
 
-def test_a_store_refusing_the_logs_does_not_keep_the_node(make_node, api_stub, moto_url):
-    proxy = S3Proxy(moto_url)
-    try:
-        api = api_stub('alicloud')
-        node = make_node(api=api, endpoint=proxy.url)
-        node.train(FT_STEPS=6)
-        proxy.match, proxy.down = '/logs/', True  # every log upload gets 503; checkpoints pass
-        started = time.time()
-        assert node.run() == 0, node.output()
-        assert node.marker()['state'] == 'DONE'
-        assert len(api.calls('DeleteInstance')) == 1, 'the release must not wait on the logs'
-        assert 'not shipped' in node.output()
-        assert time.time() - started < 60
-    finally:
-        proxy.stop()
+def test_a_store_refusing_the_logs_does_not_keep_the_node(make_node, api_stub, proxy):
+    api = api_stub('alicloud')
+    node = make_node(api=api, endpoint=proxy.url)
+    node.train(FT_STEPS=6)
+    proxy.match, proxy.down = '/logs/', True  # every log upload gets 503; checkpoints pass
+    started = time.time()
+    assert node.run() == 0, node.output()
+    assert node.marker()['state'] == 'DONE'
+    assert len(api.calls('DeleteInstance')) == 1, 'the release must not wait on the logs'
+    assert 'not shipped' in node.output()
+    assert time.time() - started < 60
 
 
 def test_the_periodic_sync_ships_the_log_of_a_running_trainer(make_node, api_stub):
