@@ -180,7 +180,21 @@ def resolve(argv: list[str] | None, env: dict) -> argparse.Namespace:
 
 
 def log(message: str) -> None:
-    print(f"[train_cnn] {message}", flush=True)
+    emit(f"[train_cnn] {message}")
+
+
+def emit(line: str) -> None:
+    """A line on stdout, whether or not anyone still reads it."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        # stdout is a pipe whose reader has ended: `train_cnn.py | tee log` under a stop signal, which reaches tee
+        # too. A lost line must not cost the checkpoint the stop asks for, so the rest of the output goes to
+        # /dev/null, its descriptor included (what the interpreter flushes at exit); the Python docs' "Note on
+        # SIGPIPE" (library/signal.html) does the same.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 class StopFlag:
@@ -589,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         if trainer is not None:
             trainer.close()
     if trainer.is_main:
-        print(json.dumps(summary), flush=True)
+        emit(json.dumps(summary))
     return EXIT_STOPPED if summary["status"] == "stopped" else EXIT_FINISHED
 
 

@@ -149,6 +149,27 @@ def test_sigterm_mid_run_then_resume_is_exact(tmp_path):
 
 
 @pytest.mark.slow  # an exactness run of the real trainer
+def test_a_stop_saves_even_when_the_pipe_on_stdout_is_gone(tmp_path):
+    """`python train_cnn.py | tee log` on a node: the stop signal reaches the whole group, so `tee` ends with the
+    trainer's stdout still a pipe to it, and the trainer's next line (`SIGTERM: saving ...`) met a broken pipe:
+    BrokenPipeError, no final checkpoint, the steps since the last periodic one lost. Here the pipe's reader is
+    gone when the signal comes, as it is under tee."""
+    ckpt = tmp_path / "ckpt"
+    proc = subprocess.Popen([sys.executable, str(TRAINER), *TINY, "--steps", "400", "--ckpt-every", "1000",
+                             "--workers", "0", "--min-step-seconds", "0.02"], cwd=tmp_path, env=trainer_env(ckpt),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if (match := STEP_LINE.match(line)) and int(match.group(1)) >= 4:
+            break
+    proc.stdout.close()  # the reader ends first (tee is killed by the same signal)
+    os.killpg(proc.pid, signal.SIGTERM)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 75, err
+    saved = sorted(ckpt.glob("ckpt-*.pt"))
+    assert saved and 4 <= load(saved[-1])["step"] < 400, (saved, err)
+    assert "BrokenPipeError" not in err, err
+
+
 def test_sigkill_never_exposes_a_partial_checkpoint(tmp_path):
     ckpt = tmp_path / "ckpt"
     base = [*TINY, "--width", "24", "--depth", "2", "--ckpt-every", "1", "--keep-last", "2", "--log-every", "50",
