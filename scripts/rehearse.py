@@ -13,7 +13,8 @@ The drill: train until a complete checkpoint is in the bucket, post a spot notic
 for its PREEMPTED marker, start a fresh replacement node (new instance id, empty disk), and check:
 training resumed from the saved step (not from zero) and finished; the final checkpoint and the
 report are in the bucket; the release was requested exactly once per finished node and never for
-the preempted one. Multi-node stacks rehearse two nodes under torchrun (gloo), one process each:
+the preempted one. The launcher is the stack's (train.launcher): under torchrun each node runs one CPU rank
+(gloo) per GPU, at most MAX_RANKS on all nodes. Multi-node stacks rehearse two nodes:
 when node 0 is reclaimed, node 1's trainer stops at the same step, its agent waits for the cluster
 to re-form, and both resume together once the replacement joins.
 
@@ -75,6 +76,11 @@ MIN_RUN_SECONDS = 10 * SYNC_SECONDS
 NOTICE_LEAD_SECONDS = 45
 # How much later than one spot poll the trainer may be signalled on a loaded test machine.
 NOTICE_SLACK_SECONDS = 1.0
+# The launcher is the stack's own (train.launcher): a multi-GPU stack rehearses under torchrun, one CPU rank (gloo)
+# per GPU, so a command that works only as one process fails here and not on the paid node. At most this many ranks
+# in all, the rehearsed nodes together (a 2-core CI machine runs them; 4 ranks of the example trainer, paced, take
+# about one core).
+MAX_RANKS = 4
 REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--batch-size", "16", "--image-size",
                           "32", "--width", "8", "--depth", "1", "--dataset-size", "1024", "--workers", "0",
                           "--log-every", "10", "--min-step-seconds", "{pace}"]
@@ -167,6 +173,32 @@ def rehearsal_command(command: str, steps: int) -> str:
     return command
 
 
+# torchrun's own log lines (torch.distributed.elastic's logger: level letter, date, time, pid, file:line]) and the
+# one naming the first rank that failed, after which it prints its traceback and a report of every rank.
+TORCHRUN_LOG = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ torch/distributed/")
+TORCHRUN_FAILED = re.compile(r"\] failed \(exitcode: (-?\d+)\) local_rank: (\d+)")
+
+
+def last_words(log: str) -> str:
+    """The trainer's last output line; under torchrun that of the ranks before torchrun's failure report (its last
+    line is a row of '='), with the rank and exit code the report names."""
+    lines = [line for line in log.splitlines() if line.strip()]
+    failed = next(((i, m) for i, line in enumerate(lines) if TORCHRUN_LOG.match(line)
+                   and (m := TORCHRUN_FAILED.search(line))), None)
+    if failed:
+        said = [line for line in lines[:failed[0]] if not TORCHRUN_LOG.match(line)]
+        code, rank = failed[1].groups()
+        return f"{said[-1][:200] if said else '(none)'} (torchrun: local rank {rank} exited {code})"
+    return lines[-1][:200] if lines else "(none)"
+
+
+def rehearsal_ranks(train: dict, nodes: int) -> int:
+    """Processes per rehearsed node: one per GPU under torchrun (at most MAX_RANKS on all nodes), else one."""
+    if train["launcher"] != "torchrun":
+        return 1
+    return max(1, min(int(train["gpusPerNode"]), MAX_RANKS // nodes))
+
+
 def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, command: str, nodes: int) -> dict:
     """The stack's node config, pointed at this machine: local endpoints, sandbox paths, short intervals."""
     config = json.loads(json.dumps(base))
@@ -184,8 +216,8 @@ def node_config(base: dict, node: Node, *, s3_url: str, api_url: str | None, com
     config["nodeCount"] = nodes
     # The fake nvidia-smi reports a fixed utilisation: the report, plot and diagnosis say so (docs/node-config.md).
     config["accelerator"]["simulated"] = True
-    config["train"].update({"command": command, "workdir": str(root / "data" / "work"), "gpusPerNode": 1,
-                            "launcher": "torchrun" if nodes > 1 else "direct"})
+    config["train"].update({"command": command, "workdir": str(root / "data" / "work"),
+                            "gpusPerNode": rehearsal_ranks(config["train"], nodes)})
     config["agent"].update({"syncIntervalSeconds": SYNC_SECONDS, "spotPollSeconds": 0.25, "utilSampleSeconds": 0.5,
                             "idleMinutes": 0, "maxGraceSeconds": 60, "uploadAttempts": 4,
                             "retryBaseSeconds": 0.1, "uploadAllowanceSeconds": 0, "peerWaitMinutes": 2,
@@ -204,6 +236,7 @@ class Rehearsal:
         self.provider = spec.provider
         self.multi = spec.nodes > 1
         self.count = args.nodes or (2 if self.multi else 1)
+        self.launcher, self.ranks = base_config["train"]["launcher"], rehearsal_ranks(base_config["train"], self.count)
         command = args.command or spec.train.command
         self.command = rehearsal_command(command, args.steps)
         self.example = any(Path(word).name == EXAMPLE for word in shlex.split(self.command))
@@ -418,9 +451,8 @@ class Rehearsal:
             marker = self.marker(node) or {}
         except Exception:  # the bucket is what failed: the line says so
             marker = {}
-        lines = [ln for ln in node.trainer_log().splitlines() if ln.strip()]
         state = f"{marker.get('state')} ({marker.get('reason')})" if marker else "no marker"
-        return f"{node.instance_id}: {state}; trainer's last output: {lines[-1][:200] if lines else '(none)'}"
+        return f"{node.instance_id}: {state}; trainer's last output: {last_words(node.trainer_log())}"
 
     def wait_exit(self, nodes: list[Node]) -> None:
         deadline = time.time() + self.args.timeout
@@ -441,7 +473,9 @@ class Rehearsal:
     def run(self) -> list[Check]:
         from localcloud.standins import CloudApi
 
-        self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s)) in {self.workdir}")
+        ranks = f" with {self.ranks} CPU rank(s) (gloo) per node" if self.launcher == "torchrun" else ""
+        self.say(f"rehearsing {self.stack} on {self.provider} ({self.count} node(s), launcher {self.launcher}{ranks})"
+                 f" in {self.workdir}")
         self.say(f"  training command: {self.command}")
         if self.setup.wanted:
             self.say(f"  setup: {self.setup.describe()}")
@@ -539,7 +573,22 @@ class Rehearsal:
                 found.append(json.loads(line[start:]))
         return found
 
+    def check_launcher(self) -> None:
+        """The stack's launcher ran as on the cloud: under torchrun, one CPU rank per GPU (rehearsal_ranks) in the
+        command line each agent logged, and the example trainer's world size."""
+        if self.launcher != "torchrun":
+            return
+        option = f"--nproc_per_node {self.ranks} "
+        started = [n.instance_id for n in self.nodes if option in n.agent_log()]
+        worlds = sorted({s.get("world_size") for n in self.nodes for s in self.summaries(n)}, key=str)
+        self.check("launcher as on the cloud", len(started) == len(self.nodes)
+                   and (not self.example or worlds == [self.count * self.ranks]),
+                   f"torchrun with {self.ranks} CPU rank(s) (gloo) per node on {len(started)} of {len(self.nodes)}"
+                   f" nodes" + (f"; the trainer's world size {', '.join(map(str, worlds)) or 'unknown'}"
+                               if self.example else ""))
+
     def verify(self, saved_step: int, stopped_at: int | None) -> None:
+        self.check_launcher()
         markers = {n.instance_id: self.marker(n) for n in self.nodes}
         self.check("finished", all(m and m["state"] == "DONE" for m in markers.values()),
                    ", ".join(f"{i}: {m and m['state']}" for i, m in markers.items()))
@@ -721,6 +770,7 @@ def main(argv=None) -> int:
     passed = bool(rehearsal.checks) and all(c.ok for c in rehearsal.checks)
     if args.json:
         print(json.dumps({"stack": args.stack, "passed": passed, "nodes": rehearsal.count,
+                          "launcher": getattr(rehearsal, "launcher", None), "ranksPerNode": getattr(rehearsal, "ranks", None),
                           "stepsLost": getattr(rehearsal, "lost", None), "workdir": str(workdir),
                           "checks": [c.__dict__ for c in rehearsal.checks]}, indent=1))
     if kept:

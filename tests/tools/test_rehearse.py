@@ -33,6 +33,9 @@ def test_preemption_drill_passes(stack):
     assert {"preempted", "resumed, not from zero", "trained to the end", "final checkpoint in the bucket",
             "report in the bucket", "release once per finished node"} <= set(checks)
     assert document["nodes"] == (2 if stack.startswith("large") else 1)
+    if stack != "entry-t4":  # several GPUs: the cloud's launcher, torchrun, with a CPU rank per GPU (at most 4 in all)
+        assert (document["launcher"], document["ranksPerNode"]) == ("torchrun", 2 if stack.startswith("large") else 4)
+        assert checks["launcher as on the cloud"]["ok"], checks["launcher as on the cloud"]
     if "medium-a100" in stack:  # spot: the finished node retires its pool before releasing itself
         assert checks["spot pool retired before release"]["ok"]
     assert document["stepsLost"] is not None and document["stepsLost"] >= 0
@@ -45,6 +48,48 @@ def test_a_trainer_that_fails_fails_the_rehearsal():
                                       "--timeout", "60")
     assert code == 1
     assert not all(c["ok"] for c in document["checks"])
+
+
+@pytest.mark.parametrize("command, why", [
+    ("true && echo no training on rank $RANK", "FAILED (finished without training: the command exited 0 but left no"
+                                               " checkpoint in CKPT_DIR"),
+    ("cd src && python train.py", "FAILED (trainer exit code 1); trainer's last output: /bin/sh: 1: cd: can't cd to src"
+                                  " (torchrun: local rank")])
+def test_a_4_gpu_stack_rehearses_under_torchrun_and_a_command_that_does_not_train_fails_saying_why(command, why):
+    """medium-a100 has 4 GPUs, so its nodes run the command under torchrun: the rehearsal does too, with 4 CPU ranks,
+    not once as a single process. A command that ends without training (at once, or failing) fails the drill
+    with the node's marker and the ranks' own last words, not torchrun's report."""
+    code, document, stderr = rehearse("medium-a100", "--command", command, "--timeout", "60")
+    assert code == 1 and (document["launcher"], document["ranksPerNode"]) == ("torchrun", 4), stderr[-3000:]
+    assert "launcher torchrun with 4 CPU rank(s) (gloo) per node" in stderr
+    (drill,) = [c for c in document["checks"] if c["name"] == "drill"]
+    assert not drill["ok"] and why in drill["detail"], drill
+
+
+@pytest.mark.slow
+def test_a_shell_command_on_medium_a100_runs_under_torchrun_on_4_ranks_and_resumes_after_the_drill():
+    """Issue 33's command as a user writes it, `cd`, `&&`, a VAR=x assignment and a pipe, through the whole drill
+    under torchrun with 4 CPU ranks: each rank's shell runs it (the log files of all 4 ranks in the folder it went
+    to), the replacement resumes, and the stop's save is not lost to the pipe (tee ends with the trainer)."""
+    import shutil
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import rehearse as script
+
+    sized = script.rehearsal_command("python ../train_cnn.py", 300)
+    command = f"mkdir -p runs && cd runs && WANDB_MODE=offline {sized} | tee -a log-$RANK.txt"
+    code, document, stderr = rehearse("medium-a100", "--command", command, "--keep-dir")
+    try:
+        checks = {c["name"]: c for c in document.get("checks", [])}
+        assert code == 0, stderr[-4000:]
+        assert checks["launcher as on the cloud"]["detail"].endswith("world size 4"), checks
+        assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"], checks
+        assert document["stepsLost"] == 0, "the trainer saved at the stop, behind the pipe"
+        for node in Path(document["workdir"]).glob("i-*"):
+            logs = sorted(p.name for p in (node / "data" / "work" / "runs").glob("log-*.txt"))
+            assert logs == [f"log-{rank}.txt" for rank in range(4)], (node, logs)
+    finally:
+        shutil.rmtree(document.get("workdir") or "/nonexistent", ignore_errors=True)
 
 
 def test_unknown_stack_is_exit_2():
