@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from components import clock, generated_key
-from components.providers.base import Lingering
+from components.providers.profile_records import Lingering
 
 COMPONENT_PREFIX = "gpu-training:"  # our own component resources: no cloud resource, no bill
 # Provider-neutral resources that live in the Pulumi state only (no cloud account involved).

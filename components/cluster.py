@@ -14,7 +14,7 @@ import pulumiverse_time
 from components import clock, providers, tags
 from components.bootstrap import render_user_data
 from components.nodeconfig import build_node_config
-from components.providers.base import PartContext
+from components.providers.part_records import PartContext
 from components.spec import Spec
 from components.stack_outputs import node_outputs
 

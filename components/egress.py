@@ -23,7 +23,7 @@ from typing import Any, Iterable, Optional, Sequence
 from urllib.parse import urlsplit
 
 from components import datapaths
-from components.providers.base import Route
+from components.providers.profile_records import Route
 
 SHARED_FS_PLACEHOLDER = "<shared-fs-mount-address>"
 _URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")

@@ -24,7 +24,7 @@ NO_NOTICE_SYNC_SECONDS = 60
 
 
 def notice(spec: Any):
-    """The cloud's ReclaimNotice for this stack (components/providers/base.py)."""
+    """The cloud's ReclaimNotice for this stack (components/providers/profile_records.py)."""
     return spec.profile.spot.notice(spec)
 
 

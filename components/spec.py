@@ -14,7 +14,7 @@ from components.catalog import InstanceType
 from components.dataset import DataSpec
 from components.kubernetes.spec import KubernetesSpec
 from components.platforms.offer import PlatformSpec
-from components.providers.base import DataDisk, ProviderProfile, StoreVerification
+from components.providers.profile_records import DataDisk, ProviderProfile, StoreVerification
 from components.tiers import Gpu, Tier
 from node_agent import layout
 

@@ -18,7 +18,7 @@ from components.bootstrap.agentfiles import boot_files
 from components.cluster import expires_at, record_creation_time, standard_tags
 from components.kubernetes import manifests, workload
 from components.nodeconfig import build_node_config
-from components.providers.base import PartContext
+from components.providers.part_records import PartContext
 from components.spec import Spec
 from components.stack_outputs import node_outputs
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from components.providers.base import KubernetesOffer
+from components.providers.profile_records import KubernetesOffer
 
 # A reference's registry host: its first '/'-separated part when that holds '.' or ':' or is localhost,
 # else Docker Hub; index.docker.io is Docker Hub's legacy name (distribution/reference normalize.go,

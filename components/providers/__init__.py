@@ -22,7 +22,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 
 REGISTRY: dict[str, str] = {
     "alicloud": "components.providers.alicloud",

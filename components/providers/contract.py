@@ -7,7 +7,7 @@ Kubernetes path) calls network -> storage -> cluster. A provider package has the
 a module-level `create` of the signature below (parameter names and order count: the components pass them
 by position). providers.parts() compares the signatures of every part it hands over, once, at lookup;
 tests/providers/test_contract.py does it for every registered package. What each returns is the dataclass
-of components/providers/base.py; the components read nothing else from a part.
+of components/providers/part_records.py; the components read nothing else from a part.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Protocol, runtime_checkable
 
 import pulumi
 
-from components.providers.base import (ClusterParts, ComputeParts, IdentityParts, NetworkParts, PartContext,
-                                       StorageParts)
+from components.providers.part_records import (ClusterParts, ComputeParts, IdentityParts, NetworkParts, PartContext,
+                                               StorageParts)
 
 
 @runtime_checkable

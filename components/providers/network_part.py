@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 
 from components import cidrs
-from components.providers.base import NetworkParts, PartContext
+from components.providers.part_records import NetworkParts, PartContext
 
 VPC_CIDR = cidrs.STACK_VPC
 

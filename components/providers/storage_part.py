@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 import pulumi
 
 from components.artifacts import Artifact, all_artifacts
-from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.part_records import NetworkParts, PartContext, StorageParts
 
 # (spec, resource name, artifact, options) -> the cloud's object resource: one file in the bucket.
 PutObject = Callable[[Any, str, Artifact, pulumi.ResourceOptions], pulumi.Resource]

@@ -47,7 +47,7 @@ class Target(Protocol):
         """The top component; its `outputs` dict is what the program exports (common_outputs() and the target's own)."""
 
     def keeps_billing(self, spec) -> list:
-        """What bills after the training ends, until `pulumi destroy` or beyond (providers.base.Lingering)."""
+        """What bills after the training ends, until `pulumi destroy` or beyond (providers.profile_records.Lingering)."""
 
     def preview_lines(self, spec, outputs: Mapping) -> list[str]:
         """The preview's lines about this target: what runs, its image, when it ends and who ends it."""

@@ -17,7 +17,7 @@ class PlatformTarget(DeclaredTarget):
         """The code the program uploads and the data the job writes; a dedicated pool is yours and bills on. The
         job itself bills while it runs and is ended by its time limit, or stopped by `gpu-training down`."""
         from components import billing
-        from components.providers.base import UPLOADED_WHAT, Lingering
+        from components.providers.profile_records import Lingering, UPLOADED_WHAT
 
         code = next((item for item in spec.profile.billing.keeps_billing(spec) if item.what == UPLOADED_WHAT), None)
         items = [] if code is None else [Lingering("training code the program uploads", code.type, code.size,

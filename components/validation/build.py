@@ -24,7 +24,7 @@ from components import egress, providers, schema
 from components.catalog import Catalog, load_catalog
 from components.nodeconfig import EXPIRY_STANDIN, build_node_config
 from components.platforms import offer as platform_settings
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 from components.spec import MAX_NODES, CheckpointSpec, Spec, SpecError
 from components.tiers import gpus, tiers
 from components.validation.read import _choice, _Problems, _read_namespace
@@ -253,7 +253,7 @@ def _check_placement_groups(spec: Spec, problems: _Problems) -> None:
 def _quota_note(spec: Spec) -> str:
     """The quota the plan draws on in the region: instances, GPUs, vCPUs, public addresses, and the
     placement groups with their member limit (or where the account's own is read when it is unknown)."""
-    from components.providers.base import has_public_address
+    from components.providers.profile_records import has_public_address
 
     vcpus = spec.nodes * max(row.vcpus for row in spec.pool_types)
     if spec.kubernetes is not None:

@@ -12,7 +12,7 @@ from typing import Optional
 
 from components import cidrs
 from components.kubernetes.spec import DEFAULT_START_DEADLINE_MINUTES, KubernetesSpec, image_registry
-from components.providers.base import KubernetesOffer
+from components.providers.profile_records import KubernetesOffer
 
 # A DNS-1123 label: what Kubernetes accepts as a namespace name (at most 63 characters).
 _LABEL_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")

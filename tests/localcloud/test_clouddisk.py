@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from components.providers.alicloud.profile import data_disk_performance
-from components.providers.base import DataDisk
+from components.providers.profile_records import DataDisk
 from localcloud import clouddisk
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from components import providers
 from components.providers import contract
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 from components.stack_outputs import NODE_KEYS
 from localcloud import ApiStub, MetadataStub, standins
 

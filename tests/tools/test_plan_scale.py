@@ -16,7 +16,7 @@ from tools.mockrun import run_program
 from tools.stackfiles import load_stack_config
 
 NODE = re.compile(r"-node-(\d+)$")
-# The placement groups past the first: a group holds Placement.members nodes (components/providers/base.py),
+# The placement groups past the first: a group holds Placement.members nodes (components/providers/profile_records.py),
 # so more nodes take more groups, node i in group i // members.
 EXTRA_GROUP = re.compile(r"-placement-(\d+)$")
 STACK = "large-a100"

@@ -26,7 +26,7 @@ from typing import Iterator, Optional, Union
 from components import cost, price_book, providers
 from components.providers import regions as region_tables
 from components.catalog import InstanceType, Price, load_catalog, regional_price
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 from components.spec import MAX_NODES
 from components.tiers import Tier, fit_rules, ram_shortfalls, tiers
 from tools.advisor import perf as perfmod

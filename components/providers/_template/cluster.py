@@ -15,7 +15,7 @@ from __future__ import annotations
 import pulumi
 
 from components.kubernetes import manifests
-from components.providers.base import ClusterParts, NetworkParts, PartContext, placement_groups
+from components.providers.part_records import ClusterParts, NetworkParts, PartContext, placement_groups
 from components.providers.placeholder import Placeholder
 from components.providers.__cloud__.identity import bucket_statements
 

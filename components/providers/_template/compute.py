@@ -1,7 +1,7 @@
 """__Cloud__ nodes: encrypted disks, required metadata tokens, the node role, a cloud-side TTL.
 
 Contract: components/providers/contract.py ComputePart; docs/providers.md. Built like every cloud's, as a
-components.providers.base.NodesComponent (`super().__init__("__cloud__", ctx)` gives `self.child`,
+components.providers.nodes_part.NodesComponent (`super().__init__("__cloud__", ctx)` gives `self.child`,
 `self.tags` and `login_key()`, which calls this cloud's `key_pair()`) whose on_demand() and spot_pool()
 share one NodeLaunch. The resources are placeholders (components/providers/placeholder.py): replace each
 with its class in the cloud's Pulumi SDK, keeping the inputs' intent (encrypted disks, metadata tokens, the
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pulumi
 
-from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts, group_suffix, placement_groups)
+from components.providers.part_records import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, PartContext,
+                                               StorageParts, group_suffix, placement_groups)
+from components.providers.nodes_part import NodesComponent
 from components.providers.placeholder import Placeholder
 
 NODE_TYPE = "__cloud__:compute:Instance"

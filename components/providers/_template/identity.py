@@ -7,7 +7,7 @@ cloud's Pulumi SDK and the statements with the cloud's policy language, keeping 
 from __future__ import annotations
 
 from components.naming import role_name
-from components.providers.base import IdentityParts, PartContext
+from components.providers.part_records import IdentityParts, PartContext
 from components.providers.placeholder import Placeholder
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.providers.base import NetworkParts, PartContext
+from components.providers.part_records import NetworkParts, PartContext
 from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.placeholder import Placeholder
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (DataDisk, Disks, Interconnect, KubernetesOffer, NodeEnvironment, ObjectStorage,
-                                       ObjectStore, ProviderProfile, Rules, SharedStorage, Spot, UserDataLimit)
+from components.providers.profile_records import (DataDisk, Disks, Interconnect, KubernetesOffer, NodeEnvironment,
+                                                  ObjectStorage, ObjectStore, ProviderProfile, Rules, SharedStorage,
+                                                  Spot, UserDataLimit)
 
 
 def data_disk(tier_disk_class: str, size_gb: int, override: Optional[str]) -> DataDisk:

@@ -15,7 +15,7 @@ from typing import Optional
 import pulumi
 
 from components.artifacts import Artifact
-from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.part_records import NetworkParts, PartContext, StorageParts
 from components.providers.placeholder import Placeholder
 from components.providers.storage_part import StorageComponent
 

@@ -24,7 +24,7 @@ from components.providers.alicloud import api_acl
 from components.providers.alicloud.cpfs_export import credentials_from
 from components.providers.alicloud.compute import SYSTEM_DISK_GB, deployment_set, on_demand_price
 from components.providers.alicloud.identity import ROTATE_STRATEGY, bucket_statements
-from components.providers.base import ClusterParts, NetworkParts, PartContext, placement_groups
+from components.providers.part_records import ClusterParts, NetworkParts, PartContext, placement_groups
 from components.spec import Spec
 
 # Pod and Service CIDRs: outside the VPC's 10.42.0.0/16 (network.py), as ACK requires (Flannel).

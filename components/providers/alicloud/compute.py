@@ -12,8 +12,9 @@ import pulumi_alicloud as alicloud
 from components.naming import pool_name
 from components.providers.alicloud.identity import grant_pool_retire
 from components.providers.alicloud.profile import INTERNET_CHARGE_TYPE, public_bandwidth_mbps
-from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts, group_suffix, placement_groups)
+from components.providers.part_records import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, PartContext,
+                                               StorageParts, group_suffix, placement_groups)
+from components.providers.nodes_part import NodesComponent
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100

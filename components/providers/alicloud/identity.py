@@ -23,7 +23,7 @@ import pulumi_alicloud as alicloud
 
 from components import tags
 from components.naming import role_name
-from components.providers.base import IdentityParts, PartContext
+from components.providers.part_records import IdentityParts, PartContext
 from components.spec import Spec
 
 STACK_TAG = tags.STACK  # the policy conditions name the stack tag the resources carry

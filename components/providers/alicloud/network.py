@@ -5,7 +5,7 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
-from components.providers.base import NetworkParts, PartContext
+from components.providers.part_records import NetworkParts, PartContext
 from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.zones import ZoneError, pick_zone
 from components.spec import Spec

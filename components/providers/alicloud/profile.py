@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       has_public_address, inbound_note, Interconnect, KubernetesOffer, Lingering,
-                                       NameLimit, Naming, ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, Placement,
-                                       ProviderProfile, ReclaimNotice, Route, Rules, SharedStorage, Spot, StoreVerification,
-                                       uploaded_files, UserDataLimit)
+from components.providers.profile_records import (Billing, DataDisk, Disks, Egress, EndpointRule, FREE, ImageIds,
+                                                  Interconnect, KubernetesOffer, Lingering, NO_FLEXIBLE_CHECKSUMS,
+                                                  NameLimit, Naming, NodeEnvironment, ObjectStorage, ObjectStore,
+                                                  Placement, ProviderProfile, ReclaimNotice, Route, Rules,
+                                                  SharedStorage, Spot, StoreVerification, UserDataLimit,
+                                                  has_public_address, inbound_note, uploaded_files)
 from components.providers.alicloud import registry
 
 # CPFS: the storage type we create, and the regions whose NAS/CPFS API is open (CPFS API reference,

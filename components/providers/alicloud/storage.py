@@ -16,7 +16,7 @@ from components.providers.alicloud.profile import CPFS_STORAGE_TYPE
 from components.providers.alicloud.cpfs_export import (NAS_ENDPOINT_ENV, PLACEHOLDER, ExportLookupError, credentials_from,
                                                        export_domain)
 from components.providers import storage_part
-from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.part_records import NetworkParts, PartContext, StorageParts
 from components.providers.storage_part import StorageComponent
 from components.spec import Spec
 

@@ -15,8 +15,10 @@ import pulumi
 from components.providers.baiducloud import bceapi, dynamic
 from components.providers.baiducloud.identity import grant_release
 from components.providers.baiducloud.profile import PUBLIC_BANDWIDTH_MBPS, bid_model
-from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts, has_public_address, spot_cap)
+from components.providers.profile_records import has_public_address, spot_cap
+from components.providers.part_records import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, PartContext,
+                                               StorageParts)
+from components.providers.nodes_part import NodesComponent
 from components.spec import Spec
 
 SYSTEM_DISK_GB = 100

@@ -18,7 +18,7 @@ import pulumi
 
 from components.naming import role_name
 from components.providers.baiducloud import dynamic
-from components.providers.base import IdentityParts, PartContext
+from components.providers.part_records import IdentityParts, PartContext
 from components.spec import Spec
 
 TRUST = {"version": "v1", "accessControlList": [

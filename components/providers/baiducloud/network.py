@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from components import tags as tags_scheme
 from components.providers.baiducloud import dynamic
-from components.providers.base import NetworkParts, PartContext
+from components.providers.part_records import NetworkParts, PartContext
 from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.spec import Spec
 

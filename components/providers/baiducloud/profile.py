@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile, ReclaimNotice, Route, Rules,
-                                       SharedStorage, Spot, StoreVerification, transfer_seconds,
-                                       uploaded_files, UserDataLimit)
+from components.providers.profile_records import (Billing, DataDisk, Disks, Egress, EndpointRule, FREE, ImageIds,
+                                                  Interconnect, Lingering, NO_FLEXIBLE_CHECKSUMS, NameLimit, Naming,
+                                                  NodeEnvironment, ObjectStorage, ObjectStore, ProviderProfile,
+                                                  ReclaimNotice, Route, Rules, SharedStorage, Spot, StoreVerification,
+                                                  UserDataLimit, has_public_address, inbound_note, transfer_seconds,
+                                                  uploaded_files)
 
 # The dynamic resources' type tokens (dynamic.py: `module="baiducloud"` in each class statement).
 TYPE_PREFIX = "pulumi-python:dynamic/baiducloud:"

@@ -8,7 +8,7 @@ import pulumi
 
 from components.artifacts import Artifact
 from components.providers.baiducloud import dynamic
-from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.part_records import NetworkParts, PartContext, StorageParts
 from components.providers.storage_part import StorageComponent
 from components.spec import Spec
 

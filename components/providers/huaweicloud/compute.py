@@ -34,8 +34,9 @@ import pulumi
 from components import clock
 from components.generated_key import GeneratedPublicKey
 from components.naming import pool_name
-from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts, group_suffix, placement_groups)
+from components.providers.part_records import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, PartContext,
+                                               StorageParts, group_suffix, placement_groups)
+from components.providers.nodes_part import NodesComponent
 from components.providers.huaweicloud.profile import (AS_MAX_FLAVORS, capped_spot, disk_iops, disk_throughput,
                                                       public_bandwidth_mbps)
 from components.providers.huaweicloud.sdk import as_, dew, ecs, ims

@@ -26,7 +26,7 @@ import json
 import pulumi
 
 from components.naming import role_name
-from components.providers.base import IdentityParts, PartContext
+from components.providers.part_records import IdentityParts, PartContext
 from components.providers.huaweicloud.sdk import iam
 from components.spec import Spec
 

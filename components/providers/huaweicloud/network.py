@@ -12,7 +12,7 @@ import ipaddress
 import pulumi
 
 from components import cidrs
-from components.providers.base import NetworkParts, PartContext
+from components.providers.part_records import NetworkParts, PartContext
 from components.providers.huaweicloud.sdk import ecs, huaweicloud, vpc
 from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.zones import ZoneError, pick_zone

@@ -24,11 +24,12 @@ import math
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
-                                       Route, Rules, SharedStorage, Spot, StoreVerification, transfer_seconds,
-                                       uploaded_files, UserDataLimit)
+from components.providers.profile_records import (Billing, DataDisk, Disks, Egress, EndpointRule, FREE, ImageIds,
+                                                  Interconnect, Lingering, NO_FLEXIBLE_CHECKSUMS, NameLimit, Naming,
+                                                  NodeEnvironment, ObjectStorage, ObjectStore, Placement,
+                                                  ProviderProfile, ReclaimNotice, Route, Rules, SharedStorage, Spot,
+                                                  StoreVerification, UserDataLimit, has_public_address, inbound_note,
+                                                  transfer_seconds, uploaded_files)
 
 _TF = "huaweicloud/terraform-provider-huaweicloud@v1.73.3 (7cb68681)"
 

@@ -26,7 +26,7 @@ import pulumi
 
 from components.artifacts import Artifact
 from components.providers import storage_part
-from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.part_records import NetworkParts, PartContext, StorageParts
 from components.providers.huaweicloud.profile import TURBO, TURBO_HPC_BANDWIDTH, TURBO_SHARE_TYPE
 from components.providers.huaweicloud.sdk import obs, sfs
 from components.providers.storage_part import StorageComponent

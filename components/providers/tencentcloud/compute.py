@@ -28,8 +28,9 @@ from tencentcloud_iac_pulumi import as_, cbs, cvm, images, key, placement
 from tencentcloud_iac_pulumi import instance as cvm_instance
 
 from components.naming import pool_name
-from components.providers.base import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, NodesComponent,
-                                       PartContext, StorageParts, group_suffix, placement_groups)
+from components.providers.part_records import (ComputeParts, IdentityParts, NetworkParts, NodeLaunch, PartContext,
+                                               StorageParts, group_suffix, placement_groups)
+from components.providers.nodes_part import NodesComponent
 from components.providers.tencentcloud.profile import (INTERNET_CHARGE_TYPE, SEED_DISK_GB, extra_throughput,
                                                          public_bandwidth_mbps, spot_cap)
 from components.spec import Spec

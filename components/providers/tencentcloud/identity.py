@@ -18,7 +18,7 @@ from tencentcloud_iac_pulumi import cam
 
 from components import tags
 from components.naming import role_name
-from components.providers.base import IdentityParts, PartContext
+from components.providers.part_records import IdentityParts, PartContext
 from components.providers.tencentcloud.profile import bucket_appid
 from components.spec import Spec
 

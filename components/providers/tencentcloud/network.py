@@ -12,7 +12,7 @@ from tencentcloud_iac_pulumi import cfs
 from tencentcloud_iac_pulumi import instance as cvm_instance
 from tencentcloud_iac_pulumi import security, subnet, vpc
 
-from components.providers.base import NetworkParts, PartContext
+from components.providers.part_records import NetworkParts, PartContext
 from components.providers.network_part import VPC_CIDR, NetworkComponent
 from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE
 from components.providers.zones import ZoneError, pick_zone

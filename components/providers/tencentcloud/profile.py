@@ -20,11 +20,12 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from components.providers.base import (FREE, NO_FLEXIBLE_CHECKSUMS, Billing, DataDisk, Disks, Egress, EndpointRule,
-                                       has_public_address, inbound_note, Interconnect, Lingering, NameLimit, Naming,
-                                       ImageIds, NodeEnvironment, ObjectStorage, ObjectStore, Placement, ProviderProfile, ReclaimNotice,
-                                       Route, Rules, SharedStorage, Spot, spot_cap, StoreVerification,
-                                       uploaded_files, UserDataLimit)
+from components.providers.profile_records import (Billing, DataDisk, Disks, Egress, EndpointRule, FREE, ImageIds,
+                                                  Interconnect, Lingering, NO_FLEXIBLE_CHECKSUMS, NameLimit, Naming,
+                                                  NodeEnvironment, ObjectStorage, ObjectStore, Placement,
+                                                  ProviderProfile, ReclaimNotice, Route, Rules, SharedStorage, Spot,
+                                                  StoreVerification, UserDataLimit, has_public_address, inbound_note,
+                                                  spot_cap, uploaded_files)
 
 # Tier disk class -> CBS type. Tremendous SSD is not sold with GPU families, so the extreme class is an
 # Enhanced SSD with extra throughput bought on top of its baseline.

@@ -18,7 +18,7 @@ import pulumi
 from tencentcloud_iac_pulumi import ccn, cfs, cos
 
 from components.artifacts import Artifact
-from components.providers.base import NetworkParts, PartContext, StorageParts
+from components.providers.part_records import NetworkParts, PartContext, StorageParts
 from components.providers.storage_part import StorageComponent
 from components.providers.tencentcloud.network import TURBO_CIDR, VPC_CIDR
 from components.providers.tencentcloud.profile import TURBO, TURBO_STORAGE_TYPE

@@ -5,7 +5,7 @@ import re
 from typing import Optional
 
 from components import cidrs as cidr_lists
-from components.providers.base import ImageIds
+from components.providers.profile_records import ImageIds
 from components.validation.read import _Problems, _show
 
 # OpenSSH public key line: type, base64 body, optional comment (sshd(8) AUTHORIZED_KEYS FILE FORMAT).

@@ -6,7 +6,7 @@ from typing import Any, Mapping, Optional
 
 from components import tags as tag_scheme
 from components.providers import regions as region_tables
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 from components.validation.read import _Problems, _show, _suggest
 
 _REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,49}")

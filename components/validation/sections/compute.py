@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from components.catalog import Catalog, InstanceType
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 from components.spec import MAX_NODES
 from components.tiers import Gpu, Tier, ram_shortfalls
 from components.validation.read import _Problems, _suggest

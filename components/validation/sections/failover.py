@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 from components.catalog import Catalog, InstanceType
 from components.providers import regions as region_tables
-from components.providers.base import ProviderProfile
+from components.providers.profile_records import ProviderProfile
 from components.spec import FailoverSpec
 from components.validation.read import _Problems, _suggest
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 from components import project, schema
 from components.dataset import DataSpec, read_manifest
-from components.providers.base import DataDisk, ObjectStore, ProviderProfile
+from components.providers.profile_records import DataDisk, ObjectStore, ProviderProfile
 from components.spec import CheckpointSpec
 from components.tiers import Tier
 from components.validation.read import _Problems, _show, _suggest
