@@ -1,6 +1,6 @@
 """Every input of every stack, and of the what-ifs users make with --set, checked against what the
 cloud's Terraform provider accepts (components/providers/<cloud>/provider_facts.json, generated from
-the provider's Go source by scripts/provider_facts.py); the facts checked against the installed SDK;
+the provider's Go source by devtools/provider_facts.py); the facts checked against the installed SDK;
 the checker and the generator tested on their own."""
 from __future__ import annotations
 
@@ -95,11 +95,11 @@ def test_facts_match_the_installed_sdk_and_the_bridge(cloud):
 @pytest.mark.parametrize("cloud", DYNAMIC_CLOUDS)
 def test_dynamic_facts_are_the_providers_schemas(cloud):
     """A cloud of dynamic resources: its facts are what its providers' check() and diff() use, regenerated
-    (scripts/provider_facts.py), so the facts checker and day 2 judge the same rules the providers apply."""
+    (devtools/provider_facts.py), so the facts checker and day 2 judge the same rules the providers apply."""
     module = importlib.import_module(facts.bridge(cloud)["sdk"]["python_module"])
     document = json.loads(facts.facts_path(cloud).read_text())
     assert document == json.loads(json.dumps(module.facts_document())), \
-        f"{cloud}: provider_facts.json is stale; run scripts/provider_facts.py {cloud}"
+        f"{cloud}: provider_facts.json is stale; run devtools/provider_facts.py {cloud}"
     assert {f"{t.rsplit(':', 1)[1]}" for t in document["resources"]} == set(module.PROVIDERS)
 
 
@@ -313,7 +313,7 @@ def write_provider(root: Path, resource: str = RESOURCE) -> None:
 
 
 def test_the_go_schema_parser_reads_flags_validators_constants_and_locals(tmp_path):
-    from tools.goschema import SourceTree, resource_schema
+    from devtools.goschema import SourceTree, resource_schema
 
     write_provider(tmp_path)
     schema = resource_schema(SourceTree(tmp_path, "example.com/tfp"), "p/svc", "ResourceThing")
@@ -331,7 +331,7 @@ def test_the_go_schema_parser_reads_flags_validators_constants_and_locals(tmp_pa
     (("validation.StringInSlice(KINDS, false)", "validation.StringInSlice(kinds(), false)"), "cannot be evaluated"),
 ])
 def test_the_parser_fails_loudly_naming_the_place(tmp_path, change, message):
-    from tools.goschema import GoSchemaError, SourceTree, resource_schema
+    from devtools.goschema import GoSchemaError, SourceTree, resource_schema
 
     write_provider(tmp_path, RESOURCE.replace(*change))
     with pytest.raises(GoSchemaError) as caught:
@@ -340,7 +340,7 @@ def test_the_parser_fails_loudly_naming_the_place(tmp_path, change, message):
 
 
 def test_a_stale_hand_written_quote_stops_regeneration(tmp_path):
-    loader = importlib.util.spec_from_file_location("provider_facts", REPO_ROOT / "scripts" / "provider_facts.py")
+    loader = importlib.util.spec_from_file_location("provider_facts", REPO_ROOT / "devtools" / "provider_facts.py")
     generator = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(generator)
     write_provider(tmp_path)
@@ -353,7 +353,7 @@ def test_a_stale_hand_written_quote_stops_regeneration(tmp_path):
 
 
 def test_the_generator_cli_explains_itself_and_refuses_bad_arguments(tmp_path):
-    script = REPO_ROOT / "scripts" / "provider_facts.py"
+    script = REPO_ROOT / "devtools" / "provider_facts.py"
     shown = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True)
     assert shown.returncode == 0 and "hand_written" in shown.stdout and "--module" in shown.stdout
     bad = subprocess.run([sys.executable, str(script), "alicloud", "--source", str(tmp_path)],
