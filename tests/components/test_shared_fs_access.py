@@ -17,59 +17,45 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
 
+from tests.localcloud.http_standin import RecordingStandIn
 from tools.stackfiles import apply_overrides, load_stack_config, stack_spec  # noqa: F401  (the child process star-imports them)
 
 REPO = Path(__file__).resolve().parents[2]
 DOMAIN = "cpfs-0a1b2c3d4e5f6a7b-000001.cn-beijing.cpfs.aliyuncs.com"
 
 
-class NasApi:
-    """A local stand-in of the NAS API: answers DescribeProtocolMountTarget and records the requests."""
+class NasApi(RecordingStandIn):
+    """A local stand-in of the NAS API: answers DescribeProtocolMountTarget with `domain` (none when empty)."""
 
     def __init__(self, domain: str = DOMAIN):
-        self.requests: list[dict] = []
-        api = self
+        super().__init__()
+        self.domain = domain
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-                query = {k: v[0] for k, v in {**parse_qs(urlsplit(self.path).query), **parse_qs(body)}.items()}
-                query["action"] = self.headers.get("x-acs-action")
-                query["signed"] = self.headers.get("Authorization", "").startswith("ACS3-HMAC-SHA256 Credential=AK")
-                api.requests.append(query)
-                targets = [{"ExportId": query.get("Filters.1.Value"), "ProtocolMountTargetDomain": domain,
-                            "ProtocolType": "NFS"}] if domain else []
-                payload = json.dumps({"RequestId": "r-1", "ProtocolMountTargets": targets}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+    @staticmethod
+    def parameters(request: dict) -> dict:
+        """A recorded request's parameters (query and form body), its action, and whether an ACS3 key signed it."""
+        query = {k: v[0] for k, v in {**parse_qs(urlsplit(request["path"]).query), **parse_qs(request["body"])}.items()}
+        query["action"] = request["headers"].get("x-acs-action")
+        query["signed"] = request["headers"].get("authorization", "").startswith("ACS3-HMAC-SHA256 Credential=AK")
+        return query
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def close(self):
-        self.server.shutdown()
+    def respond(self, method: str, path: str, headers: dict, body: str) -> tuple[int, str, bytes]:
+        export = self.parameters({"path": path, "body": body, "headers": headers}).get("Filters.1.Value")
+        targets = [{"ExportId": export, "ProtocolMountTargetDomain": self.domain, "ProtocolType": "NFS"}] \
+            if self.domain else []
+        return 200, "application/json", json.dumps({"RequestId": "r-1", "ProtocolMountTargets": targets}).encode()
 
 
 @pytest.fixture
 def nas_api():
-    api = NasApi()
-    yield api
-    api.close()
+    with NasApi() as api:
+        yield api
 
 
 def failing_program(stack: str, overrides=(), answers: str = "None", preview: bool = True) -> str:
@@ -121,7 +107,7 @@ def test_the_export_domain_read_at_deploy_time_is_what_every_node_mounts(monkeyp
     monkeypatch.setenv("GPU_TRAINING_NAS_ENDPOINT", nas_api.url)
     plan = run_program(load_stack_config("large-h20"), "large-h20", preview=False)
     assert plan.outputs["sharedFsAddress"] == DOMAIN
-    (request,) = nas_api.requests
+    (request,) = [NasApi.parameters(r) for r in nas_api.requests]
     assert request["action"] == "DescribeProtocolMountTarget" and request["signed"]
     assert request["FileSystemId"] == "large-h20-cpfs-id" and request["Filters.1.Key"] == "ExportIds"
     assert request["Filters.1.Value"] == "<export id of large-h20-cpfs-export>"
@@ -141,12 +127,8 @@ def test_deploying_cpfs_without_credentials_stops_with_what_to_set(monkeypatch):
 def test_an_export_the_api_does_not_know_is_a_clear_error():
     from components.providers.alicloud.cpfs_export import ExportLookupError, export_domain
 
-    api = NasApi(domain="")
-    try:
-        with pytest.raises(ExportLookupError, match="no domain for export exp-1 of cpfs-1"):
-            export_domain("cn-beijing", "cpfs-1", "exp-1", {"access_key_id": "AK", "access_key_secret": "SK"}, api.url)
-    finally:
-        api.close()
+    with NasApi(domain="") as api, pytest.raises(ExportLookupError, match="no domain for export exp-1 of cpfs-1"):
+        export_domain("cn-beijing", "cpfs-1", "exp-1", {"access_key_id": "AK", "access_key_secret": "SK"}, api.url)
 
 
 def test_the_offline_preview_never_sees_credentials(monkeypatch):
