@@ -16,7 +16,7 @@ from rich.console import Console
 from . import exitcodes
 from .decide import Commands, Decision
 from .spend import cost_so_far, money_text
-from .watch import WatchResult, clock_text
+from .watch import PollClock, WatchResult, clock_text
 
 ENDED = ("succeeded", "failed", "stopped")  # the job API's neutral states after which nothing runs or bills
 
@@ -46,27 +46,25 @@ class JobWatcher:
 
     def run(self) -> WatchResult:
         result = WatchResult()
-        began = self.now()
-        started = self.stack_started or began
-        deadline = began + self.timeout_s
+        clock = PollClock.starting(self.now(), self.stack_started, self.timeout_s)
         last = None
         while True:
             job = self.ask(self.outputs)
             result.job, result.polls = job, result.polls + 1
             result.last_error = job.get("error")
             now = self.now()
-            line = (f"elapsed {clock_text(now - started)} | cost so far "
-                    f"{money_text(cost_so_far(self.outputs, [], now, started))} | {job_text(job)}")
+            line = (f"elapsed {clock_text(now - clock.started)} | cost so far "
+                    f"{money_text(cost_so_far(self.outputs, [], now, clock.started))} | {job_text(job)}")
             key = (job.get("state"), job.get("phase"), job.get("error"))
             if key != last:
                 self.console.print(line, highlight=False)
                 last = key
             if ended(job):
                 return result
-            if now >= deadline:
+            if clock.expired(now):
                 result.timed_out = True
                 return result
-            self.sleep(max(0.0, min(self.poll_s, deadline - now)))
+            self.sleep(clock.pause(self.poll_s, now))
 
 
 def decide_job(job: Optional[Mapping], keep: bool, force: bool, cmd: Commands) -> Decision:

@@ -32,6 +32,26 @@ class WatchResult:
     job: Optional[dict] = None  # a platform job's last state (jobwatch.py), instead of markers
 
 
+@dataclass(frozen=True)
+class PollClock:
+    """The times of one watch: when it began, when the stack started (what the cost so far counts from: the
+    stack's start when known, else the watch's), and the deadline (`timeout_s` after it began)."""
+    began: float
+    started: float
+    deadline: float
+
+    @classmethod
+    def starting(cls, now: float, stack_started: Optional[float], timeout_s: float) -> "PollClock":
+        return cls(began=now, started=stack_started or now, deadline=now + timeout_s)
+
+    def expired(self, now: float) -> bool:
+        return now >= self.deadline
+
+    def pause(self, poll_s: float, now: float) -> float:
+        """How long to sleep before the next poll: poll_s, or less to wake at the deadline."""
+        return max(0.0, min(poll_s, self.deadline - now))
+
+
 def clock_text(seconds: float) -> str:
     seconds = int(max(0, seconds))
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
@@ -105,9 +125,7 @@ class Watcher:
 
     def run(self) -> WatchResult:
         result = WatchResult()
-        began = self.now()
-        started = self.stack_started or began
-        deadline = began + self.timeout_s
+        clock = PollClock.starting(self.now(), self.stack_started, self.timeout_s)
         failed_since = None
         live = Live(Text(""), console=self.console, refresh_per_second=2, transient=False) \
             if self.console.is_terminal else None
@@ -120,7 +138,8 @@ class Watcher:
                 now = self.now()
                 if result.verdict is not None and result.verdict.state == "FAILED":
                     failed_since = failed_since or now
-                line = status_line(result, now - started, cost_so_far(self.outputs, result.markers, now, started))
+                line = status_line(result, now - clock.started,
+                                   cost_so_far(self.outputs, result.markers, now, clock.started))
                 if live:
                     live.update(Text(line))
                 else:
@@ -132,13 +151,13 @@ class Watcher:
                 if self.finished(result.verdict, failed_since, now):
                     return result
                 if self.start_check and not result.markers:
-                    result.start_failed = self.start_check(now - began)
+                    result.start_failed = self.start_check(now - clock.began)
                     if result.start_failed:
                         return result
-                if now >= deadline:
+                if clock.expired(now):
                     result.timed_out = True
                     return result
-                self.sleep(max(0.0, min(self.poll_s, deadline - now)))
+                self.sleep(clock.pause(self.poll_s, now))
         finally:
             if live:
                 live.stop()
