@@ -24,7 +24,7 @@ EXPIRY_STANDIN = "2000-01-01T00:00:00Z"
 def build_node_config(spec: Spec, *, shared_fs_address: Optional[str], role: Optional[str] = None,
                       expires_at: Optional[str] = None) -> dict[str, Any]:
     """The node config (docs/node-config.md). `expires_at`: when the cloud releases the VM nodes (the stack's one
-    clock, components/cluster.py), which the agent stops before; None where no such moment exists (a Kubernetes
+    clock, components/vm_training.py), which the agent stops before; None where no such moment exists (a Kubernetes
     Job's deadline counts from its start: the agent counts maxHours from the boot)."""
     instance = spec.instance
     profile = spec.profile

@@ -1,5 +1,5 @@
-"""The stack outputs every node stack exports, on VMs (components/cluster.py) and on Kubernetes
-(components/kubernetes/cluster.py): one builder, so the two paths cannot drift apart; its first keys are the
+"""The stack outputs every node stack exports, on VMs (components/vm_training.py) and on Kubernetes
+(components/kubernetes/training.py): one builder, so the two paths cannot drift apart; its first keys are the
 ones every target writes (components/targets/base.py common_outputs, `target` first).
 
 scripts/run.py and tools/runlib read these keys from either kind of stack (`pulumi stack output`): the

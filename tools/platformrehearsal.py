@@ -1,6 +1,6 @@
 """`gpu-training rehearse STACK` for a platform stack (ModelArts, PAI-DLC: docs/platforms.md): the job the stack
 declares, submitted through the same job API client `pulumi up`'s dynamic resource uses, to the platform's job
-API stand-in (localcloud/standins/jobapi.py, a real HTTP server on 127.0.0.1 that refuses what the
+API stand-in (localcloud/standins/jobserver.py, a real HTTP server on 127.0.0.1 that refuses what the
 platform's api.yaml refuses). The stand-in runs the job's command here, under the training contract, with the
 stack's bucket prefix as a local folder; the drill kills the worker mid-run (a lost worker, no chance to save),
 the stand-in starts it again, and the job must resume from its newest checkpoint and finish; a second job is
@@ -23,7 +23,7 @@ from typing import Callable
 
 from components import shipped
 from localcloud import standins
-from localcloud.standins.jobapi import kill_tree
+from localcloud.standins.jobserver import kill_tree
 
 SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
 
@@ -66,7 +66,7 @@ class PlatformRehearsal:
         return found[-1] if found else {}
 
     def run(self) -> list:
-        from components.platforms import contract
+        from components.platforms import training_contract
         from components.platforms.jobapi import JobApiError
 
         spec = self.spec
@@ -85,7 +85,7 @@ class PlatformRehearsal:
             self.check("submitted", False, f"the stand-in refused the stack's request: {error}")
             return self.checks
         self.check("submitted", True, f"{job_id}: the stack's request met the platform's API data (api.yaml)")
-        checkpoints = self.bucket / contract.CHECKPOINTS
+        checkpoints = self.bucket / training_contract.CHECKPOINTS
 
         def newest() -> int:
             """The step of the newest checkpoint the trainer wrote (its names carry it: ckpt-000120.pt)."""
@@ -96,7 +96,7 @@ class PlatformRehearsal:
         ok = self._wait(lambda: newest() >= quarter, f"a checkpoint past step {quarter}")
         at_fault = newest()
         running = client.state(job_id)["state"] == "running"
-        self.check("checkpoint saved", ok and running, f"step {at_fault} in {contract.CHECKPOINTS} while the job runs"
+        self.check("checkpoint saved", ok and running, f"step {at_fault} in {training_contract.CHECKPOINTS} while the job runs"
                    if running else f"the job ended before the fault (step {at_fault}): raise --steps")
         if not (ok and running):
             return self.checks

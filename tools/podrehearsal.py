@@ -23,7 +23,7 @@ import sys
 from components import providers
 from localcloud import standins
 from components.kubernetes import manifests
-from components.kubernetes.cluster import boot_set, pod_runtime_path
+from components.kubernetes.training import boot_set, pod_runtime_path
 
 
 def pod_rehearsal(rehearsal_class, args, stack, spec, base_config: dict, workdir):

@@ -32,7 +32,7 @@ REGISTRY: dict[str, str] = {
 }
 
 PARTS = ("network", "identity", "storage", "compute")
-# Parts a package may lack: the Kubernetes path's `cluster` (components/kubernetes/cluster.py asks for it).
+# Parts a package may lack: the Kubernetes path's `cluster` (components/kubernetes/training.py asks for it).
 OPTIONAL_PARTS = ("cluster",)
 # Modules a package may lack; the tool that needs one says so (prices.py: no price API).
 OPTIONAL_MODULES = ("pricing", "regions_api", "capacity_api")

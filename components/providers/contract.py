@@ -1,7 +1,7 @@
 """The contract of a provider's Pulumi parts: one `create` per part module, typed as Protocols.
 
-components/cluster.py (the VM path) calls them in this order, each given what the earlier ones made:
-network -> identity -> storage -> (user-data rendered) -> compute. components/kubernetes/cluster.py (the
+components/vm_training.py (the VM path) calls them in this order, each given what the earlier ones made:
+network -> identity -> storage -> (user-data rendered) -> compute. components/kubernetes/training.py (the
 Kubernetes path) calls network -> storage -> cluster. A provider package has the four modules `network.py`,
 `identity.py`, `storage.py`, `compute.py`, and `cluster.py` where it offers the Kubernetes path, each with
 a module-level `create` of the signature below (parameter names and order count: the components pass them
@@ -59,7 +59,7 @@ class ComputePart(Protocol):
 class ClusterPart(Protocol):
     """The Kubernetes path (optional, `cluster.py`): a managed cluster in the network's VPC with a small
     system pool and a GPU pool (tainted, scaling from zero), the pods' cloud role for the bucket, and the
-    kubeconfig as a secret (components/kubernetes/cluster.py calls it instead of identity and compute)."""
+    kubeconfig as a secret (components/kubernetes/training.py calls it instead of identity and compute)."""
 
     def create(self, spec, ctx: PartContext, network: NetworkParts) -> ClusterParts: ...
 

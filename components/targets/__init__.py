@@ -1,7 +1,7 @@
 """The target: where a stack's training runs (DESIGN.md, "The target"), one type with one implementation per
 kind, and the one place that picks it.
 
-    vm          VM nodes of the provider's compute part (components/cluster.py), each with the node agent
+    vm          VM nodes of the provider's compute part (components/vm_training.py), each with the node agent
     kubernetes  a managed cluster and a training Job (components/kubernetes/)
     platform    a job on a managed training platform (components/platforms/: ModelArts, PAI-DLC)
 

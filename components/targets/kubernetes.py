@@ -28,4 +28,4 @@ class KubernetesTarget(DeclaredTarget):
 TARGET = KubernetesTarget(kind="kubernetes", description="a Kubernetes cluster", run="pods",
                           ending="the Job stops after maxHours; the cluster bills until destroyed",
                           node_endpoints=True, data_disks=True, teardown_runs_program=True,
-                          component_class="components.kubernetes.cluster:KubernetesTraining")
+                          component_class="components.kubernetes.training:KubernetesTraining")

@@ -1,5 +1,5 @@
 """VM nodes: the provider's network, identity, storage and compute parts, each node with the bootstrap and the
-node agent (components/cluster.py). The cloud releases the nodes at `expiresAt`; the agent stops before it."""
+node agent (components/vm_training.py). The cloud releases the nodes at `expiresAt`; the agent stops before it."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -19,4 +19,4 @@ class VmTarget(DeclaredTarget):
 
 TARGET = VmTarget(kind="vm", description="VM nodes", run="nodes", ending="the nodes release themselves after maxHours",
                   node_endpoints=True, data_disks=True, teardown_runs_program=False,
-                  component_class="components.cluster:TrainingCluster")
+                  component_class="components.vm_training:TrainingCluster")

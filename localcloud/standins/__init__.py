@@ -2,7 +2,7 @@
 
 The stand-ins are test servers for a cloud's APIs on 127.0.0.1: its metadata service and instance API
 (`Metadata`, `CloudApi` and any others such as `Sts`, in localcloud/standins/<cloud>.py), and the job API of
-each of its platforms (localcloud/standins/<cloud>_<platform>.py over the neutral server in jobapi.py). They
+each of its platforms (localcloud/standins/<cloud>_<platform>.py over the neutral server in jobserver.py). They
 are no part of the program: components/ imports nothing from localcloud/ (tests/test_import_graph.py), and
 this package stands above components/, whose profiles and API references it reads. The neutral servers and
 base classes below it (localcloud/__init__.py, signatures.py) import nothing from components/.

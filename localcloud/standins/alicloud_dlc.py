@@ -1,4 +1,4 @@
-"""PAI-DLC's job API stand-in (localcloud/standins/jobapi.py) with DLC's field names and its gateway's checks.
+"""PAI-DLC's job API stand-in (localcloud/standins/jobserver.py) with DLC's field names and its gateway's checks.
 
 The job's command and environment are UserCommand and Envs, its id JobId, its phase Status (the platform's
 api.yaml, components/providers/alicloud/dlc/). Registered for the `pai-dlc` platform in
@@ -11,7 +11,7 @@ from typing import Optional
 
 from components.providers.alicloud.dlc.job import API, OFFER
 from localcloud import signatures
-from localcloud.standins.jobapi import StandIn
+from localcloud.standins.jobserver import StandIn
 
 # Alibaba's API gateway's answer to a request it refuses, by the kind of refusal (localcloud/signatures.py):
 # the error codes of Alibaba Cloud's "V3 request structure and signature" troubleshooting (IncompleteSignature,

@@ -1,4 +1,4 @@
-"""ModelArts' job API stand-in (localcloud/standins/jobapi.py) with ModelArts' field names, its gateway's
+"""ModelArts' job API stand-in (localcloud/standins/jobserver.py) with ModelArts' field names, its gateway's
 signature check and the account's side (its authorizations, the public pool's flavors).
 
 The platform's api.yaml and platform.yaml are in components/providers/huaweicloud/modelarts/. Registered for the
@@ -11,7 +11,7 @@ from typing import Optional
 
 from components.providers.huaweicloud.modelarts.job import API, OFFER
 from localcloud import signatures
-from localcloud.standins.jobapi import StandIn
+from localcloud.standins.jobserver import StandIn
 from node_agent import layout
 
 # An authorization as GetAuthorizations lists one (SDK model/authorization_response.py: type agency, content the
@@ -20,7 +20,7 @@ AUTHORIZED = {"user_id": "all", "type": "agency", "content": "modelarts_agency",
 
 
 def job_api(bucket_dir: Path, workdir: Path, keys: Optional[dict] = None, tokens: Optional[dict] = None) -> StandIn:
-    """The job API's local stand-in (localcloud/standins/jobapi.py) with ModelArts' field names: the command
+    """The job API's local stand-in (localcloud/standins/jobserver.py) with ModelArts' field names: the command
     and environment under `algorithm`, the id at metadata.id, the phase at status.phase (api.yaml). keys
     ({AK: SK}): it checks each request's SDK-HMAC-SHA256 signature as API Gateway does
     (localcloud/signatures.py, written from Huawei's "API Request Signing Guide"), and for a key in `tokens`

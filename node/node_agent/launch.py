@@ -16,7 +16,7 @@ So the rank's shell traps the stop signals: a trap set on a signal runs only onc
 has ended (POSIX "trap"), so the shell waits for the trainer's save, then exits 128+N without starting
 the command's next part; the trainer, whose signals a trap does not change, sees the signal as sent.
 
-Used by the agent (agent.py) and by the platforms' job command (components/platforms/contract.py),
+Used by the agent (agent.py) and by the platforms' job command (components/platforms/training_contract.py),
 so a VM, a pod and a platform job run the same per-rank program; the validator refuses a command that
 starts torchrun itself under the torchrun launcher (it would start torchrun once per rank).
 Standard library only (it rides with the agent).

@@ -11,7 +11,7 @@ from components.stack_outputs import NODE_KEYS
 from tools.stackfiles import load_stack_config
 
 VM_STACK, KUBERNETES_STACK = "medium-a100", "large-a100-k8s"
-# What the Kubernetes path exports on top of the shared keys (components/kubernetes/cluster.py).
+# What the Kubernetes path exports on top of the shared keys (components/kubernetes/training.py).
 KUBERNETES_KEYS = {"clusterId", "gpuPoolId", "kubeconfig", "apiServerAccess", "job", "restartAgent"}
 
 

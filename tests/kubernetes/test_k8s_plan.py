@@ -175,7 +175,7 @@ def test_the_pod_role_is_for_the_training_service_account_and_the_stack_prefix_o
 
 
 def test_the_kubeconfig_is_a_secret_output_and_the_preview_names_what_bills(plan_for):
-    from components.kubernetes.cluster import KubernetesTraining  # noqa: F401 - the program's component
+    from components.kubernetes.training import KubernetesTraining  # noqa: F401 - the program's component
 
     plan = plan_for(STACK)
     assert plan.outputs["kubeconfig"].startswith("<kubeconfig")

@@ -197,7 +197,7 @@ def test_a_platform_job_runs_the_command_through_a_shell_on_every_rank_of_the_re
     import sys
     from pathlib import Path
 
-    from components.platforms import contract
+    from components.platforms import training_contract
 
     torchrun = Path(sys.executable).parent / "torchrun"
     if not torchrun.exists():
@@ -205,19 +205,19 @@ def test_a_platform_job_runs_the_command_through_a_shell_on_every_rank_of_the_re
     train = {"command": "cd src && WANDB_MODE=offline python train.py --epochs 1 | tee -a out-$RANK.log",
              "launcher": "torchrun", "env": {"RECORD_DIR": str(tmp_path)}}
     spec = _spec(stack, train=train)
-    paths = contract.JobPaths(str(tmp_path / "code"), str(tmp_path / "ckpt"), str(tmp_path / "data"))
+    paths = training_contract.JobPaths(str(tmp_path / "code"), str(tmp_path / "ckpt"), str(tmp_path / "data"))
     (tmp_path / "code" / "src").mkdir(parents=True)
     shutil.copy(Path(__file__).resolve().parents[1] / "rank_trainer.py", tmp_path / "code" / "src" / "train.py")
-    command = contract.command(spec, paths)
+    command = training_contract.command(spec, paths)
     assert f"--nproc_per_node {spec.gpus_per_node} " in command
     command = command.replace(f"--nproc_per_node {spec.gpus_per_node} ", "--nproc_per_node 2 ")
     names = spec.platform.offer.data["launcherEnv"]
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = str(sock.getsockname()[1])
-    env = {**os.environ, **contract.environment(spec, paths), "PATH": f"{torchrun.parent}:{os.environ['PATH']}",
+    env = {**os.environ, **training_contract.environment(spec, paths), "PATH": f"{torchrun.parent}:{os.environ['PATH']}",
            names["nnodes"]: "1", names["nodeRank"]: "0", names.get("masterHosts") or names["masterAddr"]: "127.0.0.1",
-           names.get("masterPort") or contract.MASTER_PORT_ENV: port}
+           names.get("masterPort") or training_contract.MASTER_PORT_ENV: port}
     done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     for rank in (0, 1):

@@ -103,11 +103,11 @@ def test_the_stand_in_sets_the_launcher_variables_the_job_reads_with_a_free_mast
     """The platform sets the launcher's variables in a job (platform.yaml launcherEnv); the stand-in does too,
     so a job never falls back to the command's default master port (29500), which two jobs on one machine
     would both bind."""
-    from components.platforms.contract import command
+    from components.platforms.training_contract import command
 
     config = {**load_stack_config(stack), "gpu-training:train": {"command": SMALL, "launcher": "torchrun"}}
     spec = build_spec(config, stack=stack)
-    from components.platforms.contract import MASTER_PORT_ENV
+    from components.platforms.training_contract import MASTER_PORT_ENV
 
     env = standins.job_api(_job(spec).OFFER, tmp_path / "bucket", tmp_path).platform_env()
     names = spec.platform.offer.data["launcherEnv"]

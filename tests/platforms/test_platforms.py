@@ -144,19 +144,19 @@ def test_platform_stacks_preview_offline(plan_for, stack):
 
 @pytest.mark.parametrize("stack", [HW, DLC])
 def test_the_code_the_job_runs_is_uploaded_where_the_contract_mounts_it(plan_for, stack):
-    """The job's command does `cd <mount>/code` (components/platforms/contract.py): `pulumi up` must put
+    """The job's command does `cd <mount>/code` (components/platforms/training_contract.py): `pulumi up` must put
     train.codeDir there, every file once, through the cloud's own object upload (as the VM path does)."""
     import importlib
     import shlex
     from pathlib import Path
 
-    from components.platforms import contract
+    from components.platforms import training_contract
     from node_agent import layout
 
     plan = plan_for(stack)
     spec = build_spec(load_stack_config(stack), stack=stack)
     uploaded = {r.inputs["key"]: r.inputs["source"] for r in plan.resources if r.type.endswith("ucketObject")}
-    code = contract.stack_root(spec) + layout.CODE
+    code = training_contract.stack_root(spec) + layout.CODE
     expected = {code + p.relative_to(spec.train.code_dir).as_posix()
                 for p in Path(spec.train.code_dir).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert set(uploaded) == expected and expected, sorted(uploaded)

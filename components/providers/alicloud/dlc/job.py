@@ -2,7 +2,7 @@
 
 Field names are those of alibabacloud-pai-dlc20201203 1.11.6 (api.yaml cites each). The stack's OSS prefix
 is mounted in every pod (DataSources Uri + MountPath, RW) and the contract's environment points into it
-(components/platforms/contract.py). Spot is taken only on a resource quota: on the public (general-purpose)
+(components/platforms/training_contract.py). Spot is taken only on a resource quota: on the public (general-purpose)
 resources a reclaim fails the job and nothing restarts it (checks, platform.yaml spot).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Optional
 from urllib.parse import parse_qsl, urlsplit
 
-from components.platforms import contract
+from components.platforms import training_contract
 from components.platforms.jobapi import ApiReference, JobClient, NoCredentials
 from components.providers.alicloud.cpfs_export import credentials_from
 from components.platforms.offer import PlatformOffer, load_offer
@@ -31,7 +31,7 @@ def oss_uri(spec) -> str:
     """oss://<bucket>.oss-<region>-internal.aliyuncs.com/<prefix>/<stack>/: an OSS path with the region's internal
     OSS endpoint, the form of DLC's data sources (api.yaml DataSources[].Uri, from the PAI API's DataSourceItem);
     not the S3-compatible host the nodes' agent uses."""
-    return f"oss://{spec.checkpoint.bucket}.oss-{spec.region}-internal.aliyuncs.com/{contract.stack_root(spec)}"
+    return f"oss://{spec.checkpoint.bucket}.oss-{spec.region}-internal.aliyuncs.com/{training_contract.stack_root(spec)}"
 
 
 def spot_price_per_minute(spec) -> Optional[float]:
@@ -39,9 +39,9 @@ def spot_price_per_minute(spec) -> Optional[float]:
     return None if spec.spot_max_price is None else round(spec.spot_max_price / 60, 6)
 
 
-def paths(spec) -> contract.JobPaths:
+def paths(spec) -> training_contract.JobPaths:
     """Where the job finds its files: every pod mounts the stack's prefix (DataSources)."""
-    return contract.mounted(OFFER.data["mounts"]["stack"])
+    return training_contract.mounted(OFFER.data["mounts"]["stack"])
 
 
 def request(spec) -> dict:
@@ -57,10 +57,10 @@ def request(spec) -> dict:
         "DisplayName": job_name(spec),
         "JobType": "PyTorchJob",
         "WorkspaceId": platform.workspace_id,
-        "UserCommand": contract.command(spec, where),
+        "UserCommand": training_contract.command(spec, where),
         "JobSpecs": [worker],
         "DataSources": [{"Uri": oss_uri(spec), "MountPath": mount, "MountAccess": "RW"}],
-        "Envs": contract.environment(spec, where),
+        "Envs": training_contract.environment(spec, where),
         "JobMaxRunningTimeMinutes": platform.max_running_minutes,
     }
     if platform.quota_id:

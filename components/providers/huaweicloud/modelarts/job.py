@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from components.platforms import contract
+from components.platforms import training_contract
 from components.platforms.jobapi import ApiReference, JobApiError, JobClient, NoCredentials
 from components.platforms.offer import PlatformOffer, load_offer
 from node_agent import layout
@@ -32,22 +32,22 @@ def job_name(spec) -> str:
 
 def obs_url(spec, relative: str = "") -> str:
     """obs://bucket/<prefix>/<stack>/<relative>: the form of log_export_path.obs_url only (api.yaml)."""
-    return f"obs://{spec.checkpoint.bucket}/{contract.stack_root(spec)}{relative}"
+    return f"obs://{spec.checkpoint.bucket}/{training_contract.stack_root(spec)}{relative}"
 
 
 def obs_path(spec, relative: str = "") -> str:
     """/bucket/<prefix>/<stack>/<relative>: the form of code_dir, the channels' obs_url and a volume's obs_path."""
-    return f"/{spec.checkpoint.bucket}/{contract.stack_root(spec)}{relative}"
+    return f"/{spec.checkpoint.bucket}/{training_contract.stack_root(spec)}{relative}"
 
 
-def paths(spec) -> contract.JobPaths:
+def paths(spec) -> training_contract.JobPaths:
     """Where the job finds its files: the mounted prefix on a dedicated pool; on the public pool the code where
     ModelArts downloads code_dir (${MA_JOB_DIR}/<its last folder>, MA_JOB_DIR's documented default in the
     command's fallback) and the channels' local folders."""
     if spec.platform.pool == "dedicated":
-        return contract.mounted(OFFER.data["mounts"]["stack"])
+        return training_contract.mounted(OFFER.data["mounts"]["stack"])
     channels = OFFER.data["channels"]
-    return contract.JobPaths(f"${{MA_JOB_DIR:-{OFFER.data['jobDir']}}}/{layout.CODE}".rstrip("/"),
+    return training_contract.JobPaths(f"${{MA_JOB_DIR:-{OFFER.data['jobDir']}}}/{layout.CODE}".rstrip("/"),
                              channels["checkpoints"], channels["data"])
 
 
@@ -64,20 +64,20 @@ def request(spec) -> dict:
     metadata = {"name": job_name(spec), "description": f"gpu-training stack {spec.stack} ({spec.tier.name} tier)"}
     if platform.workspace_id:
         metadata["workspace_id"] = platform.workspace_id
-    algorithm = {"command": contract.command(spec, where), "engine": {"image_url": platform.image},
-                 "environments": contract.environment(spec, where)}
+    algorithm = {"command": training_contract.command(spec, where), "engine": {"image_url": platform.image},
+                 "environments": training_contract.environment(spec, where)}
     job_spec = {
         "resource": resource,
         # maxHours as the job's own limit, whole hours up (api.yaml: time_unit HOURS, duration >= 1).
         "auto_stop": {"time_unit": "HOURS", "duration": max(1, math.ceil(spec.max_hours))},
-        "log_export_path": {"obs_url": obs_url(spec, contract.LOGS)},
+        "log_export_path": {"obs_url": obs_url(spec, training_contract.LOGS)},
     }
     if platform.pool == "dedicated":  # a pool of yours mounts the whole prefix
         job_spec["volumes"] = [{"obs": {"obs_path": obs_path(spec), "local_path": OFFER.data["mounts"]["stack"]}}]
     else:  # the public pool: code, data and checkpoints through the algorithm's own fields
         algorithm["code_dir"] = obs_path(spec, layout.CODE)
         algorithm["outputs"] = [{"name": "checkpoints", "local_dir": where.checkpoints,
-                                 "remote": {"obs": {"obs_url": obs_path(spec, contract.CHECKPOINTS)}}}]
+                                 "remote": {"obs": {"obs_url": obs_path(spec, training_contract.CHECKPOINTS)}}}]
         if spec.data.stage:
             algorithm["inputs"] = [{"name": "data", "local_dir": where.data,
                                     "remote": {"obs": {"obs_url": obs_path(spec, layout.DATA)}}}]

@@ -88,7 +88,7 @@ class StandIn:
     def platform_env(self) -> dict:
         """What the platform sets in a one-node job's environment for its launcher (launcher_env); where it sets
         no port variable, the contract's own (contract.MASTER_PORT_ENV) gets the free port here."""
-        from components.platforms.contract import MASTER_PORT_ENV
+        from components.platforms.training_contract import MASTER_PORT_ENV
 
         values = {"nnodes": "1", "nodeRank": "0", "masterAddr": "127.0.0.1", "masterHosts": "127.0.0.1",
                   "masterPort": str(free_port())}

@@ -1,4 +1,4 @@
-"""KubernetesTraining: the Kubernetes path's top component, beside components/cluster.py's VM cluster.
+"""KubernetesTraining: the Kubernetes path's top component, beside components/vm_training.py's VM cluster.
 
 network -> storage (the agent and the code in the bucket) -> the provider's cluster part (managed
 cluster, system and GPU pools, the pods' role, the kubeconfig) -> the pulumi-kubernetes provider ->
@@ -15,7 +15,7 @@ import pulumi
 from components import providers
 from components.artifacts import POD_BOOT_SET
 from components.bootstrap.agentfiles import boot_files
-from components.cluster import expires_at, record_creation_time, standard_tags
+from components.vm_training import expires_at, record_creation_time, standard_tags
 from components.kubernetes import manifests, workload
 from components.nodeconfig import build_node_config
 from components.providers.part_records import PartContext
