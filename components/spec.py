@@ -30,6 +30,9 @@ class Finding:
     level: str  # error | warning | info
     key: str
     message: str
+    # A warning the offline preview shows but `gpu-training up` refuses before creating anything (the shipped
+    # example bucket: the shipped stacks preview as they are, yet no `pulumi up` of them can work).
+    blocks_up: bool = False
 
     def render(self) -> str:
         return f"{self.level}: {self.key}: {self.message}"

@@ -28,6 +28,18 @@ class UsageError(Exception):
     """Bad arguments: one clear line, exit 2."""
 
 
+class Refused(UsageError):
+    """What the preview finds that `up` cannot create: every problem at once, before anything is created (exit 2)."""
+
+    def __init__(self, stack: str, problems: list[str]):
+        self.problems = problems
+        if len(problems) == 1:  # one line, as every command says a single problem
+            super().__init__(f"stack {stack}, before `pulumi up` (nothing was created): {problems[0]}")
+        else:
+            super().__init__(f"stack {stack}: {len(problems)} problems found before `pulumi up`; nothing was"
+                             " created:\n" + "\n".join(f"  {line}" for line in problems))
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
@@ -48,6 +60,11 @@ examples:
   run.py entry-t4 --keep                up and watch, leave the stack for another run
   run.py entry-t4 --watch-only          resume watching after Ctrl-C
   run.py entry-t4 --destroy-only        check the markers once, then destroy if data is saved
+  run.py entry-t4 --set checkpoint.bucket=my-bucket --set billing=spot
+                                        change keys as preview's --set does, written to the stack's config
+
+before `up`: the stack as the preview reads it (with --set); an error it finds, the stack files' example bucket
+  and missing credentials are named all at once, exit 2, and nothing is created.
 
 stock-outs: when the cloud answers that the type is sold out (or a quota is reached) where it was asked,
   a stack that lists alternatives (its `failover` key: zones, instanceTypes, regions) is torn down and
@@ -76,10 +93,19 @@ stock-outs: when the cloud answers that the type is sold out (or a quota is reac
                              "asking (the checkpoint bucket stays where it is: docs/capacity.md)")
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="where the report and the run record go (default out/<stack>/)")
+    # Pulumi's own `pulumi up --config` saves its values to the stack's config file too
+    # (https://www.pulumi.com/docs/iac/cli/commands/pulumi_up/: "Config to use during the update and save to the
+    # stack config file"): later refreshes, destroys and ups read the stack that was deployed.
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="a stack key for this up, as preview's --set (repeatable; KEY is gpu-training:KEY unless"
+                             " it names a namespace, checkpoint.bucket=NAME sets one field); written to the stack's"
+                             " config before `pulumi up`, as `pulumi up --config` does")
     return parser
 
 
-def options(argv: list[str] | None, work_dir: Path | None = None) -> RunOptions:
+def options(argv: list[str] | None, work_dir: Path | None = None, check_credentials: bool = False) -> RunOptions:
+    """The run's options; in full mode the stack is checked as the preview checks it (Refused names every
+    problem, `check_credentials`: the stack's cloud's credentials among them)."""
     work_dir = work_dir or REPO
     args = build_parser().parse_args(argv)
     stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project.stacks_dir(work_dir).glob("Pulumi.*.yaml"))
@@ -97,25 +123,73 @@ def options(argv: list[str] | None, work_dir: Path | None = None) -> RunOptions:
     if args.data is not None and mode != "full":
         raise UsageError("--data is uploaded with `up`: not with --watch-only or --destroy-only "
                          "(upload with scripts/pack.py DIR OUT --upload STACK)")
-    spec = loaded_spec(args.stack) if mode == "full" else None
-    data = stack_data(args.stack, args.data, spec) if spec is not None else {}
+    if args.overrides and mode != "full":
+        raise UsageError("--set changes what `up` creates: not with --watch-only or --destroy-only (change the"
+                         " stack's config with `pulumi config set` instead)")
+    spec, data = preflight(args.stack, args.overrides, args.data, check_credentials) if mode == "full" else (None, {})
     capacity = stack_capacity(args.stack, spec) if spec is not None else {}
     # out/ moves with GPU_TRAINING_OUT (docs/cli.md), as everywhere else.
     out_root = project.out_dir() if os.environ.get(project.OUT_ENV) else work_dir / "out"
     return RunOptions(stack=args.stack, work_dir=work_dir, out_dir=args.out or out_root / args.stack,
                       mode=mode, keep=args.keep, force=args.force, yes=args.yes, timeout_h=args.timeout,
-                      poll_s=args.poll, teardown_runs_program=teardown_runs_program(args.stack),
-                      allow_region_change=args.allow_region_change, **capacity, **data)
+                      poll_s=args.poll, teardown_runs_program=teardown_runs_program(args.stack, spec),
+                      allow_region_change=args.allow_region_change, config_changes=config_changes(args.overrides),
+                      **capacity, **data)
 
 
-def loaded_spec(stack: str):
-    """The stack's validated spec (a bad stack file is a usage error naming the key)."""
+def preflight(stack: str, overrides: list[str], data_dir: Path | None, check_credentials: bool):
+    """(spec, data options) of the stack as `up` would create it (its file with `overrides`), or Refused naming in
+    one pass each error the preview finds, each finding `up` cannot get past (Finding.blocks_up: the example
+    bucket), a data set that does not fit, and (check_credentials) missing credentials of the stack's cloud."""
     from components.spec import SpecError
-    from tools.stackfiles import StackFileError, stack_spec
+    from tools.stackfiles import StackFileError, apply_overrides, load_stack_config, stack_spec
+    problems: list[str] = []
+    spec, data, findings = None, {}, []
     try:
-        return stack_spec(stack)[1]
-    except (StackFileError, SpecError) as exc:
-        raise UsageError(exc.render()) from None
+        spec = stack_spec(stack, tuple(overrides))[1]
+        findings = list(spec.findings)
+    except StackFileError as exc:
+        problems.append(str(exc))
+    except SpecError as exc:
+        findings = exc.findings
+    problems += [f"{f.key}: {f.message}" for f in findings if f.level == "error"]
+    problems += [f"{f.key}: {f.message} (`up` stops here: --set {f.key}=... or change the stack file)"
+                 for f in findings if f.blocks_up]
+    if spec is not None:
+        # A target's own placeholders (a platform stack's example workspace id): the preview flags them too.
+        from components import targets
+        named = {f.key for f in findings if f.blocks_up}
+        problems += [f"{p.key}: {p.value!r} is {p.why} (`up` stops here: --set {p.key}=... or change the stack file)"
+                     for p in getattr(targets.of(spec), "placeholders", lambda _: [])(spec) if p.key not in named]
+        try:
+            data = stack_data(stack, data_dir, spec)
+        except UsageError as exc:
+            problems.append(str(exc))
+    if check_credentials:
+        from tools.runlib.credentials import MissingCredentials, from_env
+        try:
+            provider = spec.provider if spec is not None else str(
+                apply_overrides(load_stack_config(stack), overrides).get("gpu-training:provider", "alicloud"))
+            from_env(provider)
+        except MissingCredentials as exc:
+            problems.append(f"credentials: {exc}")
+        except (StackFileError, KeyError, ValueError):
+            pass  # the stack's cloud is unknown: the errors above say why
+    if problems:
+        raise Refused(stack, problems)
+    return spec, data
+
+
+def config_changes(overrides: list[str]) -> dict:
+    """`--set` as the config keys `pulumi config set` writes: gpu-training:KEY (or the namespace given), a
+    dotted KEY as a path into the object (checkpoint.bucket)."""
+    from components import schema
+    changes = {}
+    for assignment in overrides:
+        key, _, value = assignment.partition("=")
+        key = key.strip()
+        changes[key if ":" in key.split(".")[0] else f"{schema.NAMESPACE}:{key}"] = value
+    return changes
 
 
 def stack_capacity(stack: str, spec) -> dict:
@@ -124,7 +198,7 @@ def stack_capacity(stack: str, spec) -> dict:
     return {"provider": spec.provider, "failover": plan_for(spec)}
 
 
-def teardown_runs_program(stack: str) -> bool:
+def teardown_runs_program(stack: str, spec=None) -> bool:
     """Whether the stack's target needs refresh and destroy to run the program (components/targets): a
     Kubernetes stack's provider takes a temporary kubeconfig that the program reads (docs/kubernetes.md), so
     without it they use the expired one recorded at the last `up`."""
@@ -132,7 +206,7 @@ def teardown_runs_program(stack: str) -> bool:
     from components.spec import SpecError
     from tools.stackfiles import StackFileError, stack_spec
     try:
-        return targets.of(stack_spec(stack)[1]).teardown_runs_program
+        return targets.of(spec or stack_spec(stack)[1]).teardown_runs_program
     except (StackFileError, SpecError) as exc:
         raise UsageError(exc.render()) from None
 
@@ -174,7 +248,8 @@ def stack_provider(stack: str) -> str:
 def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> int:
     """The command; tests pass a recording ``stack_factory`` in place of the Automation API layer."""
     try:
-        opts = options(argv)
+        # With the real Automation layer, missing credentials are named with the stack's problems, in one pass.
+        opts = options(argv, check_credentials=stack_factory is None)
     except UsageError as exc:
         print(f"run.py: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
@@ -186,7 +261,7 @@ def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> 
         from tools.runlib.credentials import MissingCredentials, from_env
         try:
             # Checked before `up`: a stack nobody can watch would never be destroyed by this run.
-            credentials = from_env(stack_provider(opts.stack))
+            credentials = from_env(opts.provider or stack_provider(opts.stack))  # full mode: the checked stack's
         except (MissingCredentials, UsageError) as exc:
             print(f"run.py: error: {exc}", file=sys.stderr)
             return exitcodes.USAGE

@@ -34,6 +34,10 @@ class _Problems:
     def warning(self, key: str, message: str) -> None:
         self.items.append(Finding("warning", key, message))
 
+    def up_blocker(self, key: str, message: str) -> None:
+        """A warning in the preview, an error for `gpu-training up` (Finding.blocks_up)."""
+        self.items.append(Finding("warning", key, message, blocks_up=True))
+
     def info(self, key: str, message: str) -> None:
         self.items.append(Finding("info", key, message))
 

@@ -23,6 +23,7 @@ class FakeStack:
         self.calls: list[str] = []
         self.created: list[bool] = []
         self.run_program: list[bool] = []  # refresh's and destroy's run_program, in call order
+        self.config: dict = {}  # what set_config wrote (up's --set, a failover's next attempt)
 
     def factory(self, name, work_dir, create=True):
         assert name == self.stack and Path(work_dir) == REPO
@@ -43,6 +44,9 @@ class FakeStack:
     def last_update_started(self):
         return None
 
+    def set_config(self, changes: dict):
+        self.config.update(changes)
+
     def refresh(self, on_output, run_program=False):
         self.calls.append("refresh")
         self.run_program.append(run_program)
@@ -54,10 +58,17 @@ class FakeStack:
             self.on_destroy()
 
 
+# The shipped stacks name the example bucket, which `up` refuses before creating anything: a full run under test
+# names a bucket of its own with --set, as a user does (the fake stack's outputs say which bucket is watched).
+TEST_BUCKET = "checkpoint.bucket=gpu-training-run-under-test"
+
+
 def run_main(out_dir: Path, stack: FakeStack, *args: str, **driver) -> tuple[int, str]:
     """run.py's main on `stack` (polling every 0.1 s, its run records under `out_dir`); (exit code, console text).
     `driver` goes to the driver as given (confirm=...)."""
     out = io.StringIO()
-    code = run_cli.main([stack.stack, "--poll", "0.1", "--out", str(out_dir), *args], stack_factory=stack.factory,
+    full = not {"--watch-only", "--destroy-only"} & set(args)
+    code = run_cli.main([stack.stack, "--poll", "0.1", "--out", str(out_dir), *(["--set", TEST_BUCKET] if full else []),
+                         *args], stack_factory=stack.factory,
                         console=Console(file=out, width=220, force_terminal=False), **driver)
     return code, out.getvalue()

@@ -81,7 +81,7 @@ def test_an_unknown_stack_is_exit_2_naming_the_stacks(args):
     (("status", "hw-entry-t4"), ("HW_ACCESS_KEY", "HW_SECRET_KEY")),
     (("status", "bd-large-a100"), ("BAIDUCLOUD_ACCESS_KEY", "BAIDUCLOUD_SECRET_KEY")),
     (("report", "entry-t4"), ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY")),
-    (("up", "entry-t4"), ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY")),
+    (("up", "entry-t4", "--set", "checkpoint.bucket=my-own-bucket"), ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY")),
     (("prices", "refresh", "--provider", "alicloud", "--region", "cn-hangzhou", "--signed"), ("ALICLOUD_ACCESS_KEY",
                                                                                  "ALICLOUD_SECRET_KEY")),
     (("regions", "refresh", "--provider", "tencentcloud"), ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY")),

@@ -184,7 +184,9 @@ def test_up_waits_for_the_end_the_target_reports_then_destroys(deployed, tmp_pat
                 _put(client, outputs, f"markers/node-{n}.json", _marker(stack, "DONE", f"node-{n}"))
         threading.Thread(target=later, daemon=True).start()
 
-    code, text, fake = _run(stack, outputs, "--yes", "--timeout", "0.05", on_up=None if kind == "platform"
+    # A platform stack's example workspace id is refused by `up` like the example bucket: name one.
+    own = ("--set", "platform.workspaceId=998877") if kind == "platform" else ()
+    code, text, fake = _run(stack, outputs, "--yes", "--timeout", "0.05", *own, on_up=None if kind == "platform"
                             else nodes_finish, tmp_path=tmp_path)
     assert code == 0 and fake.calls == ["up", "refresh", "destroy"], text
     if kind == "platform":

@@ -40,7 +40,7 @@ CREDS = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "ALICLOUD
 from components import providers
 from localcloud import BIN, S3Proxy
 from localcloud.standins import CloudApi, Metadata
-from tests.tools.run_harness import FakeStack, run_cli, run_main
+from tests.tools.run_harness import TEST_BUCKET, FakeStack, run_cli, run_main
 from tools.runlib import decide as decide_mod
 from tools.runlib import exitcodes
 from tools.runlib.markers import assess, current, parse_marker
@@ -453,8 +453,9 @@ def test_bad_arguments_exit_2(args, named):
 
 def test_without_the_pulumi_cli_it_says_so_and_starts_nothing(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": os.environ["PYTHONPATH"], **CREDS}
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "run.py"), STACK, "--out", str(tmp_path / "out")],
-                          capture_output=True, text=True, timeout=60, env=env)
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "run.py"), STACK, "--out", str(tmp_path / "out"),
+                           "--set", "checkpoint.bucket=my-own-bucket"], capture_output=True, text=True, timeout=60,
+                          env=env)
     assert done.returncode == exitcodes.ERROR, done.stdout + done.stderr
     assert "the Pulumi CLI is not installed" in done.stdout and "Traceback" not in done.stdout + done.stderr
     assert not (tmp_path / "out").exists()
@@ -477,7 +478,7 @@ def run_with_data(tmp_path, stack: FakeStack, checkpoint: dict, from_stack: bool
 
     example.make_folder(tmp_path / "images", classes=2, per_class=6, size=16)
     packer.pack(source.read(tmp_path / "images"), tmp_path / "packed", per_shard=4)
-    opts = run_cli.options([STACK, "--poll", "0.1", "--out", str(tmp_path / "out"), *args])
+    opts = run_cli.options([STACK, "--poll", "0.1", "--out", str(tmp_path / "out"), "--set", TEST_BUCKET, *args])
     opts = dataclasses.replace(opts, data_dir=tmp_path / "packed", data_bucket=checkpoint,
                                data_bucket_from_stack=from_stack)
     out = io.StringIO()

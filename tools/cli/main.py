@@ -241,14 +241,19 @@ cloud_pass_through("regions", "Show or refresh the declared regions and zones of
 @click.option("--out", type=click.Path(), metavar="DIR", help="report and run record folder (default out/STACK/)")
 @click.option("--allow-region-change", is_flag=True,
               help="on a stock-out, move to the next region the stack's failover lists without asking")
-def up(stack, keep, yes, force, watch_only, timeout, poll, data, out, allow_region_change):
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="a stack key, as preview's --set (repeatable); written to the stack's config before `pulumi up`")
+def up(stack, keep, yes, force, watch_only, timeout, poll, data, out, allow_region_change, overrides):
     """Upload the data set, `pulumi up` STACK, watch its nodes to the end, download the report, then
     destroy once every node's data is saved (what scripts/run.py does). Ctrl-C leaves it running.
 
     When the cloud answers that the type is sold out (or a quota is reached) and the stack lists
     alternatives (its `failover` key), what the attempt created is removed and the next zone, type or
-    region is tried, each attempt printed with why it moved on (docs/capacity.md)."""
-    argv = [stack, *(["--keep"] if keep else []), *(["--yes"] if yes else []), *(["--force"] if force else []),
+    region is tried, each attempt printed with why it moved on (docs/capacity.md).
+
+    Before anything is created, the stack (with --set) is checked as the preview checks it: each error, the
+    stack files' example bucket and missing credentials are named in one pass (exit 2)."""
+    argv = [stack, *(arg for value in overrides for arg in ("--set", value)), *(["--keep"] if keep else []), *(["--yes"] if yes else []), *(["--force"] if force else []),
             *(["--watch-only"] if watch_only else []), *(["--allow-region-change"] if allow_region_change else [])]
     for flag, value in (("--timeout", timeout), ("--poll", poll), ("--data", data), ("--out", out)):
         if value is not None:

@@ -10,7 +10,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Mapping, Optional
@@ -57,6 +57,7 @@ class RunOptions:
     provider: str = ""  # the stack's cloud: whose documented stock-out and quota codes `up` recognises
     failover: Optional[FailoverPlan] = None  # the attempts the stack's `failover` key allows (tools/runlib/failover.py)
     allow_region_change: bool = False  # --allow-region-change: move to another region without asking
+    config_changes: Mapping[str, object] = field(default_factory=dict)  # --set, as `pulumi config set` writes them
 
     @property
     def state_file(self) -> Path:
@@ -159,6 +160,12 @@ class Driver:
         try:
             self.phase = "select"
             stack = self.stack_factory(opts.stack, opts.work_dir, create=opts.mode == "full")
+            if opts.mode == "full" and opts.config_changes:
+                # What the preflight checked is what `pulumi up` reads: --set goes into the stack's config first.
+                self.phase = "config"
+                stack.set_config(dict(opts.config_changes))
+                self.say("--set saved in the stack's config, as `pulumi config set` does: "
+                         + ", ".join(f"{k}={v}" for k, v in opts.config_changes.items()))
             data_pending = opts.mode == "full" and opts.data_dir is not None
             if data_pending and not opts.data_bucket_from_stack:
                 # Before `up`, into the user's bucket: the nodes find the set when they boot, and a failed

@@ -35,8 +35,8 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
                        " and reports travel through this bucket; give a bucket you own in the stack's region"
                        " (or set checkpoint.create: true to create one that outlives the stack)")
     if bucket and bucket == profile.object_storage.example_bucket and not raw.get("create"):
-        # A warning, not an error: the shipped stacks must preview offline as they are.
-        problems.warning("checkpoint.bucket", f"{bucket!r} is the example name the stack files ship with;"
+        # A warning, not an error: the shipped stacks must preview offline as they are; `up` refuses it.
+        problems.up_blocker("checkpoint.bucket", f"{bucket!r} is the example name the stack files ship with;"
                          " `pulumi up` fails (NoSuchBucket or AccessDenied) at the first upload until it names a"
                          " bucket you own in the stack's region (or set checkpoint.create: true)")
     prefix = str(raw.get("prefix", "")).strip("/")

@@ -1,0 +1,107 @@
+"""`gpu-training up` checks the stack as the preview does before it creates anything (issue 33; newcomer trial 3).
+
+It takes `--set` like the preview (written to the stack's config before `pulumi up`, as `pulumi up --config`
+does), and an error the preview finds, the stack files' example bucket (a preview warning: `pulumi up` would
+create the network and the nodes, then fail at the first upload) and missing credentials are named all at
+once, exit 2, with nothing created.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.tools.run_harness import FakeStack, run_cli, run_main
+from tools.runlib import exitcodes
+
+REPO = Path(__file__).resolve().parents[2]
+CREDENTIALS = ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN")
+
+
+def cli_up(*args: str, **env_extra: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-m", "tools.cli", "up", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def nothing_may_start(*args, **kwargs):
+    pytest.fail("up went on to Pulumi despite the problems")
+
+
+def test_the_example_bucket_and_a_missing_credential_are_named_in_one_pass():
+    done = cli_up("entry-t4")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "2 problems found before `pulumi up`; nothing was created" in done.stderr
+    assert "checkpoint.bucket: 'my-gpu-training-checkpoints' is the example name" in done.stderr
+    assert "--set checkpoint.bucket=" in done.stderr  # the fix
+    assert "credentials: no Alibaba Cloud credentials: set ALICLOUD_ACCESS_KEY and ALICLOUD_SECRET_KEY" in done.stderr
+
+
+def test_set_reaches_the_check_and_each_error_is_named_with_the_rest():
+    done = cli_up("entry-t4", "--set", "image=ubuntu", "--set", "billing=sometimes")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "4 problems found" in done.stderr, done.stderr
+    for said in ("image: 'ubuntu' is no Alibaba Cloud image id", "billing:", "checkpoint.bucket:", "credentials:"):
+        assert said in done.stderr, said
+
+
+def test_with_a_bucket_of_ones_own_only_the_credential_is_left_on_one_line():
+    done = cli_up("tc-entry-t4", "--set", "checkpoint.bucket=my-own-bucket-1250000000")
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "TENCENTCLOUD_SECRET_ID" in lines[0] and "checkpoint.bucket" not in lines[0], lines
+
+
+def test_the_example_bucket_stops_up_before_pulumi_is_driven(capsys):
+    code = run_cli.main(["entry-t4", "--yes"], stack_factory=nothing_may_start)
+    assert code == exitcodes.USAGE
+    assert "checkpoint.bucket: 'my-gpu-training-checkpoints'" in capsys.readouterr().err
+
+
+def test_set_is_written_to_the_stack_config_before_pulumi_up(tmp_path):
+    seen = {}
+    stack = FakeStack({"stack": "entry-t4"}, on_up=lambda: seen.update(stack.config))
+    code, out = run_main(tmp_path, stack, "--yes", "--set", "billing=spot", "--set", "spotMaxPricePerHour=50")
+    # The fake's outputs hold no bucket, so the run stops after `up`: what matters is what `up` was given.
+    assert stack.calls[:1] == ["up"], out
+    assert seen == {"gpu-training:checkpoint.bucket": "gpu-training-run-under-test", "gpu-training:billing": "spot",
+                    "gpu-training:spotMaxPricePerHour": "50"}, out
+    assert "--set saved in the stack's config" in out
+    assert code == exitcodes.ERROR
+
+
+def test_set_that_the_check_refuses_writes_nothing(capsys):
+    stack = FakeStack({"stack": "entry-t4"})
+    code = run_cli.main(["entry-t4", "--set", "checkpoint.bucket=mine-1", "--set", "nodes=0"],
+                        stack_factory=stack.factory)
+    assert code == exitcodes.USAGE and stack.config == {} and stack.created == []
+    assert "nodes:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["--watch-only", "--destroy-only"])
+def test_set_with_watch_or_destroy_is_a_usage_error(mode, capsys):
+    code = run_cli.main(["entry-t4", mode, "--set", "billing=spot"], stack_factory=nothing_may_start)
+    assert code == exitcodes.USAGE and "--set changes what `up` creates" in capsys.readouterr().err
+
+
+def test_a_malformed_set_is_named():
+    done = cli_up("entry-t4", "--set", "billing")
+    assert done.returncode == 2 and "expected KEY=VALUE" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_commands_help_offers_set():
+    done = subprocess.run([sys.executable, "-m", "tools.cli", "up", "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and "--set KEY=VALUE" in done.stdout
+
+
+def test_a_platform_stacks_example_workspace_is_named_too(capsys):
+    code = run_cli.main(["large-a100-dlc", "--set", "checkpoint.bucket=my-own-bucket"], stack_factory=nothing_may_start)
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "platform.workspaceId: '123456' is the example id" in err, err
+    assert "checkpoint.bucket" not in err
