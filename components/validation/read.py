@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from typing import Any, Mapping
 
 from components import providers, schema
@@ -162,7 +163,8 @@ def _coerce_commands(value: Any, bad) -> Any:
         try:
             value = _parse_json(value.strip())
         except ValueError:
-            pass
+            if re.match(r"\[\s*[\"']", value.strip()):  # meant as a list (["a", "b"]), not the shell's `[ test ]`
+                return bad()
     if isinstance(value, str):
         return [value] if value.strip() else []
     if not isinstance(value, list):

@@ -83,6 +83,7 @@ def test_requirements_default_to_the_code_folders_file_and_can_be_named_or_turne
     ('["pip install x\\u0000"]', "train.setup[0]", "control character; allowed: printable text"),
     ("5", "train.setup", "5 is not a list of shell commands"),
     ('{"pip": "x"}', "train.setup", "is not a list of shell commands"),
+    ('["pip install x", "echo a\nb"]', "train.setup", "is not a list of shell commands"),  # meant a list; no JSON
     (json.dumps(["pip install " + "x" * 140_000]), "train.setup[0]", "at most 130,048 bytes"),
 ])
 def test_a_bad_setup_is_refused_naming_the_key_and_what_is_allowed(value, key, fragment):
