@@ -42,6 +42,9 @@ class PlatformRehearsal:
         self.standin = standins.job_api(spec.platform.offer, self.bucket, workdir)
         self.server = None
         self.command = command_for(args.command or spec.train.command, args.steps)
+        from tools.setuprehearsal import SetupRehearsal
+
+        self.setup = SetupRehearsal(spec, getattr(args, "wheels", None))  # train.setup/requirements, before the command
 
     def say(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
@@ -71,10 +74,19 @@ class PlatformRehearsal:
 
         spec = self.spec
         self.say(f"rehearsing {spec.platform.offer.display_name} job of {self.stack} against its job API stand-in")
-        # The code the program uploads to <prefix>/<stack>/code/ (components/platforms/training.py).
-        shutil.copytree(shipped.folder("example-trainer"), self.bucket / "code", ignore=shutil.ignore_patterns("__pycache__"))
-        # The job runs `python ...` here: this interpreter, which has the example trainer's packages.
-        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        # The code the program uploads to <prefix>/<stack>/code/ (components/platforms/training.py): train.codeDir.
+        shutil.copytree(spec.train.code_dir or shipped.folder("example-trainer"), self.bucket / "code",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        # The job runs `python ...` here: this interpreter, which has the example trainer's packages; with a setup,
+        # a venv of the job's own layered on it, so the setup installs there and never into this environment.
+        venv = self.setup.venv(self.workdir)
+        first = [str(Path(venv) / "bin")] if venv else []  # its python first; torchrun from this environment's
+        os.environ["PATH"] = os.pathsep.join([*first, str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        if self.setup.wanted:
+            self.say(f"  setup: {self.setup.describe()}")
+            environment = self.setup.env(os.environ)
+            os.environ.clear()
+            os.environ.update(environment)
         self.server = self.standin.serve()
         client = self.job.client(spec.region, base_url=f"http://127.0.0.1:{self.server.server_address[1]}")
         # A name of its own per submit, as the dynamic resource gives each (a platform may refuse a name it knows).
@@ -114,12 +126,25 @@ class PlatformRehearsal:
         self.check("trained to the end", summary.get("status") == "finished" and final == self.args.steps,
                    f"final step {final} of {self.args.steps} ({summary.get('status') or 'no summary line in the log'})")
         self.lost = self._steps_redone(resumed)
+        self._check_setup()
         second = client.submit(self.job.API.named(body, "2"))
         self._wait(lambda: self.standin.jobs[second].process is not None, "the second job to start")
         client.stop(second)
         stopped = self._wait(lambda: client.state(second)["state"] == "stopped", "the stop")
         self.check("stop through the API", stopped, f"{second}: {client.state(second)['state']}")
         return self.checks
+
+    def _check_setup(self) -> None:
+        """The job's log: the setup ran and ended before training, on the first start and after the restart."""
+        if not self.setup.wanted:
+            return
+        log = self.log_tail()
+        done = re.findall(r"gpu-training: setup: done in (\d+) s", log)
+        before = log.find("gpu-training: setup: done") < log.find("step ") if "step " in log else bool(done)
+        self.check("setup before training", len(done) >= 2 and before,
+                   f"{len(done)} setups in the job's log ({', '.join(d + ' s' for d in done)}: the first start and the"
+                   " restarted worker's; a platform job has no agent, so no wheel cache: docs/platforms.md)")
+        self.setup.check_index(self.check)
 
     def _steps_redone(self, resumed) -> "int | None":
         """Steps trained before the fault and trained again after it: the last step the log shows before the
@@ -154,3 +179,4 @@ class PlatformRehearsal:
         if self.server:
             self.server.shutdown()
             self.server.server_close()
+        self.setup.stop()

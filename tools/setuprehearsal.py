@@ -63,6 +63,10 @@ class SetupRehearsal:
         check("setup before training", ok,
               f"{first_id}: {_text(one)}; replacement {replacement_id}: {_text(two)}"
               + ("" if cached else " (the first node added no wheels to cache)"))
+        self.check_index(check)
+
+    def check_index(self, check: Callable[[str, bool, str], None]) -> None:
+        """With --wheels: pip asked the local index (and, configured so, nothing else)."""
         if self.index:
             asked = sum(1 for path in self.index.requests if path.startswith("/simple"))
             check("setup packages from the local index only", asked > 0,

@@ -19,16 +19,25 @@ running time instead). docs/platforms.md says so.
 """
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 
 from node_agent import launch, layout
+from node_agent import setup as node_setup
 
 CHECKPOINTS = "platform/checkpoints/"
 LOGS = "platform/logs/"
 # The master's port when the platform sets no variable for it (launcherEnv without masterPort): a fixed default,
 # which train.env may change (ModelArts sets none: its guides fix one in the boot script).
 MASTER_PORT_ENV, MASTER_PORT = "GPU_TRAINING_MASTER_PORT", 29500
+# Where the job's setup keeps the framework's versions as pip constraints (a file of the container's, not the mount).
+SETUP_CONSTRAINTS = "/tmp/gpu-training-constraints.txt"
+# Prints the framework's installed versions as pip constraints (name==version), as node_agent/setup.py keeps them.
+PINS = ("import importlib.metadata as m\n"
+        f"for n in {json.dumps(node_setup.FRAMEWORK)}:\n"
+        '    try:\n        print(n + "==" + m.version(n))\n'
+        "    except m.PackageNotFoundError:\n        pass\n")
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,40 @@ def command(spec, paths: JobPaths) -> str:
         run = (f"{master}torchrun --nnodes ${{{names['nnodes']}:-1}} --node_rank ${{{names['nodeRank']}:-0}}"
                f" --master_addr ${{GPU_TRAINING_MASTER%%,*}} --master_port ${{{port}:-{MASTER_PORT}}}"
                f" --nproc_per_node {spec.gpus_per_node} {shlex.join(words)}")
-    return f"mkdir -p {shlex.quote(paths.checkpoints)} && cd {_quote_path(paths.code)} && {run}"
+    steps = setup(spec)
+    return (f"mkdir -p {shlex.quote(paths.checkpoints)} && cd {_quote_path(paths.code)} && "
+            + (f"{steps} && " if steps else "") + run)
+
+
+def setup(spec) -> str:
+    """The stack's setup as shell text the job runs in the code folder before train.command (training-contract.md
+    §6): the framework's installed versions as pip constraints (as the agent keeps them), `python -m pip install
+    -r <train.requirements>`, then each train.setup command through `sh -c`, each step announced on the job's
+    log; the first that fails ends the job (exit 1) with a line naming it, so nothing trains half-installed and
+    the platform ends the job (it stops billing). "" when the stack names none. No agent runs on a platform, so
+    there is no wheel cache in the bucket: a restarted worker installs again."""
+    train = spec.train
+    if not (train.setup or train.requirements):
+        return ""
+    steps = [("train.requirements", train.requirements, f"python -m pip install -r {shlex.quote(train.requirements)}")
+             ] if train.requirements else []
+    steps += [(f"train.setup[{i}]", command, f"sh -c {shlex.quote(command)}") for i, command in enumerate(train.setup)]
+    lines = ["gpu_training_t0=$(date +%s)",
+             f"{{ python -c {shlex.quote(PINS)} > {SETUP_CONSTRAINTS} || : > {SETUP_CONSTRAINTS}; }}",
+             f"export PIP_CONSTRAINT={SETUP_CONSTRAINTS} PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1"]
+    for key, text, shell in steps:
+        label = f"{key} ({_short(text)})"
+        failed = shlex.quote(f"gpu-training: setup failed: {label} exited")
+        lines.append(f"echo {shlex.quote('gpu-training: setup: ' + label)}")
+        lines.append(f"{{ {shell} </dev/null || {{ rc=$?; echo {failed} \"$rc: not training\" >&2; exit 1; }}; }}")
+    lines.append('echo "gpu-training: setup: done in $(( $(date +%s) - gpu_training_t0 )) s"')
+    return " && ".join(lines)
+
+
+def _short(text: str, width: int = 120) -> str:
+    """A command on one line of the log: newlines as '; ', cut at `width`."""
+    one = "; ".join(line.strip() for line in text.splitlines() if line.strip())
+    return one if len(one) <= width else one[:width - 3] + "..."
 
 
 def _quote_path(path: str) -> str:
