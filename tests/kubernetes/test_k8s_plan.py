@@ -133,6 +133,21 @@ def test_the_pod_node_config_names_the_job_and_the_pod_role(plan_for):
     assert "def exit_code" in boot.inputs["data"]["pod.py"]
 
 
+def test_the_pods_get_the_stacks_setup_and_keep_its_cache_on_the_node_disk(plan_for):
+    """issue 33: train.setup and train.requirements reach the pods through the node config the agent (the pod's
+    entrypoint) reads, so the pod installs them before the trainer, as a VM node does; /data, where the agent keeps
+    pip's cache and the wheels, is the emptyDir on the node's data disk."""
+    plan = plan_for(STACK, 'train.setup=["pip install timm", "apt-get install -y libgl1"]')
+    config_map = next(r for r in plan.of_type("kubernetes:core/v1:ConfigMap") if r.inputs["metadata"]["name"] == "node-config")
+    config = json.loads(config_map.inputs["data"]["node.json"])
+    assert config["train"]["setup"] == ["pip install timm", "apt-get install -y libgl1"]
+    assert config["paths"]["data"] == manifests.PATHS["data"] and config["paths"]["venv"] == ""
+    job = next(o for o in k8s_objects(plan) if o["kind"] == "Job")
+    mounts = {m["name"]: m["mountPath"] for m in job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
+    assert mounts["data"] == config["paths"]["data"] and "emptyDir" in volumes["data"]
+
+
 def test_the_ack_parts(plan_for):
     plan = plan_for(STACK)
     cluster = plan.of_type("alicloud:cs/managedKubernetes:ManagedKubernetes")[0].inputs
