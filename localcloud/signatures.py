@@ -73,6 +73,32 @@ def _unsigned(signed: list[str], required: set[str]) -> Optional[tuple[str, str]
     return (MISMATCH, f"header(s) {', '.join(missing)} not in SignedHeaders") if missing else None
 
 
+def _signing_key(headers: dict, algorithm: str, key_field: str, secret_of: SecretOf,
+                 unknown: str) -> tuple[dict[str, str], str, Refusal]:
+    """(authorization fields, secret, None) of a request signed with `algorithm` by a key the stand-in knows; else
+    a refusal: MALFORMED without such an authorization naming the key (`key_field`), the signed headers and the
+    signature, UNKNOWN_KEY with `unknown` (the cloud's wording, `{key}` the key id) for a key without a secret."""
+    fields = authorization_fields(headers.get("authorization", ""), algorithm)
+    if not fields or not {key_field, "SignedHeaders", "Signature"} <= set(fields):
+        return {}, "", (MALFORMED, f"no {algorithm} authorization")
+    secret = secret_of(fields[key_field])
+    if secret is None:
+        return fields, "", (UNKNOWN_KEY, unknown.format(key=fields[key_field]))
+    return fields, secret, None
+
+
+def _signed_headers(fields: dict[str, str], headers: dict, required: set[str],
+                    lower_values: bool = False) -> tuple[list[str], str, Refusal]:
+    """(signed header names, their canonical lines, None); else a MISMATCH refusal: a header of `required` left
+    out of SignedHeaders, or a signed header the request does not carry."""
+    signed = [n for n in fields["SignedHeaders"].split(";") if n]
+    problem = _unsigned(signed, required)
+    if problem:
+        return signed, "", problem
+    canonical_headers, absent = _canonical_headers(headers, signed, lower_values)
+    return signed, canonical_headers, (MISMATCH, f"signed header {absent} not sent") if absent else None
+
+
 def _sorted_query(query: str) -> str:
     pairs = sorted((_encode(k), _encode(v)) for k, v in parse_qsl(query, keep_blank_values=True))
     return "&".join(f"{k}={v}" for k, v in pairs)
@@ -84,23 +110,17 @@ def acs3(method: str, path: str, headers: dict, body: bytes, secret_of: SecretOf
     x-acs-content-sha256 must carry); StringToSign "ACS3-HMAC-SHA256\\n" + hex SHA-256 of it; signature
     hex HMAC-SHA256(secret, StringToSign). Every x-acs-* header present, host and content-type (when
     present) must be signed ("all common request headers except Authorization")."""
-    fields = authorization_fields(headers.get("authorization", ""), "ACS3-HMAC-SHA256")
-    if not fields or not {"Credential", "SignedHeaders", "Signature"} <= set(fields):
-        return MALFORMED, "no ACS3-HMAC-SHA256 authorization"
-    secret = secret_of(fields["Credential"])
-    if secret is None:
-        return UNKNOWN_KEY, f"unknown access key {fields['Credential']}"
-    signed = [n for n in fields["SignedHeaders"].split(";") if n]
+    fields, secret, refused = _signing_key(headers, "ACS3-HMAC-SHA256", "Credential", secret_of,
+                                           "unknown access key {key}")
+    if refused:
+        return refused
     required = {"host", *(n for n in headers if n.startswith("x-acs-"))} | ({"content-type"} & set(headers))
-    problem = _unsigned(signed, required)
-    if problem:
-        return problem
+    signed, canonical_headers, refused = _signed_headers(fields, headers, required)
+    if refused:
+        return refused
     payload = _sha256(body)
     if headers.get("x-acs-content-sha256") != payload:
         return MISMATCH, "x-acs-content-sha256 is not the SHA-256 of the body"
-    canonical_headers, absent = _canonical_headers(headers, signed)
-    if absent:
-        return MISMATCH, f"signed header {absent} not sent"
     parts = urlsplit(path)
     canonical = "\n".join([method, _encode(unquote(parts.path) or "/", keep_slash=True), _sorted_query(parts.query),
                            canonical_headers, ";".join(sorted(signed)), payload])
@@ -132,13 +152,9 @@ def tc3(method: str, path: str, headers: dict, body: bytes, secret_of: SecretOf,
         return MISMATCH, f"credential date {date} is not the UTC day of X-TC-Timestamp {timestamp}"
     if scope_service != service:
         return MISMATCH, f"credential scope names service {scope_service}, this endpoint is {service}"
-    signed = [n for n in fields["SignedHeaders"].split(";") if n]
-    problem = _unsigned(signed, {"content-type", "host"})
-    if problem:
-        return problem
-    canonical_headers, absent = _canonical_headers(headers, signed, lower_values=True)
-    if absent:
-        return MISMATCH, f"signed header {absent} not sent"
+    signed, canonical_headers, refused = _signed_headers(fields, headers, {"content-type", "host"}, lower_values=True)
+    if refused:
+        return refused
     parts = urlsplit(path)
     canonical = "\n".join([method, parts.path or "/", parts.query if method == "GET" else "", canonical_headers,
                            ";".join(sorted(signed)), _sha256(body)])
@@ -155,21 +171,15 @@ def sdk_hmac_sha256(method: str, path: str, headers: dict, body: bytes, secret_o
     headers (names lower-cased, values trimmed), SignedHeaders (host and x-sdk-date at least), hex SHA-256
     of the body (or x-sdk-content-sha256: UNSIGNED-PAYLOAD); StringToSign "SDK-HMAC-SHA256\\n{X-Sdk-Date}\\n"
     + hex SHA-256 of it; signature hex HMAC-SHA256(SK, StringToSign)."""
-    fields = authorization_fields(headers.get("authorization", ""), "SDK-HMAC-SHA256")
-    if not fields or not {"Access", "SignedHeaders", "Signature"} <= set(fields):
-        return MALFORMED, "no SDK-HMAC-SHA256 authorization"
-    secret = secret_of(fields["Access"])
-    if secret is None:
-        return UNKNOWN_KEY, f"Get secretKey failed,ak:{fields['Access']},err:ak not exist"
+    fields, secret, refused = _signing_key(headers, "SDK-HMAC-SHA256", "Access", secret_of,
+                                           "Get secretKey failed,ak:{key},err:ak not exist")
+    if refused:
+        return refused
     if "x-sdk-date" not in headers:
         return MALFORMED, "no X-Sdk-Date"
-    signed = [n for n in fields["SignedHeaders"].split(";") if n]
-    problem = _unsigned(signed, {"host", "x-sdk-date"})
-    if problem:
-        return problem
-    canonical_headers, absent = _canonical_headers(headers, signed)
-    if absent:
-        return MISMATCH, f"signed header {absent} not sent"
+    signed, canonical_headers, refused = _signed_headers(fields, headers, {"host", "x-sdk-date"})
+    if refused:
+        return refused
     parts = urlsplit(path)
     uri = "/".join(_encode(unquote(segment)) for segment in parts.path.split("/"))
     uri = uri if uri.endswith("/") else uri + "/"
