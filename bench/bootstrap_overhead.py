@@ -58,7 +58,7 @@ def bench_stack(stack: str, runs: int, shim_s: float) -> dict:
         with tempfile.TemporaryDirectory() as d:
             scenario = Scenario(gpus=cfg["accelerator"]["count"], effects=EFFECTS.get(fs["type"]))
             # The agent fetch is a download: the sandbox's default copies the files instead.
-            sb = Sandbox(Path(d), rendered.cloud_config, cfg, scenario)
+            sb = Sandbox(Path(d), rendered, cfg, scenario)
             a = sb.run()
             b = sb.run()
             if a.rc or b.rc:

@@ -15,8 +15,11 @@ from node_agent import fetch, layout
 
 # The agent's own package, wherever it is installed (node/node_agent in a clone, site-packages in a wheel).
 AGENT_SRC = Path(node_agent.__file__).resolve().parent
-# Embedded in user-data so a node can fetch the rest (docs/node-config.md, "Agent delivery").
+# Delivered at boot so a node can fetch the rest (docs/node-config.md, "Agent delivery"): in the boot payload.
 BOOT_SET = ("__init__.py", "s3.py", "fetch.py", "layout.py")
+# What rides in user-data itself, with the cloud runtime: the loader that fetches the boot payload
+# (docs/bootstrap.md, "The loader"), and what it imports.
+LOADER_SET = ("__init__.py", "s3.py", "loader.py")
 # A pod's boot set (a ConfigMap, no user-data limit) adds the Kubernetes half its cloud runtime subclasses.
 POD_BOOT_SET = BOOT_SET + ("pod.py",)
 SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}
@@ -56,6 +59,29 @@ class Artifact:
         return self.md5().hex()
 
 
+@dataclass(frozen=True)
+class TextObject:
+    """One object whose content the program makes (the boot payload), not a file: the same digests
+    as an Artifact's, for the clouds' object resources."""
+    key: str
+    content: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.content.encode()).hexdigest()
+
+    def md5(self) -> bytes:
+        return hashlib.md5(self.content.encode()).digest()
+
+    @property
+    def md5_base64(self) -> str:
+        return base64.b64encode(self.md5()).decode()
+
+    @property
+    def md5_hex(self) -> str:
+        return self.md5().hex()
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -72,7 +98,7 @@ def agent_artifacts(prefix: str, stack: str, source: Optional[Path] = None) -> l
     result = []
     for path in _files(source):
         relative = f"node_agent/{path.relative_to(source).as_posix()}"
-        if path.suffix == ".py" and path.name not in BOOT_SET:
+        if path.suffix == ".py" and path.name not in BOOT_SET + LOADER_SET:
             result.append(Artifact(base + relative, relative, path, _sha256(path)))
     return result
 

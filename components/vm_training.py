@@ -1,6 +1,7 @@
 """TrainingCluster: the provider-neutral component that composes a provider's parts into a GPU cluster.
 
-network -> identity -> storage -> compute (with the rendered user-data), then the outputs users and
+network -> identity -> storage -> the boot payload (an object in the bucket) -> compute (with the rendered
+user-data: the loader that fetches that payload; docs/bootstrap.md, "The loader"), then the outputs users and
 scripts/run.py rely on (components/stack_outputs.py: the same keys as the Kubernetes path's). Nothing
 here knows a cloud: the registry hands over the provider's parts.
 """
@@ -56,9 +57,12 @@ class TrainingCluster(pulumi.ComponentResource):
         identity = package.identity.create(spec, ctx)
         storage = package.storage.create(spec, ctx, network)
         # The agent stops before the cloud releases the node, by the same moment (docs/agent.md, "Stops").
-        user_data = pulumi.Output.all(storage.shared_fs_address, identity.role_name, self.expires_at).apply(
+        rendered = pulumi.Output.all(storage.shared_fs_address, identity.role_name, self.expires_at).apply(
             lambda values: render_user_data(
-                build_node_config(spec, shared_fs_address=values[0], role=values[1], expires_at=values[2])).encoded)
+                build_node_config(spec, shared_fs_address=values[0], role=values[1], expires_at=values[2])))
+        payload = storage.put_text(f"{name}-boot-payload", rendered.apply(lambda r: r.payload))
+        # Through the payload object's urn, so the nodes are created after it is uploaded.
+        user_data = pulumi.Output.all(rendered, payload.urn).apply(lambda values: values[0].encoded)
         compute = package.compute.create(spec, ctx, network, identity, storage, user_data, self.expires_at)
 
         self.outputs = node_outputs(spec, target, instance_ids=compute.instance_ids, private_ips=compute.private_ips,

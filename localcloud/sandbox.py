@@ -1,7 +1,10 @@
 """Run a rendered bootstrap for real in a throwaway root, with recording stand-ins for system tools.
 
 What cloud-init would do is done literally: every `write_files` entry of the rendered #cloud-config
-is written under a temp root, then its `runcmd` runs with GPU_TRAINING_ROOT pointing there. PATH
+is written under a temp root, then its `runcmd` runs with GPU_TRAINING_ROOT pointing there: the loader
+(node_agent/loader.py), which fetches the boot payload, verifies its sha256, writes its files and runs
+the bootstrap. Scenario.fetch "copy" hands the loader the rendered payload as a file (no network, still
+verified); "real" lets it fetch from the loader config's bucket and metadata endpoints. PATH
 holds only sandbox_shim.sh (linked under each privileged tool's name: apt-get, nvidia-smi, mkfs.xfs,
 blkid, mount, systemctl, ...) and links to a short list of harmless real tools, so a tool that is
 neither shimmed nor allowed fails with "command not found" instead of touching this machine.
@@ -66,8 +69,9 @@ class Scenario:
     madison: Optional[dict[str, str]] = None     # apt-cache madison answers (default: derived from the config)
     # Bash run when a downloaded file of that name is executed; GPU_TRAINING_ROOT is the sandbox root.
     effects: Optional[dict[str, str]] = None
-    # node_agent.fetch: "copy" the listed files from the repository (no network), or run it for "real"
-    # against the node config's endpoints (tests point those at local servers on 127.0.0.1).
+    # The loader and node_agent.fetch: "copy" (the loader reads the rendered payload from a file, the
+    # fetcher copies the listed files from the repository: no network), or run both for "real" against
+    # the configs' endpoints (tests point those at local servers on 127.0.0.1).
     fetch: str = "copy"
 
 
@@ -112,11 +116,15 @@ def agent_sources() -> Path:
 
 
 class Sandbox:
-    def __init__(self, base: Path, cloud_config: str, node_config: dict, scenario: Scenario = Scenario(),
+    """rendered: what components.bootstrap.render_user_data returns (its cloud_config, and payload.content
+    for the "copy" fetch)."""
+
+    def __init__(self, base: Path, rendered, node_config: dict, scenario: Scenario = Scenario(),
                  agent_python: str = sys.executable, env: Optional[dict] = None):
         self.base, self.root, self.state = Path(base), Path(base) / "root", Path(base) / "state"
         self.shims, self.calls_file = Path(base) / "bin", Path(base) / "calls.log"
-        self.cloud = yaml.safe_load(cloud_config)
+        self.cloud = yaml.safe_load(rendered.cloud_config)
+        self.payload = rendered.payload.content
         self.cfg, self.scenario, self.env_extra = node_config, scenario, env or {}
         self.agent_python = agent_python
         self._seen = 0
@@ -134,6 +142,7 @@ class Sandbox:
             if real:
                 (self.shims / tool).symlink_to(real)
         self.calls_file.touch()
+        (self.state / "payload.json").write_text(self.payload)
         for f in self.cloud.get("write_files", []):
             path = self.root / f["path"].lstrip("/")
             path.parent.mkdir(parents=True, exist_ok=True)

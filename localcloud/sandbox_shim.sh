@@ -141,6 +141,12 @@ case "$me" in
         printf '#!/usr/bin/env bash\nexec "%s/venv-%s" "$@"\n' "$SANDBOX_SHIMS" "$t" >"$3/bin/$t"
         chmod +x "$3/bin/$t"
       done
+    elif [[ "${1:-}" == */node_agent/loader.py ]]; then
+      # cloud-init's runcmd: the loader, with the standard library only (-S: no site-packages), as the image's
+      # python3 runs it before the bootstrap made a venv. "copy": the rendered payload from a file (verified
+      # all the same).
+      if [ "$SANDBOX_FETCH" = real ]; then exec "$SANDBOX_REAL_PYTHON" -S "$@"; fi
+      exec "$SANDBOX_REAL_PYTHON" -S "$@" --payload-file "$S/payload.json"
     else
       exec "$SANDBOX_REAL_PYTHON" "$@"
     fi ;;

@@ -168,7 +168,8 @@ def render_human(spec: Spec, plan: Plan) -> None:
     if user_data:
         limit = user_data_limit(spec.provider)
         free = limit - user_data[1]
-        # Under HEADROOM_GOAL free, a few more train.env values or a longer command no longer fit (issue 23).
+        # The loader alone is user-data (the stack's own values ride in the boot payload): under HEADROOM_GOAL free,
+        # the loader or the cloud runtime has grown and should shed weight (issues 23, 33).
         style = "" if free >= HEADROOM_GOAL else "[yellow]"
         console.print(f"{style}user-data: {user_data[1]:,} bytes encoded (limit {limit:,}; {free:,} free"
                       + ("" if free >= HEADROOM_GOAL else f", under the {HEADROOM_GOAL:,} a stack should keep free")
@@ -261,7 +262,7 @@ def render_cost(console, spec: Spec) -> None:
     console.print("[dim]what keeps billing after that is listed below[/]")
 
 
-HEADROOM_GOAL = 4096  # bytes of encoded user-data a stack keeps free for train.env and commands
+HEADROOM_GOAL = 8192  # bytes of encoded user-data a stack keeps free (the loader; issue 33: >= 8 KB on every cloud)
 
 
 def render_egress(console, section: dict) -> None:

@@ -49,6 +49,8 @@ class IdentityParts:
 @dataclass(frozen=True)
 class StorageParts:
     shared_fs_address: Optional[pulumi.Output]  # mount address for the bootstrap, None without a shared FS
+    # (name, Output[components.artifacts.TextObject]) -> the object in the checkpoint bucket: the boot payload
+    put_text: Optional[Callable[[str, pulumi.Output], pulumi.Resource]] = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The stack's layout in its bucket: the one copy, for the program, the agent, run.py and the rehearsal.
 
+    <prefix>/<stack>/boot/<sha256>.json                the boot payload (fetched by the loader in user-data)
     <prefix>/<stack>/agent/<file>                      the node agent (fetched by the bootstrap)
     <prefix>/<stack>/code/<file>                       the user's training code
     <prefix>/<stack>/checkpoints/objects/<sha256>      checkpoint file contents, keyed by their hash
@@ -15,6 +16,7 @@
 Part of the boot set (it rides in user-data with s3.py): standard library only, no imports.
 Paths below are relative to the stack root unless they say otherwise.
 """
+BOOT = 'boot/'
 AGENT = 'agent/'
 CODE = 'code/'
 OBJECTS = 'checkpoints/objects/'

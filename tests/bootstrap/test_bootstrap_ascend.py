@@ -15,7 +15,7 @@ from localcloud.sandbox import Sandbox, Scenario
 
 
 def sandbox(tmp_path, cfg, scenario):
-    return Sandbox(tmp_path / "sb", render_user_data(cfg).cloud_config, cfg, scenario)
+    return Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, scenario)
 
 
 def ascend_config(**bootstrap) -> dict:

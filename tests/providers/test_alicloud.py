@@ -69,7 +69,7 @@ def test_instance_type_billing_and_gpu_count(stack, plan_for):
             assert instance.inputs["spotStrategy"] == "NoSpot"
             if expected:
                 assert instance.inputs["instanceType"] == expected
-    config = node_config_in(node_resources(plan, *NODE_TYPES)[0])
+    config = node_config_in(node_resources(plan, *NODE_TYPES)[0], plan)
     assert config["accelerator"]["count"] == int(stack_value(stack, "gpusPerNode"))
     assert config["stack"] == stack and config["nodeCount"] == nodes
 
@@ -228,7 +228,7 @@ def test_agent_and_training_code_are_uploaded_under_the_stack_prefix(plan_for):
     objects = plan.of_type("alicloud:oss/bucketObject:BucketObject")
     keys = {o.inputs["key"] for o in objects}
     assert "gpu-training/entry-t4/code/train_cnn.py" in keys
-    listed = node_config_in(node_resources(plan, *NODE_TYPES)[0])["artifacts"]["agent"]
+    listed = node_config_in(node_resources(plan, *NODE_TYPES)[0], plan)["artifacts"]["agent"]
     assert listed["files"], "the fetcher needs the agent's file list"
     assert {listed["prefix"] + name for name in listed["files"]} <= keys
     assert all(o.inputs["contentMd5"] and o.inputs["bucket"] == "my-gpu-training-checkpoints" for o in objects)

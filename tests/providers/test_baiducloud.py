@@ -369,11 +369,11 @@ def test_the_plan_makes_a_bid_instance_capped_at_the_users_price(plan_for):
 
 
 def test_the_node_config_names_no_pool_to_retire(plan_for):
-    from components.bootstrap import decode, node_config_of
+    from components.bootstrap import node_config_in_plan
 
     plan = plan_for("bd-large-a100-spot")
     (node,) = plan.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
-    config = node_config_of(decode(node.inputs["userData"]))
+    config = node_config_in_plan(node.inputs["userData"], plan.resources)
     assert config["cluster"]["poolName"] is None and config["billing"] == "spot"
 
 
@@ -391,18 +391,18 @@ def test_refused_configs_name_the_key(override, key):
 # ---------------------------------------------------------------- PaddlePaddle on the nodes
 
 def test_paddle_gets_the_wheel_index_of_the_nodes_cuda_version(plan_for):
-    from components.bootstrap import decode, node_config_of
+    from components.bootstrap import node_config_in_plan
 
     plan = plan_for("bd-large-a100", "bootstrap.framework=paddle")
     (node,) = plan.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
-    boot = node_config_of(decode(node.inputs["userData"]))["bootstrap"]
+    boot = node_config_in_plan(node.inputs["userData"], plan.resources)["bootstrap"]
     assert (boot["framework"], boot["frameworkVersion"], boot["cudaToolkit"], boot["driverBranch"]) == \
         ("paddle", "3.2.0", "12-6", "560")
     assert boot["frameworkIndexUrl"] == "https://www.paddlepaddle.org.cn/packages/stable/cu126/"
     nine = plan_for("bd-large-a100", "bootstrap.framework=paddle", "bootstrap.cudaToolkit=12-9",
                     "bootstrap.driverBranch=575")
     (node,) = nine.of_type("pulumi-python:dynamic/baiducloud:BccInstance")
-    assert node_config_of(decode(node.inputs["userData"]))["bootstrap"]["frameworkIndexUrl"].endswith("/cu129/")
+    assert node_config_in_plan(node.inputs["userData"], nine.resources)["bootstrap"]["frameworkIndexUrl"].endswith("/cu129/")
 
 
 @pytest.mark.parametrize("override,key", [

@@ -65,7 +65,7 @@ def test_instance_type_billing_and_node_config(stack, plan_for):
             assert node.inputs["instanceType"] == EXPECTED_TYPES[stack]
             assert node.inputs["instanceChargeType"] == "POSTPAID_BY_HOUR"
             assert "spotInstanceType" not in node.inputs and "spotMaxPrice" not in node.inputs
-    config = node_config_in(node_resources(plan, *NODE_TYPES)[0])
+    config = node_config_in(node_resources(plan, *NODE_TYPES)[0], plan)
     assert config["provider"] == "tencentcloud" and config["stack"] == stack and config["nodeCount"] == nodes
     assert config["accelerator"]["count"] == int(stack_value(stack, "gpusPerNode"))
     assert config["endpoints"]["metadata"] == "http://metadata.tencentyun.com"
@@ -138,7 +138,7 @@ def test_cfs_turbo_placement_group_only_in_the_large_tier(stack, plan_for):
     assert all(n.inputs["placementGroupId"] == f"{group.name}-id" for n in plan.of_type(INSTANCE))
     address = plan.outputs["sharedFsAddress"]
     assert address.endswith(":/fs-id-assigned-by-tencent")
-    shared = node_config_in(plan.of_type(INSTANCE)[0])["bootstrap"]["sharedFs"]
+    shared = node_config_in(plan.of_type(INSTANCE)[0], plan)["bootstrap"]["sharedFs"]
     assert shared == {**shared, "type": "cfsturbo", "address": address}
 
 
@@ -284,7 +284,7 @@ def test_cfs_turbo_mount_runs_in_the_bootstrap_sandbox(tmp_path):
     cfg = node_config_for_stack("tc-large-a100")
     cfg["bootstrap"]["sharedFs"]["address"] = "10.43.0.5:/a1b2c3d4"  # the shape cfs.FileSystem gives
     rendered = render_user_data(cfg, max_encoded=None)
-    sb = Sandbox(tmp_path / "sb", rendered.cloud_config, cfg, Scenario(gpus=8))
+    sb = Sandbox(tmp_path / "sb", rendered, cfg, Scenario(gpus=8))
     result = sb.run()
     steps = {s["name"]: s["result"] for s in result.status["steps"]}
     assert steps["shared_fs"] == "done", result.log

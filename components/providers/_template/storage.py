@@ -32,6 +32,11 @@ class Storage(StorageComponent):
                            {"bucket": spec.checkpoint.bucket, "key": artifact.key, "source": artifact.source,
                             "contentMd5": artifact.md5_base64}, opts)
 
+    def put_text(self, spec, name: str, text: pulumi.Output, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        return Placeholder("__cloud__:storage:BucketObject", name,
+                           {"bucket": spec.checkpoint.bucket, "key": text.key, "content": text.content,
+                            "contentMd5": text.md5_base64}, opts)
+
     def shared_fs(self, spec, ctx: PartContext, network: NetworkParts) -> Optional[pulumi.Output]:
         if spec.shared_storage == "none":
             return None

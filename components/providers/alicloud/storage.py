@@ -27,6 +27,12 @@ def put_object(spec: Spec, name: str, artifact: Artifact, opts: pulumi.ResourceO
                                      content_md5=artifact.md5_base64, server_side_encryption="AES256", opts=opts)
 
 
+def put_text(spec: Spec, name: str, text: pulumi.Output, opts: pulumi.ResourceOptions) -> alicloud.oss.BucketObject:
+    """One OSS object from text (the boot payload), SSE on; its MD5 makes a changed text a changed input."""
+    return alicloud.oss.BucketObject(name, bucket=spec.checkpoint.bucket, key=text.key, content=text.content,
+                                     content_md5=text.md5_base64, server_side_encryption="AES256", opts=opts)
+
+
 def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.ResourceOptions) -> list:
     """The VM path's storage part and a platform stack's code (PAI-DLC) both upload through here."""
     return storage_part.upload(spec, name, artifacts, put_object, opts)
@@ -36,6 +42,7 @@ class Storage(StorageComponent):
     """OSS for the checkpoint bucket and the files; CPFS (NFS protocol service and export) or NAS."""
 
     put_object = staticmethod(put_object)  # the module's, which a platform stack's upload() uses too
+    put_text = staticmethod(put_text)
 
     def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> alicloud.oss.Bucket:
         return alicloud.oss.Bucket(

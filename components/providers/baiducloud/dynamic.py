@@ -137,7 +137,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "region": Field("string", True, True),
         "bucket": Field("string", True, True),
         "key": Field("string", True, True),
-        "source": Field("string", True),
+        "source": Field("string"),  # a file, or
+        "content": Field("string"),  # the text itself (the boot payload): one of the two
         "contentMd5": Field("string", True),  # a changed file is a changed input: it is uploaded again
     },
     "RoleBinding": {
@@ -645,7 +646,9 @@ class BucketObjectProvider(BaiduProvider, kind="BucketObject"):
     def _put(self, inputs):
         from botocore.exceptions import ClientError
 
-        data = open(inputs["source"], "rb").read()
+        if ("source" in inputs) == ("content" in inputs):
+            raise ValueError(f"BucketObject {inputs['key']}: give source (a file) or content (text), one of the two")
+        data = inputs["content"].encode() if "content" in inputs else open(inputs["source"], "rb").read()
         try:
             self._s3().put_object(Bucket=inputs["bucket"], Key=inputs["key"], Body=data,
                                   ContentMD5=inputs["contentMd5"])

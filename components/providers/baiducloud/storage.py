@@ -21,6 +21,10 @@ class Storage(StorageComponent):
                                            "source": artifact.source, "contentMd5": artifact.md5_base64},
                                     spec.region, opts)
 
+    def put_text(self, spec: Spec, name: str, text: pulumi.Output, opts: pulumi.ResourceOptions) -> dynamic.BucketObject:
+        return dynamic.BucketObject(name, {"bucket": spec.checkpoint.bucket, "key": text.key, "content": text.content,
+                                           "contentMd5": text.md5_base64}, spec.region, opts)
+
 
 def create(spec: Spec, ctx: PartContext, network: NetworkParts) -> StorageParts:
     return Storage("baiducloud", spec, ctx, network).parts()

@@ -24,7 +24,7 @@ from typing import Optional
 
 import pulumi
 
-from components.artifacts import Artifact
+from components.artifacts import Artifact, TextObject
 from components.providers import storage_part
 from components.providers.part_records import NetworkParts, PartContext, StorageParts
 from components.providers.huaweicloud.profile import TURBO, TURBO_HPC_BANDWIDTH, TURBO_SHARE_TYPE
@@ -33,7 +33,7 @@ from components.providers.storage_part import StorageComponent
 from components.spec import Spec
 
 
-def content_type(artifact: Artifact) -> str:
+def content_type(artifact: Artifact | TextObject) -> str:
     """The object's Content-Type with the file's SHA-256 as a parameter (RFC 2045 `type/subtype; name=value`).
     Always octet-stream: a type guessed from the system's MIME table would differ between workstations."""
     return f"application/octet-stream; sha256={artifact.sha256}"
@@ -45,6 +45,12 @@ def put_object(spec: Spec, name: str, artifact: Artifact, opts: pulumi.ResourceO
                             content_type=content_type(artifact), encryption=True, acl="private", opts=opts)
 
 
+def put_text(spec: Spec, name: str, text: pulumi.Output, opts: pulumi.ResourceOptions) -> obs.BucketObject:
+    """One private, KMS-encrypted OBS object from text (the boot payload), its SHA-256 in the content type."""
+    return obs.BucketObject(name, bucket=spec.checkpoint.bucket, key=text.key, content=text.content,
+                            content_type=text.apply(content_type), encryption=True, acl="private", opts=opts)
+
+
 def upload(spec: Spec, name: str, artifacts: list[Artifact], opts: pulumi.ResourceOptions) -> list:
     """The VM path's storage part and a platform stack's code (ModelArts) both upload through here."""
     return storage_part.upload(spec, name, artifacts, put_object, opts)
@@ -54,6 +60,7 @@ class Storage(StorageComponent):
     """OBS for the checkpoint bucket and the files; SFS Turbo HPC for the large tier."""
 
     put_object = staticmethod(put_object)  # the module's, which a platform stack's upload() uses too
+    put_text = staticmethod(put_text)
 
     def checkpoint_bucket(self, spec: Spec, name: str, opts: pulumi.ResourceOptions) -> obs.Bucket:
         return obs.Bucket(name, bucket=spec.checkpoint.bucket, acl="private", encryption=True, sse_algorithm="kms",

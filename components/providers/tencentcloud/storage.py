@@ -37,6 +37,10 @@ class Storage(StorageComponent):
         return cos.BucketObject(name, bucket=spec.checkpoint.bucket, key=artifact.key, source=artifact.source,
                                 etag=artifact.md5_hex, tags=self.tags, opts=opts)
 
+    def put_text(self, spec: Spec, name: str, text: pulumi.Output, opts: pulumi.ResourceOptions) -> cos.BucketObject:
+        return cos.BucketObject(name, bucket=spec.checkpoint.bucket, key=text.key, content=text.content,
+                                etag=text.md5_hex, tags=self.tags, opts=opts)
+
     def shared_fs(self, spec: Spec, ctx: PartContext, network: NetworkParts) -> Optional[pulumi.Output]:
         if spec.shared_storage != TURBO:
             return None
