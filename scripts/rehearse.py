@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Rehearse a stack's training lifecycle locally on the CPU, preemption drill included.
 
-What runs is what a node runs: the stack's real node config (with local endpoints and paths), the
-boot set of the node agent placed as the bootstrap places it, `python -m node_agent.fetch`
-downloading and verifying the rest from object storage, then the real node agent starting the
-training command. Around it, on 127.0.0.1 only: a moto S3 server (the checkpoint bucket, holding
+What runs is what a node runs: the stack's real node config (with local endpoints and paths) rendered
+into user-data and its boot payload as `pulumi up` renders them (the payload uploaded to the bucket),
+the loader from that user-data fetching the payload with the node role and verifying its sha256
+(docs/bootstrap.md, "The loader"; it stops before the bootstrap: no machine to set up here),
+`python -m node_agent.fetch` from the boot set it wrote downloading and verifying the rest from
+object storage, then the real node agent starting the training command. Around it, on 127.0.0.1 only: a moto S3 server (the checkpoint bucket, holding
 the agent and the training code as `pulumi up` uploads them), the cloud's metadata service (a spot
 notice can be posted) and its API (records the release requests), and a fake accelerator
 (nvidia-smi reporting the stack's GPU count).
@@ -102,6 +104,7 @@ class Node:
     metadata: object
     config: dict = field(default_factory=dict)
     process: subprocess.Popen | None = None
+    loader: list[str] = field(default_factory=list)  # user-data's command: python3, the loader, its config
 
     @property
     def config_path(self) -> Path:
@@ -160,6 +163,23 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def node_view(config: dict, root: Path, stack_paths: dict) -> dict:
+    """A rehearsed node's config as the node itself sees it, with `root` as its file system's root (the loader
+    runs with GPU_TRAINING_ROOT=root, as the sandbox's bootstrap does): each path under root from there
+    ("/agent"), a path the rehearsal leaves empty (the venv: the rehearsal's own Python) as the stack has it."""
+    view = json.loads(json.dumps(config))
+    top = str(root)
+    for key, value in view["paths"].items():
+        if isinstance(value, str) and value.startswith(top + "/"):
+            view["paths"][key] = value[len(top):]
+        elif not value and stack_paths.get(key):
+            view["paths"][key] = stack_paths[key]
+    workdir = view["train"].get("workdir") or ""
+    if workdir.startswith(top + "/"):
+        view["train"]["workdir"] = workdir[len(top):]
+    return view
 
 
 def rehearsal_command(command: str, steps: int) -> str:
@@ -290,14 +310,20 @@ class Rehearsal:
         """What a subclass changes in a node's config before it is written (PodRehearsal)."""
 
     def boot_set(self, node: Node) -> None:
-        """What the user-data writes: node_agent's boot set plus the cloud runtime, as the user-data
-        carries them (components.bootstrap.agentfiles, the one copy of that layout)."""
-        from components.bootstrap.agentfiles import boot_files
+        """What `pulumi up` and cloud-init do before the loader runs: the node's user-data and boot payload rendered
+        (components.bootstrap.render_user_data, with the cloud's limit), the payload put in the bucket, and
+        user-data's files (the loader, its config and the cloud runtime) written under the node's root."""
+        import yaml
 
-        for embedded in boot_files(self.provider, str(node.root / "agent"), runtime=self.runtime_file):
-            path = Path(embedded.path)
+        from components.bootstrap import render_user_data, write_files
+
+        rendered = render_user_data(node_view(node.config, node.root, self.base["paths"]), runtime=self.runtime_file)
+        self.client.put_object(Bucket=self.bucket, Key=rendered.payload.key, Body=rendered.payload.content.encode())
+        for name, content in write_files(rendered.cloud_config).items():
+            path = node.root / name.lstrip("/")
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(embedded.content, encoding="utf-8")
+            path.write_text(content, encoding="utf-8")
+        node.loader = [str(word) for word in yaml.safe_load(rendered.cloud_config)["runcmd"][0]]
 
     def preempt(self, victim: Node) -> datetime | None:
         """The cloud reclaims node 0: a spot notice through its metadata service, in the cloud's own path and
@@ -376,8 +402,18 @@ class Rehearsal:
         return self.setup.env(env)
 
     def fetch(self, node: Node) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "node_agent.fetch", "--config", str(node.config_path)],
-                              env=self.env(node), capture_output=True, text=True, timeout=120)
+        """The node's boot up to its agent: user-data's command (the loader, with the standard library only, -S:
+        as the image's python3 runs it) under the node's root, then node_agent.fetch from the boot set it wrote."""
+        env = {**self.env(node), "GPU_TRAINING_ROOT": str(node.root)}
+        program, script, config = node.loader
+        loaded = subprocess.run([sys.executable, "-S", str(node.root) + script, str(node.root) + config,
+                                 "--install-only"], env=env, capture_output=True, text=True, timeout=120)
+        if loaded.returncode:
+            return loaded
+        fetched = subprocess.run([sys.executable, "-m", "node_agent.fetch", "--config", str(node.config_path)],
+                                 env=self.env(node), capture_output=True, text=True, timeout=120)
+        return subprocess.CompletedProcess(fetched.args, fetched.returncode, loaded.stdout + fetched.stdout,
+                                           loaded.stderr + fetched.stderr)
 
     def start(self, node: Node) -> None:
         out = open(node.root / "agent.out", "ab")
@@ -495,7 +531,8 @@ class Rehearsal:
         self.nodes = list(first)
         fetched = [self.fetch(n) for n in first]
         self.check("fetch", all(r.returncode == 0 for r in fetched),
-                   "node_agent.fetch verified the agent on every node" if all(r.returncode == 0 for r in fetched)
+                   "the loader verified the boot payload and node_agent.fetch the agent on every node"
+                   if all(r.returncode == 0 for r in fetched)
                    else "; ".join(r.stderr.strip()[-300:] for r in fetched if r.returncode))
         if any(r.returncode for r in fetched):
             return self.checks

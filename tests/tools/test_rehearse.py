@@ -48,6 +48,9 @@ def test_a_trainer_that_fails_fails_the_rehearsal():
                                       "--timeout", "60")
     assert code == 1
     assert not all(c["ok"] for c in document["checks"])
+    # The node booted as on the cloud: user-data's loader fetched and verified the boot payload first.
+    fetch = next(c for c in document["checks"] if c["name"] == "fetch")
+    assert fetch["ok"] and fetch["detail"].startswith("the loader verified the boot payload"), fetch
 
 
 @pytest.mark.parametrize("command, why", [
