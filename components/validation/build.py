@@ -284,19 +284,16 @@ _FS_ADDRESS_STANDIN = hashlib.sha256(b"deploy-time mount target").hexdigest() * 
 
 
 def _user_text(spec: Spec) -> list[tuple[str, str]]:
-    """(dotted key, value) of the free text the user wrote that rides in the node config."""
-    items = [("train.command", spec.train.command)]
-    items += [(f"train.env.{name}", f"{name}={value}") for name, value in spec.train.env.items()]
-    items += [(f"train.setup[{index}]", command) for index, command in enumerate(spec.train.setup)]
-    items += [("checkpoint.bucket", spec.checkpoint.bucket or ""), ("checkpoint.prefix", spec.checkpoint.prefix),
-              ("checkpoint.endpoint", spec.checkpoint.endpoint)]
-    return items
+    """(dotted key, value) of the free text the user wrote that rides in user-data: the loader's config (the bucket,
+    and the prefix in the boot payload's key). The command, train.env and train.setup ride in the boot payload, outside it."""
+    return [("checkpoint.bucket", spec.checkpoint.bucket or ""), ("checkpoint.prefix", spec.checkpoint.prefix),
+            ("checkpoint.endpoint", spec.checkpoint.endpoint)]
 
 
 def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
-    """Each node's encoded user-data must stay under the cloud's limit (the profile's `node.user_data`):
-    rendered here the way `pulumi up` renders it, and when it does not fit, the error names the value
-    the user wrote that weighs most, instead of the program failing later."""
+    """Each node's encoded user-data (the loader: docs/bootstrap.md, "The loader") must stay under the cloud's
+    limit (the profile's `node.user_data`): rendered here the way `pulumi up` renders it, and when it does not fit,
+    the error names the value the user wrote that weighs most, instead of the program failing later."""
     from components.bootstrap import BootstrapConfigError, render_user_data, user_data_limit
 
     address = _FS_ADDRESS_STANDIN if spec.shared_storage != "none" else None
@@ -317,9 +314,5 @@ def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
     others = [f"{k} (~{w:,} bytes)" for w, k, _ in weights[1:4] if w > 200]
     problems.error(key, f"{len(value):,} characters make the node's user-data {rendered.encoded_size:,} bytes"
                    f" encoded; the cloud's limit is {limit:,} ({spec.profile.node.user_data.describe()}; it also carries the"
-                   f" node config and the"
-                   f" agent's boot set). This value weighs ~{weight:,} bytes compressed"
-                   + (f"; next: {', '.join(others)}" if others else "")
-                   + (". Shorten it: a long command belongs in a script in train.codeDir"
-                      if key == "train.command" or key.startswith("train.setup")
-                      else ". Shorten it: long data belongs in a file in train.codeDir"))
+                   f" loader and the cloud runtime). This value weighs ~{weight:,} bytes compressed"
+                   + (f"; next: {', '.join(others)}" if others else "") + ". Shorten it")

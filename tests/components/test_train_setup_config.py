@@ -116,12 +116,18 @@ def test_the_preview_exits_2_naming_a_bad_setup_without_a_traceback():
     assert "error: train.setup[1]: 7 is not allowed" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_setup_too_heavy_for_the_user_data_is_named_by_its_index():
+def test_a_long_setup_rides_in_the_boot_payload_not_in_user_data():
+    """User-data is the loader (docs/bootstrap.md, "The loader"): a setup that overflowed Tencent's 16 KB before
+    is accepted, and user-data keeps >= 8 KB free."""
     import random
     import string
 
+    from components.bootstrap import render_user_data, user_data_limit
+    from components.nodeconfig import build_node_config
+
     rng = random.Random(33)
     noise = "".join(rng.choice(string.ascii_letters) for _ in range(60000))
-    errors = errors_of("tc-entry-t4", f'train.setup={json.dumps(["pip install timm", "echo " + noise])}')
-    assert "train.setup[1]" in errors and "characters make the node's user-data" in errors["train.setup[1]"], errors
-    assert "a long command belongs in a script in train.codeDir" in errors["train.setup[1]"]
+    _, spec = stack_spec("tc-entry-t4", (f'train.setup={json.dumps(["pip install timm", "echo " + noise])}',))
+    rendered = render_user_data(build_node_config(spec, shared_fs_address=None))
+    assert user_data_limit(spec.provider) - rendered.encoded_size >= 8192
+    assert noise in rendered.payload.content and noise not in rendered.cloud_config

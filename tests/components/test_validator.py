@@ -175,15 +175,29 @@ def test_what_the_bootstrap_accepts_the_spec_accepts():
 
 
 @pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])  # one per provider: their limits differ
-@pytest.mark.parametrize("sets,key", [
-    (("train.command=python train.py --tag " + NOISE,), "train.command"),
-    ((f'train.env={{"BLOB": "{NOISE}"}}',), "train.env.BLOB"),
+@pytest.mark.parametrize("sets", [
+    ("train.command=python train.py --tag " + NOISE,),
+    (f'train.env={{"BLOB": "{NOISE}"}}',),
 ])
-def test_user_data_over_the_limit_is_refused_naming_the_heavy_value(stack, sets, key):
+def test_a_long_command_or_env_rides_in_the_boot_payload_not_in_user_data(stack, sets):
+    """Refused at 31f9070 (user-data over the limit): the loader alone is user-data now (issue 33)."""
+    from components.bootstrap import render_user_data, user_data_limit
+    from components.nodeconfig import build_node_config
+
+    _, spec = stack_spec(stack, sets)
+    rendered = render_user_data(build_node_config(spec, shared_fs_address=None))
+    assert user_data_limit(spec.provider) - rendered.encoded_size >= 8192
+    assert NOISE in rendered.payload.content and NOISE not in rendered.cloud_config
+
+
+@pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])
+def test_user_data_over_the_limit_is_refused_naming_the_heavy_value(stack):
+    """What still rides in user-data of the user's own text: the bucket and the prefix (the boot payload's key)."""
     from components import providers
 
     limit = providers.profile(stack_spec(stack)[1].provider).node.user_data
-    message = assert_refused(stack, sets, key, f"the cloud's limit is {limit.max_encoded:,} ({limit.describe()}")
+    message = assert_refused(stack, (f'checkpoint={{"bucket": "b-1250001234", "prefix": "{NOISE}"}}',),
+                             "checkpoint.prefix", f"the cloud's limit is {limit.max_encoded:,} ({limit.describe()}")
     assert "characters make the node's user-data" in message
 
 
@@ -238,10 +252,10 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           env={"PATH": "/usr/bin:/bin", "GPU_TRAINING_NOW": "2026-12-02T10:00:00Z"})
 
 
-def test_preview_exits_2_naming_train_command_when_user_data_would_not_fit():
-    result = run_cli("scripts/preview.py", "entry-t4", "--set", "train.command=python t.py " + NOISE)
+def test_preview_exits_2_naming_the_prefix_when_user_data_would_not_fit():
+    result = run_cli("scripts/preview.py", "tc-entry-t4", "--set", "checkpoint.prefix=" + NOISE)
     assert result.returncode == 2, result.stderr[-800:]
-    assert "error: train.command:" in result.stderr and "Traceback" not in result.stderr
+    assert "error: checkpoint.prefix:" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_preview_json_never_prints_a_non_standard_token():
