@@ -10,7 +10,7 @@ import gzip
 import pytest
 
 from components import providers
-from components.artifacts import AGENT_SRC, BOOT_SET
+from components.artifacts import AGENT_SRC, BOOT_SET, LOADER_SET
 from components.bootstrap.agentfiles import RUNTIME_NAME, boot_files, strip_python
 
 BUDGET = 7 * 1024
@@ -22,6 +22,26 @@ def test_boot_set_plus_runtime_fits_7_kb_gzipped(provider):
     assert sorted(f.path.rsplit('/', 1)[1] for f in files) == sorted((*BOOT_SET, RUNTIME_NAME))
     stream = len(gzip.compress(b''.join(f.content.encode() for f in files), 9, mtime=0))
     assert stream <= BUDGET, (provider, stream)
+
+
+@pytest.mark.parametrize('provider', providers.names())
+def test_the_loader_set_plus_runtime_fits_7_kb_gzipped(provider):
+    """What rides in user-data itself (docs/bootstrap.md, "The loader")."""
+    files = boot_files(provider, '/opt/gpu-training', boot_set=LOADER_SET)
+    assert sorted(f.path.rsplit('/', 1)[1] for f in files) == sorted((*LOADER_SET, RUNTIME_NAME))
+    stream = len(gzip.compress(b''.join(f.content.encode() for f in files), 9, mtime=0))
+    assert stream <= BUDGET, (provider, stream)
+
+
+def test_the_loader_imports_the_standard_library_and_its_set_only():
+    """It runs with the image's python3 before the bootstrap made the venv (no boto3 there)."""
+    stdlib = {'argparse', 'base64', 'hashlib', 'hmac', 'json', 'os', 'sys', 'time', 'urllib', 'datetime', 'email'}
+    tree = ast.parse((AGENT_SRC / 'loader.py').read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert all(a.name.split('.')[0] in stdlib for a in node.names), ast.dump(node)
+        if isinstance(node, ast.ImportFrom):
+            assert node.module.split('.')[0] in stdlib or node.module == 'node_agent.s3', node.module
 
 
 def test_boot_set_imports_nothing_outside_itself():
