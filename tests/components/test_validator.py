@@ -365,3 +365,13 @@ def test_a_shared_file_system_on_a_single_node_tier_is_warned_about_with_what_it
     assert "pulumi destroy" in warning.message and "rate" in warning.message
     _, plain = stack_spec(stack)
     assert not [f for f in plain.findings if f.key == "sharedStorage" and "single node" in f.message]
+
+
+@pytest.mark.parametrize("stack", ["tc-large-a100", "bd-large-a100"])  # the 16 KB clouds: under 1 KB free at 3e4f50b
+def test_the_preview_reports_at_least_8_kb_of_user_data_headroom(stack, capsys):
+    preview = script("preview")
+    assert preview.main([stack, "--json"]) == 0
+    user_data = json.loads(capsys.readouterr().out)["userData"]
+    assert user_data["limit"] == 16384 and user_data["headroom"] == 16384 - user_data["encodedSize"] >= 8192
+    assert preview.main([stack]) == 0
+    assert f"limit 16,384; {user_data['headroom']:,} free)" in " ".join(capsys.readouterr().out.split())
