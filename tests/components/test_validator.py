@@ -171,7 +171,7 @@ def test_what_the_bootstrap_accepts_the_spec_accepts():
 
     _, spec = stack_spec("entry-t4", ("bootstrap.driverBranch=550-server", "bootstrap.cudaToolkit=12-6"))
     rendered = render_user_data(build_node_config(spec, shared_fs_address=None))
-    assert "550-server" in rendered.cloud_config
+    assert "550-server" in rendered.payload.content  # the bootstrap rides in the boot payload
 
 
 @pytest.mark.parametrize("stack", ["entry-t4", "tc-entry-t4"])  # one per provider: their limits differ
