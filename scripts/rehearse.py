@@ -405,7 +405,7 @@ class Rehearsal:
         """The node's boot up to its agent: user-data's command (the loader, with the standard library only, -S:
         as the image's python3 runs it) under the node's root, then node_agent.fetch from the boot set it wrote."""
         env = {**self.env(node), "GPU_TRAINING_ROOT": str(node.root)}
-        program, script, config = node.loader
+        _, script, config = node.loader  # python3 <agent>/node_agent/loader.py /etc/gpu-training/loader.json
         loaded = subprocess.run([sys.executable, "-S", str(node.root) + script, str(node.root) + config,
                                  "--install-only"], env=env, capture_output=True, text=True, timeout=120)
         if loaded.returncode:
