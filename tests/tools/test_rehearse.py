@@ -69,32 +69,6 @@ def test_a_4_gpu_stack_rehearses_under_torchrun_and_a_command_that_does_not_trai
     assert not drill["ok"] and why in drill["detail"], drill
 
 
-@pytest.mark.slow
-def test_a_shell_command_on_medium_a100_runs_under_torchrun_on_4_ranks_and_resumes_after_the_drill():
-    """Issue 33's command as a user writes it, `cd`, `&&`, a VAR=x assignment and a pipe, through the whole drill
-    under torchrun with 4 CPU ranks: each rank's shell runs it (the log files of all 4 ranks in the folder it went
-    to), the replacement resumes, and the stop's save is not lost to the pipe (tee ends with the trainer)."""
-    import shutil
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    import rehearse as script
-
-    sized = script.rehearsal_command("python ../train_cnn.py", 300)
-    command = f"mkdir -p runs && cd runs && WANDB_MODE=offline {sized} | tee -a log-$RANK.txt"
-    code, document, stderr = rehearse("medium-a100", "--command", command, "--keep-dir")
-    try:
-        checks = {c["name"]: c for c in document.get("checks", [])}
-        assert code == 0, stderr[-4000:]
-        assert checks["launcher as on the cloud"]["detail"].endswith("world size 4"), checks
-        assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"], checks
-        assert document["stepsLost"] == 0, "the trainer saved at the stop, behind the pipe"
-        for node in Path(document["workdir"]).glob("i-*"):
-            logs = sorted(p.name for p in (node / "data" / "work" / "runs").glob("log-*.txt"))
-            assert logs == [f"log-{rank}.txt" for rank in range(4)], (node, logs)
-    finally:
-        shutil.rmtree(document.get("workdir") or "/nonexistent", ignore_errors=True)
-
-
 def test_unknown_stack_is_exit_2():
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "nope"], capture_output=True,
                             text=True, timeout=60)
@@ -213,3 +187,49 @@ def test_wheels_that_are_no_folder_exit_2(tmp_path):
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "entry-t4", "--wheels",
                              str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--wheels:" in result.stderr and "is not a folder" in result.stderr
+
+
+@pytest.mark.slow  # a whole drill under torchrun with 4 ranks and two pip installs: about 4 minutes on 2 busy cores
+def test_issue_33_a_users_shell_command_and_setup_rehearse_on_medium_a100_under_torchrun_and_resume(tmp_path):
+    """Issue 33, done when: medium-a100 with a command that uses `cd`, `&&`, a VAR=x assignment and a pipe, and a
+    train.setup list, rehearses under torchrun with 4 CPU ranks (one per GPU), resumes after the preemption drill
+    with no step lost to the pipe (tee ends with the trainer at the stop), and the setup time is in the checks and
+    in `gpu-training status --rehearsal`. Each rank's shell ran the whole command: the 4 ranks' logs are in the
+    folder it went to, and the setup's package imported in it."""
+    import os
+    import shutil
+
+    import yaml
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import rehearse as script
+
+    project, wheels = project_with_setup(tmp_path, ["pip install gtextra", "python -c 'import gtdemo, gtextra'"],
+                                         "gtdemo==1.0\n")
+    sized = script.rehearsal_command("python ../train_cnn.py", 300)
+    command = (f"python -c 'import gtextra' && mkdir -p runs && cd runs && WANDB_MODE=offline {sized}"
+               " | tee -a log-$RANK.txt")
+    stack = yaml.safe_load((REPO / "stacks" / "Pulumi.medium-a100.yaml").read_text())
+    stack["config"]["gpu-training:train"] = {"codeDir": "src", "command": command,
+                                             "setup": ["pip install gtextra", "python -c 'import gtdemo, gtextra'"]}
+    (project / "stacks" / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stack))
+    code, document, stderr = rehearse_in(project, "mine", "--wheels", str(wheels), "--keep", "--keep-dir")
+    try:
+        checks = {c["name"]: c for c in document.get("checks", [])}
+        assert code == 0, (checks, stderr[-3000:])
+        assert (document["launcher"], document["ranksPerNode"]) == ("torchrun", 4)
+        assert checks["launcher as on the cloud"]["detail"].endswith("world size 4"), checks
+        assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"], checks
+        assert document["stepsLost"] == 0, "the trainer saved at the stop, behind the pipe"
+        detail = checks["setup before training"]["detail"]
+        assert " s from the index" in detail and " s from the cache" in detail, detail
+        for node in Path(document["workdir"]).glob("i-*"):
+            logs = sorted(p.name for p in (node / "data" / "work" / "runs").glob("log-*.txt"))
+            assert logs == [f"log-{rank}.txt" for rank in range(4)], (node, logs)
+        status = subprocess.run([sys.executable, "-m", "tools.cli", "status", "mine", "--rehearsal"], cwd=REPO,
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "GPU_TRAINING_PROJECT": str(project), "COLUMNS": "250",
+                                     "GPU_TRAINING_OUT": str(project / "out")})
+        assert status.returncode == 0 and " s from the index" in status.stdout, status.stdout + status.stderr
+    finally:
+        shutil.rmtree(document.get("workdir") or tmp_path / "none", ignore_errors=True)
