@@ -63,6 +63,19 @@ def test_torchrun_runs_the_whole_command_through_a_shell_on_every_rank(make_node
     assert len(api.calls('DeleteInstance')) == 1
 
 
+def test_the_direct_launcher_runs_the_same_command_through_a_shell_once(make_node, api_stub):
+    """A 1-GPU stack (launcher direct) runs the same shell text once, as rank 0 of 1."""
+    api = api_stub('alicloud')
+    node, records, src = shell_node(make_node, api, 'cd src && WANDB_MODE=offline python train.py --epochs 1'
+                                    ' | tee -a out-$RANK.log', ranks=1)
+    node.cfg['train']['launcher'] = 'direct'
+    assert node.run(timeout=60) == 0, node.output()
+    (record,) = [json.loads(p.read_text()) for p in records.glob('rank-*.json')]
+    assert (record['RANK'], record['WORLD_SIZE'], record['WANDB_MODE']) == ('0', '1', 'offline'), record
+    assert record['cwd'] == str(src) and (src / 'out-0.log').read_text() == 'step 1 on rank 0\n'
+    assert node.marker()['state'] == 'DONE', node.output()
+
+
 def test_a_stop_waits_for_each_rank_to_save_even_behind_a_pipe(make_node, api_stub, s3, free_port):
     """torchrun waits for each rank's program, the shell, and stops it by signalling the rank's group: a shell
     that died at the signal while its trainer went on saving (`python train.py | tee log`) let torchrun and the
