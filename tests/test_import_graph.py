@@ -208,3 +208,27 @@ def test_a_server_import_is_found_when_there_is_one(tmp_path):
     (tmp_path / "d.py").write_text("import http.client\nfrom localcloudy import x\n")
     found = [line.split("/")[-1] for line in server_imports(tmp_path)]
     assert found == ["a.py:1 http.server", "b.py:2 localcloud", "c.py:1 socketserver", "c.py:2 localcloud"]
+
+
+def private_imports(modules: dict[str, Path]) -> list[str]:
+    """`module -> owner.name` for every underscore name a project module imports from another one: a name used
+    across modules is part of its module's interface and says so by having no underscore (review 3, P7)."""
+    found = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.level or node.module not in modules:
+                continue
+            found += [f"{module} -> {node.module}.{alias.name}" for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return sorted(found)
+
+
+def test_no_module_imports_another_ones_private_name():
+    assert private_imports(project_modules()) == []
+
+
+def test_a_private_import_is_found_when_there_is_one(tmp_path):
+    (tmp_path / "a.py").write_text("def _helper():\n    pass\n")
+    (tmp_path / "b.py").write_text("from a import _helper, __version__\nfrom os import _exit\n")
+    modules = {"a": tmp_path / "a.py", "b": tmp_path / "b.py"}
+    assert private_imports(modules) == ["b -> a._helper"]

@@ -27,18 +27,18 @@ from components.platforms import offer as platform_settings
 from components.providers.profile_records import ProviderProfile
 from components.spec import MAX_NODES, CheckpointSpec, Spec, SpecError
 from components.tiers import gpus, tiers
-from components.validation.read import _choice, _Problems, _read_namespace
-from components.validation.sections.access import _check_login_and_image, _check_ssh
-from components.validation.sections.cloud import (_check_capabilities, _check_placement, _check_tags,
-                                                  _platform_offer, _resolve_region)
-from components.validation.sections.compute import (_check_gpu_fits_tier, _check_instance, _check_nodes,
-                                                    _check_spot_price, _check_spot_zones, _pool_types,
-                                                    _resolve_instance)
+from components.validation.read import choice, Problems, read_namespace
+from components.validation.sections.access import check_login_and_image, check_ssh
+from components.validation.sections.cloud import (check_capabilities, check_placement, check_tags,
+                                                  platform_offer, resolve_region)
+from components.validation.sections.compute import (check_gpu_fits_tier, check_instance, check_nodes,
+                                                    check_spot_price, check_spot_zones, pool_types,
+                                                    resolve_instance)
 from components.validation.sections.failover import check_failover
-from components.validation.sections.storage import (_check_checkpoint, _check_data, _check_data_disk,
-                                                    _check_data_fits_disk, _check_dataset, _check_shared_storage,
-                                                    _size_disk_for_data)
-from components.validation.sections.workload import _check_bootstrap, _check_lifetime, _check_train
+from components.validation.sections.storage import (check_checkpoint, check_data, check_data_disk,
+                                                    check_data_fits_disk, check_dataset, check_shared_storage,
+                                                    size_disk_for_data)
+from components.validation.sections.workload import check_bootstrap, check_lifetime, check_train
 
 
 def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-training",
@@ -47,52 +47,52 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
 
     Each section has its own checker (above): it records its problems and returns the value to use.
     """
-    problems = _Problems()
-    values = _read_namespace(config, problems)
-    data = _check_data(values, problems)
+    problems = Problems()
+    values = read_namespace(config, problems)
+    data = check_data(values, problems)
 
-    provider = _choice(values, "provider", providers.names(), problems, schema.BY_NAME["provider"].default)
+    provider = choice(values, "provider", providers.names(), problems, schema.BY_NAME["provider"].default)
     tier_table = tiers()
-    tier_name = _choice(values, "tier", list(tier_table), problems, schema.BY_NAME["tier"].default)
-    billing = _choice(values, "billing", ("on-demand", "spot"), problems, "on-demand")
+    tier_name = choice(values, "tier", list(tier_table), problems, schema.BY_NAME["tier"].default)
+    billing = choice(values, "billing", ("on-demand", "spot"), problems, "on-demand")
     namespaces.check(config, provider, project, problems)
     if provider is None or tier_name is None:
         raise SpecError(problems.items)
     profile = providers.profile(provider)
     tier = tier_table[tier_name]
     # A platform stack is judged by the platform's declared limits and its flavors instead of the VM ones.
-    offer = _platform_offer(values, profile)
+    offer = platform_offer(values, profile)
     if offer:
-        _check_capabilities(values, offer.display_name, offer.unsupported, problems)
+        check_capabilities(values, offer.display_name, offer.unsupported, problems)
     else:
-        _check_capabilities(values, profile.display_name, profile.rules.unsupported, problems)
-    region = _resolve_region(config, profile, problems)
+        check_capabilities(values, profile.display_name, profile.rules.unsupported, problems)
+    region = resolve_region(config, profile, problems)
 
     # The price of a type is the one of the stack's region: never another region's (catalog.regional_price).
     catalog = catalog or (offer.catalog() if offer else load_catalog(provider, region or None))
-    gpu, count, instance = _resolve_instance(values, tier, gpus(), catalog, profile, problems)
-    _check_gpu_fits_tier(gpu, instance, tier, problems)
-    nodes = _check_nodes(values, tier, problems)
+    gpu, count, instance = resolve_instance(values, tier, gpus(), catalog, profile, problems)
+    check_gpu_fits_tier(gpu, instance, tier, problems)
+    nodes = check_nodes(values, tier, problems)
     if instance is not None and count is not None:
-        _check_instance(values, tier, instance, nodes, profile, problems)
-    spot_cap = _check_spot_price(values, instance, billing, problems)
-    sized_for_data = _size_disk_for_data(values, data, tier, problems)
-    data_disk = _check_data_disk(values, tier, profile, problems, sized_for_data)
-    _check_data_fits_disk(data, values.get("dataDiskGb", tier.data_disk_default_gb), problems)
-    shared, shared_gb = _check_shared_storage(values, tier, profile, problems)
+        check_instance(values, tier, instance, nodes, profile, problems)
+    spot_cap = check_spot_price(values, instance, billing, problems)
+    sized_for_data = size_disk_for_data(values, data, tier, problems)
+    data_disk = check_data_disk(values, tier, profile, problems, sized_for_data)
+    check_data_fits_disk(data, values.get("dataDiskGb", tier.data_disk_default_gb), problems)
+    shared, shared_gb = check_shared_storage(values, tier, profile, problems)
     if offer is not None:  # the job mounts the stack's bucket prefix; no shared FS is created (docs/platforms.md)
         shared, shared_gb = "none", 0
-    max_hours, idle = _check_lifetime(values, problems)
-    dataset = _check_dataset(values, problems)
-    _check_login_and_image(values, None if offer else profile.node.image_ids, profile.display_name, problems)
-    ssh = _check_ssh(values, problems)
-    checkpoint = _check_checkpoint(values, profile, region, billing or "on-demand", problems)
-    train = _check_train(values, nodes, count or 1, problems)
+    max_hours, idle = check_lifetime(values, problems)
+    dataset = check_dataset(values, problems)
+    check_login_and_image(values, None if offer else profile.node.image_ids, profile.display_name, problems)
+    ssh = check_ssh(values, problems)
+    checkpoint = check_checkpoint(values, profile, region, billing or "on-demand", problems)
+    train = check_train(values, nodes, count or 1, problems)
     # A platform job runs the platform's image (CANN/CUDA inside): the node bootstrap's accelerator rules do not apply.
-    bootstrap = _check_bootstrap(values, None if offer else gpu, problems)
-    tags = _check_tags(values, profile, stack, project, tier_name, problems)
-    spot_zones = _check_spot_zones(values, billing, problems)
-    _check_placement(region, values.get("zone"), spot_zones, profile, problems)
+    bootstrap = check_bootstrap(values, None if offer else gpu, problems)
+    tags = check_tags(values, profile, stack, project, tier_name, problems)
+    spot_zones = check_spot_zones(values, billing, problems)
+    check_placement(region, values.get("zone"), spot_zones, profile, problems)
     failover = check_failover(values, region, values.get("zone"), instance, catalog, profile, problems)
     kubernetes = _check_kubernetes(values, profile, region, max_hours, checkpoint, shared, ssh, problems)
     platform = (platform_settings.check(values["platform"], profile.platforms(), profile.display_name, max_hours,
@@ -103,7 +103,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
             problems.error("gpu", "could not resolve an instance type")
         raise SpecError(problems.items)
 
-    pool = _pool_types(instance, gpu, tier, catalog, values.get("datasetGb"), problems) if billing == "spot" \
+    pool = pool_types(instance, gpu, tier, catalog, values.get("datasetGb"), problems) if billing == "spot" \
         else (instance,)
     if billing == "spot" and len(pool) == 1 and not spot_zones and offer is None:
         problems.info("spotZones", f"the spot pool has one instance type ({instance.name}) in one zone;"
@@ -129,7 +129,7 @@ def build_spec(config: Mapping[str, Any], *, stack: str, project: str = "gpu-tra
 
 
 def _check_kubernetes(values: dict, profile: ProviderProfile, region: str, max_hours: float, checkpoint: CheckpointSpec,
-                      shared: str, ssh: tuple[str, ...], problems: _Problems) -> Optional[kubernetes_settings.KubernetesSpec]:
+                      shared: str, ssh: tuple[str, ...], problems: Problems) -> Optional[kubernetes_settings.KubernetesSpec]:
     """The `kubernetes:` section (components/validation/kubernetes.py) and the VM settings it cannot honour."""
     if values.get("kubernetes") is None:
         return None
@@ -149,7 +149,7 @@ def _check_kubernetes(values: dict, profile: ProviderProfile, region: str, max_h
     return found
 
 
-def _check_resolved(spec: Spec, problems: _Problems) -> None:
+def _check_resolved(spec: Spec, problems: Problems) -> None:
     """Rules on the whole resolved spec: the provider's own, egress, then the user-data budget; for a
     platform job, the platform's own rules instead (no VPC, no user-data: the platform runs the job)."""
     if spec.platform is not None:
@@ -171,14 +171,14 @@ def _check_resolved(spec: Spec, problems: _Problems) -> None:
         _check_user_data_budget(spec, problems)
 
 
-def _check_egress(spec: Spec, problems: _Problems) -> None:
+def _check_egress(spec: Spec, problems: Problems) -> None:
     """Every endpoint a node uses needs a route out of (or inside) the VPC (components/egress.py)."""
 
     for level, key, message in egress.findings(spec):
         getattr(problems, level)(key, message)
 
 
-def _check_names(spec: Spec, problems: _Problems) -> None:
+def _check_names(spec: Spec, problems: Problems) -> None:
     """Every name the program gives fits the cloud's limit (provider profile `naming.limits`); the stack
     name is in each, so a long stack name is the usual cause and the message says how long it may be."""
     for limit in spec.profile.naming.limits:
@@ -191,7 +191,7 @@ def _check_names(spec: Spec, problems: _Problems) -> None:
                        f" ({limit.source}): use a stack name of at most {max(room, 0)} characters")
 
 
-def _check_shared_storage_use(spec: Spec, problems: _Problems) -> None:
+def _check_shared_storage_use(spec: Spec, problems: Problems) -> None:
     """A shared file system on a single-node tier shares nothing, and it bills until `pulumi destroy`
     (maxHours releases nodes only): a warning with what it bills, from the provider's keeps_billing data."""
     if spec.shared_storage == "none" or spec.tier.multi_node:
@@ -207,7 +207,7 @@ def _check_shared_storage_use(spec: Spec, problems: _Problems) -> None:
                      " allowed without this warning: sharedStorage: none")
 
 
-def _check_scale(spec: Spec, problems: _Problems) -> None:
+def _check_scale(spec: Spec, problems: Problems) -> None:
     """Before anything is created: the subnets (sized from `nodes`, components/cidrs.py) fit the VPC, and
     the preview says what quota the plan needs, so a quota error does not stop `pulumi up` partway."""
     subnets = 1 + (len(spec.spot_zones) if spec.spot else 0)
@@ -231,7 +231,7 @@ def _placement_groups(spec: Spec) -> int:
     return spec.profile.interconnect.placement.groups(spec.nodes, pooled)
 
 
-def _check_placement_groups(spec: Spec, problems: _Problems) -> None:
+def _check_placement_groups(spec: Spec, problems: Problems) -> None:
     """More nodes than the cloud's placement group holds plan all the same (several groups, or none for a
     pool), never a `pulumi up` that fails at the first node past the limit: the warning says what is lost."""
     placement = spec.profile.interconnect.placement
@@ -290,7 +290,7 @@ def _user_text(spec: Spec) -> list[tuple[str, str]]:
             ("checkpoint.endpoint", spec.checkpoint.endpoint)]
 
 
-def _check_user_data_budget(spec: Spec, problems: _Problems) -> None:
+def _check_user_data_budget(spec: Spec, problems: Problems) -> None:
     """Each node's encoded user-data (the loader: docs/bootstrap.md, "The loader") must stay under the cloud's
     limit (the profile's `node.user_data`): rendered here the way `pulumi up` renders it, and when it does not fit,
     the error names the value the user wrote that weighs most, instead of the program failing later."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from components import providers, schema
-from components.validation.read import _Problems
+from components.validation.read import Problems
 
 # Namespaces a stack may carry besides ours and the clouds': the Kubernetes provider's and Pulumi's own.
 OTHER_KNOWN = ("kubernetes", "pulumi")
@@ -62,7 +62,7 @@ def _did_you_mean(candidates: list[str]) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in candidates)}?" if candidates else ""
 
 
-def check(config: Mapping[str, Any], provider: Optional[str], project: str, problems: _Problems) -> None:
+def check(config: Mapping[str, Any], provider: Optional[str], project: str, problems: Problems) -> None:
     """Record an error for each key of `config` outside our namespace that nothing would read as meant.
     `provider` is the stack's (None when it is not valid: only the checks that need none run)."""
     ours = schema.NAMESPACE

@@ -1,7 +1,7 @@
 """Reading the flat config map: keys of our namespace, values coerced to their schema type, problems collected.
 
-_Problems collects every Finding on the way; _suggest and _show word the messages ("did you mean",
-the bad value cut short); _read_namespace turns the engine's strings and JSON into typed values.
+Problems collects every Finding on the way; suggest and show word the messages ("did you mean",
+the bad value cut short); read_namespace turns the engine's strings and JSON into typed values.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from components.spec import Finding
 from components.teardown import TEARDOWN_ENV, tearing_down
 
 
-class _Problems:
+class Problems:
     def __init__(self) -> None:
         self.items: list[Finding] = []
 
@@ -47,7 +47,7 @@ class _Problems:
         return any(f.level == "error" for f in self.items)
 
 
-def _suggest(word: str, choices, n: int = 3) -> str:
+def suggest(word: str, choices, n: int = 3) -> str:
     lowered = {c.lower(): c for c in choices}
     # Short names (T4, A10) differ by one character in half their length: loosen the cutoff for them.
     cutoff = 0.5 if len(word) <= 4 else 0.6
@@ -55,7 +55,7 @@ def _suggest(word: str, choices, n: int = 3) -> str:
     return f"; did you mean {' or '.join(repr(lowered[c]) for c in close)}?" if close else ""
 
 
-def _show(value: Any, width: int = 80) -> str:
+def show(value: Any, width: int = 80) -> str:
     """A value as the user wrote it, cut short: messages quote the bad value, not 30 KB of it."""
     try:
         text = json.dumps(value) if not isinstance(value, str) else repr(value)
@@ -91,17 +91,17 @@ def _parse_number(value: Any) -> Any:
         return None
 
 
-def _coerce_number(kind: str, value: Any, key: str, problems: _Problems) -> Any:
+def _coerce_number(kind: str, value: Any, key: str, problems: Problems) -> Any:
     number = _parse_number(value)
     if number is None:
-        return problems.error(key, f"{_show(value)} is not {_TYPE_WORDS[kind]}")
+        return problems.error(key, f"{show(value)} is not {_TYPE_WORDS[kind]}")
     if isinstance(number, float) and not math.isfinite(number):
-        return problems.error(key, f"{_show(value)} is not a finite number; give {_TYPE_WORDS[kind]}")
+        return problems.error(key, f"{show(value)} is not a finite number; give {_TYPE_WORDS[kind]}")
     if abs(number) > MAX_MAGNITUDE:
-        return problems.error(key, f"{_show(value)} is out of range; no {key} is larger than {MAX_MAGNITUDE:,}")
+        return problems.error(key, f"{show(value)} is out of range; no {key} is larger than {MAX_MAGNITUDE:,}")
     if kind == "integer":
         if isinstance(number, float) and not number.is_integer():
-            return problems.error(key, f"{_show(value)} is not an integer")
+            return problems.error(key, f"{show(value)} is not an integer")
         return int(number)
     return float(number)
 
@@ -114,10 +114,10 @@ def _parse_json(text: str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def _coerce(kind: str, value: Any, key: str, problems: _Problems) -> Any:
+def _coerce(kind: str, value: Any, key: str, problems: Problems) -> Any:
     """Convert an engine value (string/JSON or native) to `kind`; record an error and return None if it can't."""
     def bad() -> None:
-        problems.error(key, f"{_show(value)} is not {_TYPE_WORDS[kind]}")
+        problems.error(key, f"{show(value)} is not {_TYPE_WORDS[kind]}")
 
     if kind == "string":
         if isinstance(value, (dict, list)):
@@ -172,7 +172,7 @@ def _coerce_commands(value: Any, bad) -> Any:
     return value
 
 
-def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:
+def read_namespace(config: Mapping[str, Any], problems: Problems) -> dict[str, Any]:
     values: dict[str, Any] = {}
     prefix = schema.NAMESPACE + ":"
     for full_key, raw in config.items():
@@ -186,13 +186,13 @@ def _read_namespace(config: Mapping[str, Any], problems: _Problems) -> dict[str,
         if not name or namespace != schema.NAMESPACE:
             continue  # keys of no namespace, the clouds' and others': components/validation/namespaces.py
         key = schema.BY_NAME.get(name)
-        if key is None and (name.lower() == "region" or not _suggest(name, schema.BY_NAME)
+        if key is None and (name.lower() == "region" or not suggest(name, schema.BY_NAME)
                             and difflib.get_close_matches(name.lower(), ["region"], cutoff=0.8)):
             problems.error(full_key, _region_hint(config))
             continue
         if key is None:
-            problems.error(full_key, f"unknown key{_suggest(name, schema.BY_NAME)}"
-                           + ("" if _suggest(name, schema.BY_NAME) else
+            problems.error(full_key, f"unknown key{suggest(name, schema.BY_NAME)}"
+                           + ("" if suggest(name, schema.BY_NAME) else
                               f"; known keys: {', '.join(sorted(schema.BY_NAME))}"))
             continue
         value = _coerce(key.type, raw, name, problems)
@@ -215,7 +215,7 @@ def _region_hint(config: Mapping[str, Any]) -> str:
     return f"unknown key; the region is the cloud's own key, one of {keys} (after the provider)"
 
 
-def _read_object(key: schema.Key, value: dict, problems: _Problems) -> dict:
+def _read_object(key: schema.Key, value: dict, problems: Problems) -> dict:
     assert key.fields is not None
     if "*" in key.fields:  # a free-form map (tags)
         return _coerce("map", value, key.name, problems) or {}
@@ -223,7 +223,7 @@ def _read_object(key: schema.Key, value: dict, problems: _Problems) -> dict:
     for field_name, raw in value.items():
         dotted = f"{key.name}.{field_name}"
         if field_name not in key.fields:
-            hint = _suggest(field_name, key.fields) or f"; allowed fields: {', '.join(sorted(key.fields))}"
+            hint = suggest(field_name, key.fields) or f"; allowed fields: {', '.join(sorted(key.fields))}"
             problems.error(dotted, f"unknown field{hint}")
             continue
         if raw is None:
@@ -234,10 +234,10 @@ def _read_object(key: schema.Key, value: dict, problems: _Problems) -> dict:
     return result
 
 
-def _choice(values: dict, name: str, allowed, problems: _Problems, default=None):
+def choice(values: dict, name: str, allowed, problems: Problems, default=None):
     value = values.get(name, default)
     if value is not None and value not in allowed:
-        problems.error(name, f"{_show(value)} is not allowed; allowed: {', '.join(map(str, allowed))}"
-                       + _suggest(str(value), [str(a) for a in allowed]))
+        problems.error(name, f"{show(value)} is not allowed; allowed: {', '.join(map(str, allowed))}"
+                       + suggest(str(value), [str(a) for a in allowed]))
         return None
     return value

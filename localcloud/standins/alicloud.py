@@ -249,20 +249,20 @@ def launch(api_url: str, region: str, name: str, inputs: dict) -> str:
     """RunInstances for one planned node; its instance id (the SDK's exception when refused)."""
     from alibabacloud_ecs20140526 import models
 
-    from components.providers.alicloud.pricing import _client, _runtime
+    from components.providers.alicloud.pricing import ecs_client, runtime_options
 
     request = models.RunInstancesRequest(region_id=region, zone_id=inputs.get("availabilityZone"),
                                          instance_type=inputs.get("instanceType"), instance_name=name, amount=1,
                                          image_id=str(inputs.get("imageId") or ""),
                                          v_switch_id=str(inputs.get("vswitchId") or ""))
-    answer = _client(region, api_url, _LOCAL_KEYS).run_instances_with_options(request, _runtime())
+    answer = ecs_client(region, api_url, _LOCAL_KEYS).run_instances_with_options(request, runtime_options())
     return answer.body.instance_id_sets.instance_id_set[0]
 
 
 def release(api_url: str, region: str, instance_id: str) -> None:
     from alibabacloud_ecs20140526 import models
 
-    from components.providers.alicloud.pricing import _client, _runtime
+    from components.providers.alicloud.pricing import ecs_client, runtime_options
 
-    _client(region, api_url, _LOCAL_KEYS).delete_instance_with_options(
-        models.DeleteInstanceRequest(instance_id=instance_id, force=True), _runtime())
+    ecs_client(region, api_url, _LOCAL_KEYS).delete_instance_with_options(
+        models.DeleteInstanceRequest(instance_id=instance_id, force=True), runtime_options())

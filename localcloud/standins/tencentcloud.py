@@ -107,21 +107,21 @@ _LOCAL_KEYS = {"TENCENTCLOUD_SECRET_ID": "local", "TENCENTCLOUD_SECRET_KEY": "lo
 def launch(api_url: str, region: str, name: str, inputs: dict) -> str:
     from tencentcloud.cvm.v20170312 import models
 
-    from components.providers.tencentcloud.pricing import _client
+    from components.providers.tencentcloud.pricing import cvm_client
 
     request = models.RunInstancesRequest()
     request.from_json_string(json.dumps({
         "Placement": {"Zone": inputs.get("availabilityZone")}, "InstanceType": inputs.get("instanceType"),
         "ImageId": str(inputs.get("imageId") or ""), "InstanceName": name, "InstanceCount": 1,
         "InstanceChargeType": "POSTPAID_BY_HOUR"}))
-    return _client(region, api_url, _LOCAL_KEYS).RunInstances(request).InstanceIdSet[0]
+    return cvm_client(region, api_url, _LOCAL_KEYS).RunInstances(request).InstanceIdSet[0]
 
 
 def release(api_url: str, region: str, instance_id: str) -> None:
     from tencentcloud.cvm.v20170312 import models
 
-    from components.providers.tencentcloud.pricing import _client
+    from components.providers.tencentcloud.pricing import cvm_client
 
     request = models.TerminateInstancesRequest()
     request.InstanceIds = [instance_id]
-    _client(region, api_url, _LOCAL_KEYS).TerminateInstances(request)
+    cvm_client(region, api_url, _LOCAL_KEYS).TerminateInstances(request)

@@ -95,9 +95,9 @@ def test_world_ssh_is_accepted_only_when_asked_for():
 def test_a_cidr_list_refuses_each_bad_entry_by_its_index_and_keeps_the_good_ones():
     """sshAllowCidrs and kubernetes.apiAllowCidrs read their entries with one helper (components/cidrs.py)."""
     from components import cidrs
-    from components.validation.read import _Problems, _show
+    from components.validation.read import Problems, show
 
-    problems = _Problems()
+    problems = Problems()
     parsed = cidrs.parsed_entries(["10.0.0.300/32", "198.51.100.7", {"a": 1}], "kubernetes.apiAllowCidrs",
                                   "198.51.100.7/32", problems)
     assert [(key, entry, str(network)) for key, entry, network in parsed] == [
@@ -105,7 +105,7 @@ def test_a_cidr_list_refuses_each_bad_entry_by_its_index_and_keeps_the_good_ones
     assert [(f.level, f.key, f.message) for f in problems.items] == [
         ("error", "kubernetes.apiAllowCidrs[0]", "'10.0.0.300/32' is not a CIDR (e.g. 198.51.100.7/32)"),
         ("error", "kubernetes.apiAllowCidrs[2]", "{'a': 1} is not a CIDR (e.g. 198.51.100.7/32)")]
-    cidrs.parsed_entries([{"a": 1}], "sshAllowCidrs", "203.0.113.7/32", problems, _show)
+    cidrs.parsed_entries([{"a": 1}], "sshAllowCidrs", "203.0.113.7/32", problems, show)
     assert problems.items[-1].message == '{"a": 1} is not a CIDR (e.g. 203.0.113.7/32)'
     spec = spec_of(sshAllowCidrs=["203.0.113.7/32", "198.51.100.0/24"], sshPublicKey="ssh-ed25519 AAAA x")
     assert spec.ssh_allow_cidrs == ("203.0.113.7/32", "198.51.100.0/24")

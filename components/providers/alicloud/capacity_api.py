@@ -15,7 +15,7 @@ QUOTA_NAMES = {"vcpus": ("max-postpaid-instance-vcpu-count", "used-postpaid-inst
 
 
 def _client(region: str, endpoint: Optional[str], creds):
-    from components.providers.alicloud.pricing import CREDENTIALS, TOKEN, _client as client
+    from components.providers.alicloud.pricing import CREDENTIALS, TOKEN, ecs_client as client
 
     return client(region, endpoint, apikeys.as_env(creds, CREDENTIALS, TOKEN))
 
@@ -24,7 +24,7 @@ def offers(region: str, zones: list[str], types: list[str], spot: bool, endpoint
     """{(zone, type): "on sale" | "sold out" | "not offered"}."""
     from alibabacloud_ecs20140526 import models
 
-    from components.providers.alicloud.pricing import _runtime
+    from components.providers.alicloud.pricing import runtime_options
 
     statuses = of("alicloud")
     client, found = _client(region, endpoint, creds), {}
@@ -32,7 +32,7 @@ def offers(region: str, zones: list[str], types: list[str], spot: bool, endpoint
         request = models.DescribeAvailableResourceRequest(
             region_id=region, destination_resource="InstanceType", instance_type=name,
             instance_charge_type="PostPaid", spot_strategy="SpotAsPriceGo" if spot else "NoSpot")
-        body = client.describe_available_resource_with_options(request, _runtime()).body
+        body = client.describe_available_resource_with_options(request, runtime_options()).body
         for zone in (body.available_zones.available_zone if body.available_zones else []) or []:
             for group in (zone.available_resources.available_resource if zone.available_resources else []) or []:
                 for item in (group.supported_resources.supported_resource if group.supported_resources else []) or []:
@@ -47,11 +47,11 @@ def quotas(region: str, spot: bool, endpoint: Optional[str], creds) -> dict:
     """{name: {"limit", "used"}}: the pay-as-you-go (or spot) vCPU quota of the region."""
     from alibabacloud_ecs20140526 import models
 
-    from components.providers.alicloud.pricing import _runtime
+    from components.providers.alicloud.pricing import runtime_options
 
     names = [n for pair in QUOTA_NAMES.values() for n in pair if n]
     body = _client(region, endpoint, creds).describe_account_attributes_with_options(
-        models.DescribeAccountAttributesRequest(region_id=region, attribute_name=names), _runtime()).body
+        models.DescribeAccountAttributesRequest(region_id=region, attribute_name=names), runtime_options()).body
     values: dict[str, Optional[float]] = {}
     for item in body.account_attribute_items.account_attribute_item or []:
         items = item.attribute_values.value_item if item.attribute_values else []

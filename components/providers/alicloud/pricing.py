@@ -21,7 +21,7 @@ def missing_credentials(env: Mapping[str, str]) -> Optional[str]:
                                            f" and ecs:DescribeSpotPriceHistory; {TOKEN} too for STS credentials")
 
 
-def _client(region: str, endpoint: Optional[str], env: Mapping[str, str]):
+def ecs_client(region: str, endpoint: Optional[str], env: Mapping[str, str]):
     from alibabacloud_ecs20140526.client import Client
     from alibabacloud_tea_openapi.models import Config
 
@@ -32,13 +32,13 @@ def _client(region: str, endpoint: Optional[str], env: Mapping[str, str]):
                          endpoint=parts.netloc if parts else None, protocol=parts.scheme if parts else None))
 
 
-def _runtime():
+def runtime_options():
     from darabonba.runtime import RuntimeOptions
 
     return RuntimeOptions(autoretry=False, connect_timeout=5000, read_timeout=15000)
 
 
-def _why(error: Exception) -> str:
+def error_reason(error: Exception) -> str:
     code = getattr(error, "code", None)
     message = getattr(error, "message", None) or str(error)
     return f"{code}: {message}" if code else message.splitlines()[0][:300]
@@ -53,7 +53,7 @@ def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Opti
     """{type: {"onDemandPerHour", "currency", "spotPerHour"?} or the reason it has no price}."""
     from alibabacloud_ecs20140526 import models
 
-    client, runtime, result = _client(region, endpoint, env), _runtime(), {}
+    client, runtime, result = ecs_client(region, endpoint, env), runtime_options(), {}
     for name in types:
         request = models.DescribePriceRequest(region_id=region, resource_type="instance", instance_type=name,
                                               price_unit="Hour", period=1, instance_network_type="vpc", zone_id=zone)
@@ -61,7 +61,7 @@ def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Opti
             price = client.describe_price_with_options(request, runtime).body.price_info.price
             quote = {"onDemandPerHour": float(price.trade_price), "currency": price.currency}
         except Exception as error:  # the SDK raises its own exception types for API and transport errors
-            result[name] = f"DescribePrice failed: {_why(error)}"
+            result[name] = f"DescribePrice failed: {error_reason(error)}"
             continue
         if spot:
             quote["spotPerHour"] = _latest_spot(client, runtime, models, name, region, zone)
@@ -78,7 +78,7 @@ def fetch_disks(kinds: Iterable[tuple[str, Optional[str]]], *, region: str, zone
     prices pay-as-you-go disks by the hour only (help.aliyun.com/document_detail/107829.html)."""
     from alibabacloud_ecs20140526 import models
 
-    client, runtime, result = _client(region, endpoint, env), _runtime(), {}
+    client, runtime, result = ecs_client(region, endpoint, env), runtime_options(), {}
     for category, level in kinds:
         disk = models.DescribePriceRequestDataDisk(category=category, size=DISK_PROBE_GIB, performance_level=level)
         request = models.DescribePriceRequest(region_id=region, resource_type="disk", price_unit="Hour",
@@ -88,7 +88,7 @@ def fetch_disks(kinds: Iterable[tuple[str, Optional[str]]], *, region: str, zone
             result[(category, level)] = {"perGiBHour": float(price.trade_price) / DISK_PROBE_GIB,
                                          "currency": price.currency}
         except Exception as error:  # the SDK's API and transport errors
-            result[(category, level)] = f"DescribePrice (disk) failed: {_why(error)}"
+            result[(category, level)] = f"DescribePrice (disk) failed: {error_reason(error)}"
     return result
 
 

@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 from urllib.parse import urlsplit
 
 from components.providers import apikeys
-from components.providers.alicloud.pricing import CREDENTIALS, TOKEN, _client, _runtime, _why
+from components.providers.alicloud.pricing import CREDENTIALS, TOKEN, ecs_client, runtime_options, error_reason
 
 DISPLAY = "Alibaba Cloud"
 
@@ -26,18 +26,18 @@ def fetch(*, endpoint: Optional[str], env: Mapping[str, str], home_region: str =
     """{region: [zone, ...]} of every region the account sees; RuntimeError naming the call that failed."""
     from alibabacloud_ecs20140526 import models
 
-    runtime = _runtime()
+    runtime = runtime_options()
     try:
-        body = _client(home_region, endpoint, env).describe_regions_with_options(
+        body = ecs_client(home_region, endpoint, env).describe_regions_with_options(
             models.DescribeRegionsRequest(accept_language="en-US"), runtime).body
     except Exception as error:  # the SDK raises its own types for API and transport errors
-        raise RuntimeError(f"DescribeRegions failed: {_why(error)}") from None
+        raise RuntimeError(f"DescribeRegions failed: {error_reason(error)}") from None
     result: dict[str, list[str]] = {}
     for region in body.regions.region if body.regions else []:
         try:
-            zones = _client(region.region_id, endpoint, env).describe_zones_with_options(
+            zones = ecs_client(region.region_id, endpoint, env).describe_zones_with_options(
                 models.DescribeZonesRequest(region_id=region.region_id, accept_language="en-US"), runtime).body
         except Exception as error:
-            raise RuntimeError(f"DescribeZones {region.region_id} failed: {_why(error)}") from None
+            raise RuntimeError(f"DescribeZones {region.region_id} failed: {error_reason(error)}") from None
         result[region.region_id] = sorted(z.zone_id for z in (zones.zones.zone if zones.zones else []))
     return result

@@ -12,7 +12,7 @@ from components.providers import apikeys
 
 
 def _client(region: str, endpoint: Optional[str], creds):
-    from components.providers.tencentcloud.pricing import CREDENTIALS, TOKEN, _client as client
+    from components.providers.tencentcloud.pricing import CREDENTIALS, TOKEN, cvm_client as client
 
     return client(region, endpoint, apikeys.as_env(creds, CREDENTIALS, TOKEN))
 

@@ -28,7 +28,7 @@ def source(endpoint: Optional[str], region: str) -> str:
     return f"Tencent Cloud CVM API InquiryPriceRunInstances ({host})"
 
 
-def _client(region: str, endpoint: Optional[str], env: Mapping[str, str]):
+def cvm_client(region: str, endpoint: Optional[str], env: Mapping[str, str]):
     from tencentcloud.common.credential import Credential
     from tencentcloud.common.profile.client_profile import ClientProfile
     from tencentcloud.common.profile.http_profile import HttpProfile
@@ -54,7 +54,7 @@ def fetch(types: Iterable[str], *, region: str, zone: Optional[str], image: Opti
           endpoint: Optional[str], spot: bool, env: Mapping[str, str], site: str = "china",
           **_) -> dict[str, Union[dict, str]]:
     """{type: {"onDemandPerHour", "currency", "caveat", "spotPerHour"?} or the reason it has no price}."""
-    client, result = _client(region, endpoint, env), {}
+    client, result = cvm_client(region, endpoint, env), {}
     caveat = f"the answer names no currency: {CURRENCY[site]} is the {site} site's (--site {site})"
     for name in types:
         launch = {"Placement": {"Zone": zone}, "ImageId": image, "InstanceType": name}

@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 from urllib.parse import urlsplit
 
 from components.providers import apikeys
-from components.providers.tencentcloud.pricing import CREDENTIALS, TOKEN, _client
+from components.providers.tencentcloud.pricing import CREDENTIALS, TOKEN, cvm_client
 
 DISPLAY = "Tencent Cloud"
 
@@ -28,7 +28,7 @@ def fetch(*, endpoint: Optional[str], env: Mapping[str, str], home_region: str =
     from tencentcloud.cvm.v20170312 import models
 
     try:
-        regions = _client(home_region, endpoint, env).DescribeRegions(models.DescribeRegionsRequest()).RegionSet
+        regions = cvm_client(home_region, endpoint, env).DescribeRegions(models.DescribeRegionsRequest()).RegionSet
     except TencentCloudSDKException as error:
         raise RuntimeError(f"DescribeRegions failed: {error.code}: {error.message}") from None
     result: dict[str, list[str]] = {}
@@ -36,7 +36,7 @@ def fetch(*, endpoint: Optional[str], env: Mapping[str, str], home_region: str =
         if region.RegionState not in (None, "AVAILABLE"):
             continue
         try:
-            zones = _client(region.Region, endpoint, env).DescribeZones(models.DescribeZonesRequest()).ZoneSet
+            zones = cvm_client(region.Region, endpoint, env).DescribeZones(models.DescribeZonesRequest()).ZoneSet
         except TencentCloudSDKException as error:
             raise RuntimeError(f"DescribeZones {region.Region} failed: {error.code}: {error.message}") from None
         result[region.Region] = sorted(z.Zone for z in zones or [] if z.ZoneState in (None, "AVAILABLE"))

@@ -6,7 +6,7 @@ from typing import Optional
 
 from components import cidrs as cidr_lists
 from components.providers.profile_records import ImageIds
-from components.validation.read import _Problems, _show
+from components.validation.read import Problems, show
 
 # OpenSSH public key line: type, base64 body, optional comment (sshd(8) AUTHORIZED_KEYS FILE FORMAT).
 _SSH_KEY_RE = re.compile(r"(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)"
@@ -15,11 +15,11 @@ _SSH_KEY_RE = re.compile(r"(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|
 _IMAGE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
+def check_ssh(values: dict, problems: Problems) -> tuple[str, ...]:
     cidrs = values.get("sshAllowCidrs", [])
     allow_world = values.get("allowWorldSsh", False)
     good = []
-    for key, cidr, network in cidr_lists.parsed_entries(cidrs, "sshAllowCidrs", "203.0.113.7/32", problems, _show):
+    for key, cidr, network in cidr_lists.parsed_entries(cidrs, "sshAllowCidrs", "203.0.113.7/32", problems, show):
         if network.prefixlen == 0:
             if not allow_world:
                 problems.error(key, f"{cidr!r} opens SSH to the whole internet; set allowWorldSsh: true to accept"
@@ -33,7 +33,7 @@ def _check_ssh(values: dict, problems: _Problems) -> tuple[str, ...]:
     return tuple(good)
 
 
-def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: _Problems) -> None:
+def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: Problems) -> None:
     """CIDRs that together cover a whole address family are world-open too (0.0.0.0/1 + 128.0.0.0/1)."""
     for world, pieces in cidr_lists.world_unions(cidrs):
         if allow_world:
@@ -45,19 +45,19 @@ def _check_ssh_union(cidrs: list[str], allow_world: bool, problems: _Problems) -
                            " (e.g. 203.0.113.7/32)")
 
 
-def _check_login_and_image(values: dict, image_ids: Optional[ImageIds], who: str, problems: _Problems) -> None:
+def check_login_and_image(values: dict, image_ids: Optional[ImageIds], who: str, problems: Problems) -> None:
     """sshPublicKey and image reach the cloud API as they are: refuse what no cloud would take, and an image
     in none of the forms of id the stack's cloud (`who`) takes (`image_ids`, its profile's; None: any)."""
     key = values.get("sshPublicKey")
     if key is not None and not _SSH_KEY_RE.fullmatch(key.strip()):
-        problems.error("sshPublicKey", f"{_show(key, 60)} is not an OpenSSH public key; expected one line such as"
+        problems.error("sshPublicKey", f"{show(key, 60)} is not an OpenSSH public key; expected one line such as"
                        " 'ssh-ed25519 AAAAC3Nza... you@host' (the contents of ~/.ssh/id_ed25519.pub)")
     image = values.get("image")
     if image is not None and not _IMAGE_RE.fullmatch(image):
-        problems.error("image", f"{_show(image)} is not an image id; expected letters, digits, '.', '_' and '-'"
+        problems.error("image", f"{show(image)} is not an image id; expected letters, digits, '.', '_' and '-'"
                        " (e.g. m-bp1... or ubuntu_22_04_x64_20G_alibase_20240710.vhd on Alibaba, img-... on Tencent)")
     elif image is not None and image_ids is not None and not image_ids.accepts(image):
         # `image: ubuntu` would reach the instance API as an id and fail there, after the network and the
         # bucket were created: an image is named by its id, never by its name or OS.
-        problems.error("image", f"{_show(image)} is no {who} image id; allowed: {image_ids.described()}; or leave"
+        problems.error("image", f"{show(image)} is no {who} image id; allowed: {image_ids.described()}; or leave"
                        f" image unset for the default image (the forms: {image_ids.source})")

@@ -7,15 +7,15 @@ from typing import Any, Mapping, Optional
 from components import tags as tag_scheme
 from components.providers import regions as region_tables
 from components.providers.profile_records import ProviderProfile
-from components.validation.read import _Problems, _show, _suggest
+from components.validation.read import Problems, show, suggest
 
 _REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,49}")
 # A stand-in for the expiry tag's value at validation (the real one is known at deploy time): the same shape.
 _EXPIRY_STANDIN = tag_scheme.expiry_value("2026-12-31T23:59:00Z")
 
 
-def _check_tags(values: dict, profile: ProviderProfile, stack: str, project: str, tier: Optional[str],
-                problems: _Problems) -> dict:
+def check_tags(values: dict, profile: ProviderProfile, stack: str, project: str, tier: Optional[str],
+                problems: Problems) -> dict:
     """The user's `tags` and the program's own against the cloud's tag rules (its package's tags.yaml):
     what the cloud would refuse at `pulumi up` is refused here, naming the key, the value and the rule."""
     rules = tag_scheme.rules(profile.name)
@@ -56,7 +56,7 @@ def _cite(source: str) -> str:
     return url.group(0) if url else source.split(";")[0].strip()[:100]
 
 
-def _check_capabilities(values: dict, who: str, unsupported: Mapping[str, str], problems: _Problems) -> None:
+def check_capabilities(values: dict, who: str, unsupported: Mapping[str, str], problems: Problems) -> None:
     """Refuse each key (or key=value) that `who` (the cloud, or the platform of a platform stack) does not support."""
     for name, value in values.items():
         shown = str(value).lower() if isinstance(value, bool) else value
@@ -65,7 +65,7 @@ def _check_capabilities(values: dict, who: str, unsupported: Mapping[str, str], 
                 problems.error(name, f"{who} does not support {declared}: {unsupported[declared]}")
 
 
-def _resolve_region(config: Mapping[str, Any], profile: ProviderProfile, problems: _Problems) -> str:
+def resolve_region(config: Mapping[str, Any], profile: ProviderProfile, problems: Problems) -> str:
     """The region is the provider's own key (alicloud:region), outside our namespace."""
     region = config.get(profile.region_key)
     if not region:
@@ -74,21 +74,21 @@ def _resolve_region(config: Mapping[str, Any], profile: ProviderProfile, problem
         return ""
     region = str(region)
     if not _REGION_RE.fullmatch(region):
-        problems.error(profile.region_key, f"{_show(region)} is not a region id (lowercase letters, digits and"
+        problems.error(profile.region_key, f"{show(region)} is not a region id (lowercase letters, digits and"
                        " '-', e.g. cn-hangzhou)")
     return region
 
 
-def _check_placement(region: str, zone: Optional[str], spot_zones: tuple[str, ...], profile: ProviderProfile,
-                     problems: _Problems) -> None:
+def check_placement(region: str, zone: Optional[str], spot_zones: tuple[str, ...], profile: ProviderProfile,
+                     problems: Problems) -> None:
     """The region and the zones against the provider's declared ones (components/providers/regions.py)."""
     table = region_tables.load(profile.name)
     if table is None or not region or not _REGION_RE.fullmatch(region):
         return
     if region not in table.regions:
         known = sorted(table.regions)
-        problems.error(profile.region_key, f"{_show(region)} is not among {profile.display_name}'s regions"
-                       f"{_suggest(region, known)}; known: {', '.join(known)}. {table.refresh_hint()}")
+        problems.error(profile.region_key, f"{show(region)} is not among {profile.display_name}'s regions"
+                       f"{suggest(region, known)}; known: {', '.join(known)}. {table.refresh_hint()}")
         return
     zones = table.regions[region]
     for key, value in [("zone", zone), *((f"spotZones[{i}]", z) for i, z in enumerate(spot_zones))]:
@@ -96,14 +96,14 @@ def _check_placement(region: str, zone: Optional[str], spot_zones: tuple[str, ..
             continue
         if zones is None:
             if not re.fullmatch(rf"{re.escape(region)}-[a-z0-9]+", value):
-                problems.error(key, f"{_show(value)} is not a zone of {region} (zones of {region} are named"
+                problems.error(key, f"{show(value)} is not a zone of {region} (zones of {region} are named"
                                f" {region}-<letter or number>; the declared list does not name them)")
         elif value not in zones:
-            problems.error(key, f"{_show(value)} is not a zone of {region}{_suggest(value, zones)}; known:"
+            problems.error(key, f"{show(value)} is not a zone of {region}{suggest(value, zones)}; known:"
                            f" {', '.join(zones)}. {table.refresh_hint()}")
 
 
-def _platform_offer(values: dict, profile: ProviderProfile):
+def platform_offer(values: dict, profile: ProviderProfile):
     """The platform the stack's `platform.kind` names, when the provider offers it (else None: the
     section's checker says why, by key)."""
     raw = values.get("platform")

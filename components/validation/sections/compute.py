@@ -7,7 +7,7 @@ from components.catalog import Catalog, InstanceType
 from components.providers.profile_records import ProviderProfile
 from components.spec import MAX_NODES
 from components.tiers import Gpu, Tier, ram_shortfalls
-from components.validation.read import _Problems, _suggest
+from components.validation.read import Problems, suggest
 
 _MAX_POOL_TYPES = 4
 
@@ -27,8 +27,8 @@ def _memory_needed(tier: Tier, dataset_gb: Optional[float]) -> float:
     return max(tier.memory_floor_gb, 2 * dataset_gb if dataset_gb else 0)
 
 
-def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catalog: Catalog,
-                      profile: ProviderProfile, problems: _Problems):
+def resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catalog: Catalog,
+                      profile: ProviderProfile, problems: Problems):
     """Return (gpu, count, instance) or Nones with errors recorded."""
     override = values.get("instanceType")
     gpu_name = values.get("gpu")
@@ -40,7 +40,7 @@ def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catal
         if row is None:
             names = [r.name for r in catalog.instances]
             problems.error("instanceType", f"{override!r} is not in the {profile.display_name} catalog"
-                           + (_suggest(override, names) or f" (components/providers/{profile.name}/catalog.yaml)"))
+                           + (suggest(override, names) or f" (components/providers/{profile.name}/catalog.yaml)"))
             return None, None, None
         if gpu_name is not None and gpu_name != row.gpu:
             problems.error("instanceType", f"{override!r} has {row.gpu} GPUs but gpu is {gpu_name!r}")
@@ -61,7 +61,7 @@ def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catal
     gpu = gpu_table.get(gpu_name)
     if gpu is None:
         problems.error("gpu", f"{gpu_name!r} is not a known GPU; allowed: {', '.join(gpu_table)}"
-                       + _suggest(gpu_name, gpu_table))
+                       + suggest(gpu_name, gpu_table))
         return None, None, None
     if not tier.accepts(gpu_name):
         problems.error("gpu", f"{gpu_name!r} does not fit the {tier.name} tier; allowed:"
@@ -83,8 +83,8 @@ def _resolve_instance(values: dict, tier: Tier, gpu_table: dict[str, Gpu], catal
     return gpu, count, min(candidates, key=lambda r: _rank(r, tier, need_memory))
 
 
-def _pool_types(instance: InstanceType, gpu: Gpu, tier: Tier, catalog: Catalog,
-                dataset_gb: Optional[float], problems: _Problems) -> tuple[InstanceType, ...]:
+def pool_types(instance: InstanceType, gpu: Gpu, tier: Tier, catalog: Catalog,
+                dataset_gb: Optional[float], problems: Problems) -> tuple[InstanceType, ...]:
     """The chosen type, then alternatives a spot pool may draw: each passes the tier's rules
     (_pool_type_breaches), and the ones that do not are named in the findings with the reason. The
     pool picks the lowest price, so an under-spec alternative would be the one usually launched."""
@@ -130,8 +130,8 @@ def _pool_type_breaches(row: InstanceType, chosen: InstanceType, tier: Tier, nee
     return breaches
 
 
-def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes: int, profile: ProviderProfile,
-                    problems: _Problems) -> None:
+def check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes: int, profile: ProviderProfile,
+                    problems: Problems) -> None:
     per_gpu = instance.vcpus_per_gpu
     if not 8 <= per_gpu <= 16:
         why = ("fewer starves the data loaders" if per_gpu < 8
@@ -164,8 +164,8 @@ def _check_instance(spec_values: dict, tier: Tier, instance: InstanceType, nodes
         problems.info("instanceType", f"{instance.name}: {instance.note}")
 
 
-def _check_gpu_fits_tier(gpu: Optional[Gpu], instance: Optional[InstanceType], tier: Tier,
-                         problems: _Problems) -> None:
+def check_gpu_fits_tier(gpu: Optional[Gpu], instance: Optional[InstanceType], tier: Tier,
+                         problems: Problems) -> None:
     if gpu is None or instance is None:
         return
     if gpu.name not in tier.gpus and tier.accepts(gpu.name):
@@ -176,7 +176,7 @@ def _check_gpu_fits_tier(gpu: Optional[Gpu], instance: Optional[InstanceType], t
                        f" tier; allowed: {', '.join(tier.gpus + tier.extra_gpus)}")
 
 
-def _check_nodes(values: dict, tier: Tier, problems: _Problems) -> int:
+def check_nodes(values: dict, tier: Tier, problems: Problems) -> int:
     nodes = values.get("nodes", 1)
     if nodes < 1 or nodes > MAX_NODES:
         problems.error("nodes", f"{nodes} is out of range; allowed: 1-{MAX_NODES}")
@@ -186,8 +186,8 @@ def _check_nodes(values: dict, tier: Tier, problems: _Problems) -> int:
     return nodes
 
 
-def _check_spot_price(values: dict, instance: Optional[InstanceType], billing: Optional[str],
-                      problems: _Problems) -> Optional[float]:
+def check_spot_price(values: dict, instance: Optional[InstanceType], billing: Optional[str],
+                      problems: Problems) -> Optional[float]:
     spot_cap = values.get("spotMaxPricePerHour")
     if spot_cap is not None:
         if spot_cap <= 0:
@@ -211,7 +211,7 @@ def _check_spot_price(values: dict, instance: Optional[InstanceType], billing: O
     return spot_cap
 
 
-def _check_spot_zones(values: dict, billing: Optional[str], problems: _Problems) -> tuple[str, ...]:
+def check_spot_zones(values: dict, billing: Optional[str], problems: Problems) -> tuple[str, ...]:
     spot_zones = tuple(str(z) for z in values.get("spotZones", []))
     if spot_zones and billing != "spot":
         problems.warning("spotZones", "ignored: billing is on-demand")

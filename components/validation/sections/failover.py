@@ -13,13 +13,13 @@ from components.catalog import Catalog, InstanceType
 from components.providers import regions as region_tables
 from components.providers.profile_records import ProviderProfile
 from components.spec import FailoverSpec
-from components.validation.read import _Problems, _suggest
+from components.validation.read import Problems, suggest
 
 KEY = "failover"
 
 
 def check_failover(values: dict, region: str, zone: Optional[str], instance: Optional[InstanceType], catalog: Catalog,
-                   profile: ProviderProfile, problems: _Problems) -> FailoverSpec:
+                   profile: ProviderProfile, problems: Problems) -> FailoverSpec:
     raw = values.get(KEY) or {}
     if not raw:
         return FailoverSpec()
@@ -33,14 +33,14 @@ def check_failover(values: dict, region: str, zone: Optional[str], instance: Opt
     def zone_refusal(value: str) -> Optional[str]:
         # The stack's own zone may be listed: once `up` has moved on, the file names the zone it moved to.
         if known_zones is not None and value not in known_zones:
-            return f"{value!r} is not a zone of {region}{_suggest(value, known_zones)}; known: {', '.join(known_zones)}"
+            return f"{value!r} is not a zone of {region}{suggest(value, known_zones)}; known: {', '.join(known_zones)}"
         return None
 
     def type_refusal(name: str) -> Optional[str]:
         row = catalog.get(name)
         if row is None:
             return (f"{name!r} is not in the {profile.display_name} catalog"
-                    + (_suggest(name, [r.name for r in catalog.instances])
+                    + (suggest(name, [r.name for r in catalog.instances])
                        or f" (components/providers/{profile.name}/catalog.yaml)"))
         if instance is not None and (row.gpu, row.gpu_count) != (instance.gpu, instance.gpu_count):
             return (f"{name!r} has {row.gpu_count}x {row.gpu}; an alternative keeps the stack's"
@@ -49,7 +49,7 @@ def check_failover(values: dict, region: str, zone: Optional[str], instance: Opt
 
     def region_refusal(value: str) -> Optional[str]:
         if table is not None and value not in table.regions:
-            return f"{value!r} is not among {profile.display_name}'s regions{_suggest(value, sorted(table.regions))}"
+            return f"{value!r} is not among {profile.display_name}'s regions{suggest(value, sorted(table.regions))}"
         return None
 
     zones = _alternatives(raw, "zones", zone_refusal, problems)
@@ -64,7 +64,7 @@ def check_failover(values: dict, region: str, zone: Optional[str], instance: Opt
     return FailoverSpec(tuple(zones), tuple(types), tuple(regions))
 
 
-def _alternatives(raw: dict, name: str, refusal: Callable[[str], Optional[str]], problems: _Problems) -> list[str]:
+def _alternatives(raw: dict, name: str, refusal: Callable[[str], Optional[str]], problems: Problems) -> list[str]:
     """The names listed under failover.<name>: each a non-empty string, each judged by `refusal` (why it is refused,
     or None), none listed twice; every fault an error under its own key."""
     items = _strings(raw, name, problems)
@@ -76,7 +76,7 @@ def _alternatives(raw: dict, name: str, refusal: Callable[[str], Optional[str]],
     return items
 
 
-def _strings(raw: dict, name: str, problems: _Problems) -> list[str]:
+def _strings(raw: dict, name: str, problems: Problems) -> list[str]:
     items = raw.get(name) or []
     out = []
     for i, item in enumerate(items):
@@ -87,7 +87,7 @@ def _strings(raw: dict, name: str, problems: _Problems) -> list[str]:
     return out
 
 
-def _no_repeats(items: list[str], key: str, problems: _Problems) -> None:
+def _no_repeats(items: list[str], key: str, problems: Problems) -> None:
     repeated = sorted({i for i in items if items.count(i) > 1})
     if repeated:
         problems.error(key, f"{', '.join(repeated)} listed more than once")

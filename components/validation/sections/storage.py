@@ -11,7 +11,7 @@ from components.dataset import DataSpec, read_manifest
 from components.providers.profile_records import DataDisk, ObjectStore, ProviderProfile
 from components.spec import CheckpointSpec
 from components.tiers import Tier
-from components.validation.read import _Problems, _show, _suggest
+from components.validation.read import Problems, show, suggest
 from node_agent import layout
 
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -20,8 +20,8 @@ _PREFIX_RE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
 _ENDPOINT_RE = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?")
 
 
-def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billing: str,
-                      problems: _Problems) -> CheckpointSpec:
+def check_checkpoint(values: dict, profile: ProviderProfile, region: str, billing: str,
+                      problems: Problems) -> CheckpointSpec:
     raw = {**schema.BY_NAME["checkpoint"].default, **values.get("checkpoint", {})}
     bucket = raw.get("bucket") or None
     if bucket is not None and not _BUCKET_RE.match(bucket):
@@ -41,7 +41,7 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
                          " bucket you own in the stack's region (or set checkpoint.create: true)")
     prefix = str(raw.get("prefix", "")).strip("/")
     if prefix and not _PREFIX_RE.fullmatch(prefix):
-        problems.error("checkpoint.prefix", f"{_show(prefix)} is not allowed; allowed: path segments of letters,"
+        problems.error("checkpoint.prefix", f"{show(prefix)} is not allowed; allowed: path segments of letters,"
                        " digits, '.', '_' and '-' joined by '/', none of them '.' or '..' (the node role's storage"
                        " policy is scoped to this prefix, so it may hold no wildcard)")
     # The bucket's region: the stack's, unless the bucket lives elsewhere (a failover region change
@@ -50,7 +50,7 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
     store: ObjectStore = profile.object_storage.store(bucket_region)
     endpoint = raw.get("endpoint") or store.endpoint
     if not _ENDPOINT_RE.fullmatch(endpoint):
-        problems.error("checkpoint.endpoint", f"{_show(endpoint)} is not an http(s) URL (e.g."
+        problems.error("checkpoint.endpoint", f"{show(endpoint)} is not an http(s) URL (e.g."
                        f" {store.endpoint}; no spaces or control characters)")
     # Nodes use the in-VPC endpoint unless the user named one (then everyone uses theirs).
     node_endpoint = None if raw.get("endpoint") or bucket_region != region else store.node_endpoint
@@ -58,7 +58,7 @@ def _check_checkpoint(values: dict, profile: ProviderProfile, region: str, billi
                           bool(raw.get("create", False)), node_endpoint, store.verification)
 
 
-def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problems: _Problems,
+def check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problems: Problems,
                      sized_for_data: bool = False) -> DataDisk:
     size = values.get("dataDiskGb", tier.data_disk_default_gb)
     if size <= 0:
@@ -72,7 +72,7 @@ def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problem
         category = None
     elif category is not None and category not in profile.disks.ssd_categories:
         problems.error("dataDiskCategory", f"{category!r} is not allowed; SSD classes:"
-                       f" {', '.join(profile.disks.ssd_categories)}" + _suggest(category, profile.disks.ssd_categories))
+                       f" {', '.join(profile.disks.ssd_categories)}" + suggest(category, profile.disks.ssd_categories))
         category = None
     data_disk = profile.disks.data_disk(tier.disk_class, max(size, 1), category)
     if size > 0:
@@ -82,7 +82,7 @@ def _check_data_disk(values: dict, tier: Tier, profile: ProviderProfile, problem
     return data_disk
 
 
-def _check_disk_size_for_category(size: int, category: str, profile: ProviderProfile, problems: _Problems,
+def _check_disk_size_for_category(size: int, category: str, profile: ProviderProfile, problems: Problems,
                                   sized_for_data: bool = False) -> None:
     """The provider's declared size range for the disk's category: outside it the cloud refuses the disk."""
     limits = profile.disks.sizes.get(category)
@@ -101,7 +101,7 @@ def _check_disk_size_for_category(size: int, category: str, profile: ProviderPro
 MAX_DATA_WAIT_MINUTES = 1440  # a day: longer than any upload a node should sit billing for
 
 
-def _check_data(values: dict, problems: _Problems) -> DataSpec:
+def check_data(values: dict, problems: Problems) -> DataSpec:
     """The `data` config: a packed folder (its manifest gives the size) or the size of a set already uploaded.
 
     Its size becomes datasetGb's default, so the RAM rule (RAM >= 2x the data) counts the staged set.
@@ -109,10 +109,10 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
     raw = values.get("data") or {}
     local, size, wait = raw.get("localDir"), raw.get("sizeGb"), raw.get("waitMinutes")
     if size is not None and not (math.isfinite(size) and size > 0):
-        problems.error("data.sizeGb", f"{_show(size)} must be a size in GB greater than 0")
+        problems.error("data.sizeGb", f"{show(size)} must be a size in GB greater than 0")
         size = None
     if wait is not None and not (math.isfinite(wait) and 0 <= wait <= MAX_DATA_WAIT_MINUTES):
-        problems.error("data.waitMinutes", f"{_show(wait)} must be minutes from 0 to {MAX_DATA_WAIT_MINUTES}"
+        problems.error("data.waitMinutes", f"{show(wait)} must be minutes from 0 to {MAX_DATA_WAIT_MINUTES}"
                        " (how long a booting node waits for the data set's manifest)")
         wait = None
     if not local:
@@ -121,7 +121,7 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
     try:
         manifest = read_manifest(folder)
     except ValueError as error:
-        problems.error("data.localDir", f"{_show(local)}: {error}")
+        problems.error("data.localDir", f"{show(local)}: {error}")
         return DataSpec(stage=False)
     measured = manifest["bytes"] / 1e9
     if size is not None and abs(size - measured) > 0.05 * measured + 0.01:
@@ -134,7 +134,7 @@ def _check_data(values: dict, problems: _Problems) -> DataSpec:
                     manifest_sha256=hashlib.sha256((folder / layout.DATA_MANIFEST).read_bytes()).hexdigest())
 
 
-def _size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: _Problems) -> bool:
+def size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: Problems) -> bool:
     """With no dataDiskGb given, the data disk grows past the tier's default to hold the staged set (True)."""
     need = data.disk_needed_gib()
     if values.get("dataDiskGb") is None and need is not None and need > tier.data_disk_default_gb:
@@ -146,14 +146,14 @@ def _size_disk_for_data(values: dict, data: DataSpec, tier: Tier, problems: _Pro
     return False
 
 
-def _check_data_fits_disk(data: DataSpec, disk_gb: int, problems: _Problems) -> None:
+def check_data_fits_disk(data: DataSpec, disk_gb: int, problems: Problems) -> None:
     need = data.disk_needed_gib()
     if need is not None and disk_gb < need:
         problems.error("dataDiskGb", f"{disk_gb} GiB cannot hold the staged data set ({data.size_gb:.1f} GB, plus"
                        f" 10% and 20 GiB for checkpoints and code): at least {need} GiB, or a smaller data set")
 
 
-def _check_dataset(values: dict, problems: _Problems) -> Optional[float]:
+def check_dataset(values: dict, problems: Problems) -> Optional[float]:
     dataset = values.get("datasetGb")
     if dataset is not None and dataset < 0:
         problems.error("datasetGb", f"{dataset} must be 0 or more (GB of training data)")
@@ -161,14 +161,14 @@ def _check_dataset(values: dict, problems: _Problems) -> Optional[float]:
     return dataset
 
 
-def _check_shared_storage(values: dict, tier: Tier, profile: ProviderProfile,
-                          problems: _Problems) -> tuple[str, int]:
+def check_shared_storage(values: dict, tier: Tier, profile: ProviderProfile,
+                          problems: Problems) -> tuple[str, int]:
     shared_default = profile.shared_fs.parallel if tier.shared_storage == "parallel" else "none"
     shared = values.get("sharedStorage", shared_default or "none")
     allowed_shared = ["none", *profile.shared_fs.kinds]
     if shared not in allowed_shared:
         problems.error("sharedStorage", f"{shared!r} is not offered on {profile.display_name}; allowed:"
-                       f" {', '.join(allowed_shared)}" + _suggest(shared, allowed_shared))
+                       f" {', '.join(allowed_shared)}" + suggest(shared, allowed_shared))
         shared = "none"
     shared_gb = values.get("sharedStorageGb", profile.shared_fs.default_gb.get(shared, 0))
     if shared_gb < 0:

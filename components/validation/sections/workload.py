@@ -11,7 +11,7 @@ from components import project, schema, shipped
 from components.bootstrap import config as bootstrap_rules
 from components.spec import MAX_COMMAND_BYTES, MAX_HOURS, TrainSpec
 from components.tiers import Gpu
-from components.validation.read import _Problems, _show
+from components.validation.read import Problems, show
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Text that a process receives as an argument or environment value can hold no NUL; the other
@@ -19,14 +19,14 @@ _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Problems) -> TrainSpec:
+def check_train(values: dict, nodes: int, gpus_per_node: int, problems: Problems) -> TrainSpec:
     raw = {**schema.BY_NAME["train"].default, **values.get("train", {})}
     command = str(raw.get("command", "")).strip()
     if not command:
         problems.error("train.command", "is empty; give the command that starts training"
                        f" (default: {schema.DEFAULT_TRAIN_COMMAND!r})")
     elif _CONTROL_RE.search(command):
-        problems.error("train.command", f"{_show(command)} holds a control character; allowed: printable text,"
+        problems.error("train.command", f"{show(command)} holds a control character; allowed: printable text,"
                        " tabs and newlines")
     elif len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
         problems.error("train.command", f"{len(command.encode('utf-8')):,} bytes; the node starts it as one argument"
@@ -42,7 +42,7 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
     elif launcher == "torchrun" and (word := launch.starts_torchrun(command)):
         # The node runs the command once per GPU under torchrun (node_agent/launch.py): a torchrun in it would
         # start a second launcher in every rank, each waiting for a rendezvous of its own.
-        problems.error("train.command", f"{_show(command)} starts torchrun itself ({word!r}), and this stack's"
+        problems.error("train.command", f"{show(command)} starts torchrun itself ({word!r}), and this stack's"
                        " launcher is torchrun already: the node runs the command as each rank's program, so"
                        " torchrun would start twice. Give the command without torchrun (`python train.py ...`),"
                        " or set train.launcher: direct to start torchrun yourself")
@@ -52,7 +52,7 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
             problems.error(f"train.env.{name}", "is not a valid environment variable name (letters, digits and"
                            " '_', not starting with a digit)")
         if _CONTROL_RE.search(value):
-            problems.error(f"train.env.{name}", f"{_show(value)} holds a control character; allowed: printable"
+            problems.error(f"train.env.{name}", f"{show(value)} holds a control character; allowed: printable"
                            " text, tabs and newlines")
         if re.search(r"(SECRET|PASSWORD|ACCESS_KEY|TOKEN)", name.upper()):
             problems.error(f"train.env.{name}", "looks like a credential: user-data is readable on the node and"
@@ -60,17 +60,17 @@ def _check_train(values: dict, nodes: int, gpus_per_node: int, problems: _Proble
     return TrainSpec(command, dict(env), code_dir, launcher, setup, requirements)
 
 
-def _setup(value, problems: _Problems) -> tuple[str, ...]:
+def _setup(value, problems: Problems) -> tuple[str, ...]:
     """train.setup: shell commands the nodes run once before training, each as one argument of sh -c."""
     commands = []
     for index, command in enumerate(value or []):
         key = f"train.setup[{index}]"
         if not isinstance(command, str):
-            problems.error(key, f"{_show(command)} is not allowed; a shell command (a string) is required")
+            problems.error(key, f"{show(command)} is not allowed; a shell command (a string) is required")
         elif not command.strip():
             problems.error(key, "is empty; give a shell command, or leave it out")
         elif _CONTROL_RE.search(command):
-            problems.error(key, f"{_show(command)} holds a control character; allowed: printable text, tabs and"
+            problems.error(key, f"{show(command)} holds a control character; allowed: printable text, tabs and"
                            " newlines")
         elif len(command.encode("utf-8")) > MAX_COMMAND_BYTES:
             problems.error(key, f"{len(command.encode('utf-8')):,} bytes; the node runs it as one argument of sh -c,"
@@ -80,7 +80,7 @@ def _setup(value, problems: _Problems) -> tuple[str, ...]:
     return tuple(commands)
 
 
-def _requirements(value, code_dir_value, code_dir: Optional[Path], problems: _Problems) -> Optional[str]:
+def _requirements(value, code_dir_value, code_dir: Optional[Path], problems: Problems) -> Optional[str]:
     """train.requirements: a pip requirements file inside train.codeDir (the nodes get that folder), as a
     path relative to it. Not given: DEFAULT_REQUIREMENTS when the folder holds one; "" : none."""
     if value is None:
@@ -92,27 +92,27 @@ def _requirements(value, code_dir_value, code_dir: Optional[Path], problems: _Pr
     if code_dir is None:
         if code_dir_value:  # train.codeDir has its own error
             return None
-        problems.error("train.requirements", f"{_show(value)}: the nodes get no code folder (train.codeDir is"
+        problems.error("train.requirements", f"{show(value)}: the nodes get no code folder (train.codeDir is"
                        " empty), so there is no file to install; set train.codeDir, or leave train.requirements out")
         return None
     relative = Path(value)
     if relative.is_absolute() or ".." in relative.parts or _CONTROL_RE.search(value):
-        problems.error("train.requirements", f"{_show(value)} is not allowed; allowed: {allowed}")
+        problems.error("train.requirements", f"{show(value)} is not allowed; allowed: {allowed}")
         return None
     path = code_dir / relative
     try:
         text = path.read_bytes().decode("utf-8") if path.is_file() else None
     except (OSError, UnicodeDecodeError) as error:
-        problems.error("train.requirements", f"{_show(value)} cannot be read as UTF-8 text ({error})")
+        problems.error("train.requirements", f"{show(value)} cannot be read as UTF-8 text ({error})")
         return None
     if text is None:
-        problems.error("train.requirements", f"{_show(value)} is not a file in train.codeDir ({code_dir});"
+        problems.error("train.requirements", f"{show(value)} is not a file in train.codeDir ({code_dir});"
                        f" allowed: {allowed}")
         return None
     return relative.as_posix()
 
 
-def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
+def _code_dir(value: Optional[str], problems: Problems) -> Optional[Path]:
     """train.codeDir as a folder (relative to the user's project), or None with the problem recorded. The
     default names the example trainer: the project's own examples/cnn when it has one (a clone of this
     repository), else the copy installed with gpu-training, so a new project previews and rehearses as is."""
@@ -128,11 +128,11 @@ def _code_dir(value: Optional[str], problems: _Problems) -> Optional[Path]:
         why = "is not a folder"
     except (OSError, ValueError) as error:  # a NUL byte, a name longer than the file system allows
         why = f"cannot be a folder ({getattr(error, 'strerror', None) or error})"
-    problems.error("train.codeDir", f"{_show(value)} {why} (relative to the project, {root})")
+    problems.error("train.codeDir", f"{show(value)} {why} (relative to the project, {root})")
     return None
 
 
-def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> dict:
+def check_bootstrap(values: dict, gpu: Optional[Gpu], problems: Problems) -> dict:
     """The node software keys: checked with the bootstrap's own rules (components/bootstrap/config.py),
     so a value the bootstrap would refuse at `pulumi up` is refused here, by its key."""
     given = values.get("bootstrap", {})
@@ -140,19 +140,19 @@ def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> d
     if merged["framework"] == "paddle":
         _paddle_defaults(merged, given, problems)
     if merged["framework"] not in bootstrap_rules.FRAMEWORKS:
-        problems.error("bootstrap.framework", f"{_show(merged['framework'])} is not allowed; allowed:"
+        problems.error("bootstrap.framework", f"{show(merged['framework'])} is not allowed; allowed:"
                        f" {', '.join(bootstrap_rules.FRAMEWORKS)}")
     for name, rule in (("driverBranch", bootstrap_rules.DRIVER_BRANCH), ("cudaToolkit", bootstrap_rules.CUDA_TOOLKIT),
                        ("frameworkVersion", bootstrap_rules.FRAMEWORK_VERSION)):
         if not rule.accepts(merged[name]):
-            problems.error(f"bootstrap.{name}", f"{_show(merged[name])} is not allowed; expected {rule.allowed}")
+            problems.error(f"bootstrap.{name}", f"{show(merged[name])} is not allowed; expected {rule.allowed}")
     index = merged["frameworkIndexUrl"]
     if index and not bootstrap_rules.FRAMEWORK_INDEX_URL.accepts(index):
-        problems.error("bootstrap.frameworkIndexUrl", f"{_show(index)} is not allowed; expected"
+        problems.error("bootstrap.frameworkIndexUrl", f"{show(index)} is not allowed; expected"
                        f" {bootstrap_rules.FRAMEWORK_INDEX_URL.allowed}")
     url = merged["ascendPackagesUrl"]
     if url and not bootstrap_rules.ASCEND_PACKAGES_URL.accepts(url):
-        problems.error("bootstrap.ascendPackagesUrl", f"{_show(url)} is not allowed; expected"
+        problems.error("bootstrap.ascendPackagesUrl", f"{show(url)} is not allowed; expected"
                        f" {bootstrap_rules.ASCEND_PACKAGES_URL.allowed}")
     if gpu is not None and gpu.kind == "ascend" and not merged["ascendPackagesUrl"]:
         problems.error("bootstrap.ascendPackagesUrl", "Ascend nodes need the location of the driver, firmware"
@@ -160,7 +160,7 @@ def _check_bootstrap(values: dict, gpu: Optional[Gpu], problems: _Problems) -> d
     return merged
 
 
-def _paddle_defaults(merged: dict, given: dict, problems: _Problems) -> None:
+def _paddle_defaults(merged: dict, given: dict, problems: Problems) -> None:
     """PaddlePaddle's own defaults (version, CUDA toolkit, driver) and the wheel index that matches the
     CUDA toolkit (components/bootstrap/paddle.py); the user's values win, checked the same way."""
     from components.bootstrap import paddle
@@ -172,16 +172,16 @@ def _paddle_defaults(merged: dict, given: dict, problems: _Problems) -> None:
     if not given.get("frameworkIndexUrl"):
         merged["frameworkIndexUrl"] = paddle.index_for(merged["cudaToolkit"]) or ""
         if not merged["frameworkIndexUrl"]:
-            problems.error("bootstrap.cudaToolkit", f"{_show(merged['cudaToolkit'])}: no PaddlePaddle GPU wheel index"
+            problems.error("bootstrap.cudaToolkit", f"{show(merged['cudaToolkit'])}: no PaddlePaddle GPU wheel index"
                            f" is known for it; allowed: {', '.join(paddle.INDEXED_TOOLKITS)}, or set"
                            " bootstrap.frameworkIndexUrl to the index of your CUDA version")
     wanted = paddle.driver_too_old(merged["driverBranch"], merged["cudaToolkit"])
     if wanted:
-        problems.error("bootstrap.driverBranch", f"{_show(merged['driverBranch'])} is too old for CUDA"
+        problems.error("bootstrap.driverBranch", f"{show(merged['driverBranch'])} is too old for CUDA"
                        f" {merged['cudaToolkit']}: at least {wanted} (CUDA Toolkit release notes, driver table)")
 
 
-def _check_lifetime(values: dict, problems: _Problems) -> tuple[float, float]:
+def check_lifetime(values: dict, problems: Problems) -> tuple[float, float]:
     """(maxHours, idleMinutes): the cloud-side TTL and the agent's idle limit."""
     max_hours = values.get("maxHours", schema.BY_NAME["maxHours"].default)
     if not 0 < max_hours <= MAX_HOURS:
