@@ -128,32 +128,13 @@ def test_the_pods_install_the_setup_before_training_and_the_recreated_pod_from_t
     """issue 33 on Kubernetes: the agent, the pod's entrypoint, installs train.requirements and train.setup in the
     pod before the trainer (from --wheels on 127.0.0.1); the pod the Job recreates after the eviction (empty
     volumes) installs from the wheels the first pod cached in the bucket."""
-    import shutil
+    from tests.tools.setup_project import make_project, rehearse_in
 
-    import yaml
-
-    from localcloud.pyindex import make_wheel
-    from tools.stackfiles import load_stack_config
-
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "examples" / "cnn", project / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    (project / "src" / "requirements.txt").write_text("gtdemo==1.0\n")
-    shutil.copy(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    config = load_stack_config("large-a100-k8s")
-    config["gpu-training:train"] = {"codeDir": "src", "command": "python train_cnn.py --steps 2000",
-                                    "setup": ["pip install gtextra", "python -c 'import gtdemo, gtextra'"]}
-    (project / "stacks").mkdir()
-    (project / "stacks" / "Pulumi.mine-k8s.yaml").write_text(yaml.safe_dump({"config": config}))
-    make_wheel(tmp_path / "wheels", "gtdemo", "1.0")
-    make_wheel(tmp_path / "wheels", "gtextra", "2.0")
-    import os
-
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "mine-k8s", "--steps", "120",
-                           "--wheels", str(tmp_path / "wheels"), "--json"], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "GPU_TRAINING_PROJECT": str(project), "GPU_TRAINING_OUT": str(project / "out")})
-    document = json.loads(done.stdout) if done.stdout.strip().startswith("{") else {}
+    project, wheels = make_project(tmp_path, "mine-k8s", {"command": "python train_cnn.py --steps 2000", "setup": [
+        "pip install gtextra", "python -c 'import gtdemo, gtextra'"]}, "gtdemo==1.0\n", base="large-a100-k8s")
+    code, document, stderr = rehearse_in(project, "mine-k8s", "--steps", "120", "--wheels", str(wheels), timeout=900)
     checks = {c["name"]: c for c in document.get("checks", [])}
-    assert done.returncode == 0, (checks, done.stderr[-4000:])
+    assert code == 0, (checks, stderr[-4000:])
     detail = checks["setup before training"]["detail"]
-    assert "s from the index, 2 wheels" in detail and "s from the cache, 2 wheels" in detail, detail
+    assert "s from the index, 3 wheels" in detail and "s from the cache, 3 wheels" in detail, detail
     assert checks["pod exit codes"]["ok"] and checks["resumed, not from zero"]["ok"]

@@ -1,5 +1,5 @@
 """The user's packages on a platform job (ModelArts, PAI-DLC; issue 33): train.requirements and train.setup run in
-the job's command before train.command (components/platforms/contract.py setup), as each platform's request carries
+the job's command before train.command (components/platforms/training_contract.py setup), as each platform's request carries
 it. The command runs under sh as the platform runs it, with a Python whose installs land in a venv of the test's
 own (localcloud.nodevenv) and a package index on 127.0.0.1 (localcloud.pyindex): nothing reaches the internet or
 this environment.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.platforms import contract
+from components.platforms import training_contract as contract
 from components.validation import build_spec
 from localcloud import nodevenv
 from localcloud.pyindex import PackageIndex, make_wheel
@@ -110,33 +110,16 @@ def test_rehearse_on_a_platform_stack_runs_the_setup_before_each_start_from_the_
     the setup from --wheels (127.0.0.1) into the job's own venv before training, on the first start and again on
     the restarted worker; the user's code folder is the one the job runs."""
     import importlib.util
-    import json
-    import sys
 
-    import yaml
+    from tests.tools.setup_project import make_project, rehearse_in
 
-    repo = Path(__file__).resolve().parents[2]
-    project = tmp_path / "project"
-    shutil.copytree(repo / "examples" / "cnn", project / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    (project / "src" / "requirements.txt").write_text("gtdemo==1.0\n")
-    shutil.copy(repo / "Pulumi.yaml", project / "Pulumi.yaml")
-    config = load_stack_config("large-a100-dlc")
-    config["gpu-training:train"] = {"codeDir": "src", "setup": ["pip install gtextra", "python -c 'import gtextra'"],
-                                    "command": "python -c 'import gtdemo' && python train_cnn.py --steps 2000"}
-    (project / "stacks").mkdir()
-    (project / "stacks" / "Pulumi.mine-dlc.yaml").write_text(yaml.safe_dump({"config": config}))
-    make_wheel(tmp_path / "wheels", "gtdemo", "1.0")
-    make_wheel(tmp_path / "wheels", "gtextra", "2.0")
-    done = subprocess.run([sys.executable, str(repo / "scripts" / "rehearse.py"), "mine-dlc", "--steps", "80",
-                           "--command", "python -c 'import gtdemo' && python train_cnn.py --steps 80 --ckpt-every 5"
-                           " --dataset-size 256 --batch-size 8 --image-size 16 --width 4 --depth 1 --device cpu"
-                           " --min-step-seconds 0.05 --log-every 5",
-                           "--wheels", str(tmp_path / "wheels"), "--json"], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "GPU_TRAINING_PROJECT": str(project),
-                                            "GPU_TRAINING_OUT": str(project / "out")})
-    report = json.loads(done.stdout) if done.stdout.startswith("{") else {}
+    small = ("python -c 'import gtdemo' && python train_cnn.py --steps 80 --ckpt-every 5 --dataset-size 256"
+             " --batch-size 8 --image-size 16 --width 4 --depth 1 --device cpu --min-step-seconds 0.05 --log-every 5")
+    project, wheels = make_project(tmp_path, "mine-dlc", {"command": small, "setup": [
+        "pip install gtextra", "python -c 'import gtextra'"]}, "gtdemo==1.0\n", base="large-a100-dlc")
+    code, report, stderr = rehearse_in(project, "mine-dlc", "--steps", "80", "--wheels", str(wheels))
     checks = {c["name"]: c for c in report.get("checks", [])}
-    assert done.returncode == 0 and report["passed"], (checks, done.stderr[-3000:])
+    assert code == 0 and report["passed"], (checks, stderr[-3000:])
     assert checks["setup before training"]["ok"] and checks["setup packages from the local index only"]["ok"]
     assert checks["resumed, not from zero"]["ok"] and checks["trained to the end"]["ok"]
     assert importlib.util.find_spec("gtdemo") is None, "the rehearsal installed into this environment"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools.setup_project import make_project, rehearse_in
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -118,43 +120,6 @@ def test_a_short_rehearsal_is_paced_to_span_several_syncs(steps):
     assert pace >= script.PACE_SECONDS  # a long run keeps its per-step pace
 
 
-def project_with_setup(tmp_path: Path, setup: list[str], requirements: str) -> tuple[Path, Path]:
-    """A user's project: a stack of its own whose code folder (the example trainer) holds a requirements file,
-    and a folder of wheels for the rehearsal's local index (localcloud.pyindex)."""
-    import shutil
-
-    import yaml
-
-    from localcloud.pyindex import make_wheel
-
-    project = tmp_path / "project"
-    shutil.copytree(REPO / "examples" / "cnn", project / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    (project / "src" / "requirements.txt").write_text(requirements)
-    shutil.copy(REPO / "Pulumi.yaml", project / "Pulumi.yaml")
-    stack = {"config": {"alicloud:region": "cn-hangzhou", "gpu-training:tier": "entry",
-                        "gpu-training:checkpoint": {"bucket": "team-ckpt-1"},
-                        "gpu-training:train": {"codeDir": "src", "setup": setup,
-                                               "command": "python train_cnn.py --steps 2000 --ckpt-every 200"}}}
-    (project / "stacks").mkdir()
-    (project / "stacks" / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stack))
-    wheels = tmp_path / "wheels"
-    make_wheel(wheels, "gtdemo", "1.0", requires=("gtdep==1.0",))
-    make_wheel(wheels, "gtdep", "1.0")
-    make_wheel(wheels, "gtextra", "2.0")
-    return project, wheels
-
-
-def rehearse_in(project: Path, *args: str, timeout: int = 400) -> tuple[int, dict, str]:
-    import os
-
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), *args, "--json"],
-                            capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, "GPU_TRAINING_PROJECT": str(project),
-                                 "GPU_TRAINING_OUT": str(project / "out")})
-    document = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
-    return result.returncode, document, result.stderr
-
-
 @pytest.mark.slow  # a whole drill with two pip installs: about 85 s on a busy 2-core machine
 def test_the_rehearsal_installs_the_setup_from_a_local_index_and_the_replacement_from_the_cache(tmp_path):
     """issue 33: the stack's requirements file and setup commands run through the real agent before training,
@@ -162,8 +127,8 @@ def test_the_rehearsal_installs_the_setup_from_a_local_index_and_the_replacement
     bucket's wheels; the times are in the checks. Nothing lands in this environment."""
     import importlib.util
 
-    project, wheels = project_with_setup(tmp_path, ["pip install gtextra", "python -c 'import gtdemo, gtextra'"],
-                                         "gtdemo==1.0\n")
+    project, wheels = make_project(tmp_path, "mine", {"setup": ["pip install gtextra",
+                                                               "python -c 'import gtdemo, gtextra'"]}, "gtdemo==1.0\n")
     code, document, stderr = rehearse_in(project, "mine", "--steps", "60", "--wheels", str(wheels))
     checks = {c["name"]: c for c in document.get("checks", [])}
     assert code == 0, (checks, stderr[-3000:])
@@ -175,7 +140,7 @@ def test_the_rehearsal_installs_the_setup_from_a_local_index_and_the_replacement
 
 
 def test_a_failing_setup_fails_the_rehearsal_naming_the_command(tmp_path):
-    project, wheels = project_with_setup(tmp_path, ["pip install no-such-package-here"], "")
+    project, wheels = make_project(tmp_path, "mine", {"setup": ["pip install no-such-package-here"]}, "")
     code, document, stderr = rehearse_in(project, "mine", "--steps", "60", "--wheels", str(wheels), "--timeout", "90")
     assert code == 1, stderr[-3000:]
     drill = {c["name"]: c for c in document["checks"]}["drill"]
@@ -199,20 +164,14 @@ def test_issue_33_a_users_shell_command_and_setup_rehearse_on_medium_a100_under_
     import os
     import shutil
 
-    import yaml
-
     sys.path.insert(0, str(REPO / "scripts"))
     import rehearse as script
 
-    project, wheels = project_with_setup(tmp_path, ["pip install gtextra", "python -c 'import gtdemo, gtextra'"],
-                                         "gtdemo==1.0\n")
     sized = script.rehearsal_command("python ../train_cnn.py", 300)
     command = (f"python -c 'import gtextra' && mkdir -p runs && cd runs && WANDB_MODE=offline {sized}"
                " | tee -a log-$RANK.txt")
-    stack = yaml.safe_load((REPO / "stacks" / "Pulumi.medium-a100.yaml").read_text())
-    stack["config"]["gpu-training:train"] = {"codeDir": "src", "command": command,
-                                             "setup": ["pip install gtextra", "python -c 'import gtdemo, gtextra'"]}
-    (project / "stacks" / "Pulumi.mine.yaml").write_text(yaml.safe_dump(stack))
+    project, wheels = make_project(tmp_path, "mine", {"command": command, "setup": [
+        "pip install gtextra", "python -c 'import gtdemo, gtextra'"]}, "gtdemo==1.0\n", base="medium-a100")
     code, document, stderr = rehearse_in(project, "mine", "--wheels", str(wheels), "--keep", "--keep-dir")
     try:
         checks = {c["name"]: c for c in document.get("checks", [])}
