@@ -108,3 +108,30 @@ def test_preview_cli_json_document():
     names = {r["name"] for r in document["resources"]}
     assert all(r["parent"] in names for r in document["resources"] if r["parent"] is not None)
     assert 0 < document["userData"]["encodedSize"] < 16384
+
+
+def readme_layout(readme: str) -> tuple[list[str], str]:
+    """The README's "Layout" block: the folders and files its rows start with, and the "Where new work goes"
+    paragraph after it."""
+    block = readme.split("## Layout\n", 1)[1].split("```\n", 2)
+    rows = [line.split("  ")[0] for line in block[1].splitlines() if line and not line.startswith(" ")]
+    heads = [name.strip(",") for row in rows for name in row.split()]
+    return heads, block[2].split("\n\n", 1)[0]
+
+
+def test_the_readme_layout_names_every_folder_of_the_tree_and_only_those():
+    heads, where = readme_layout((REPO / "README.md").read_text())
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    folders = {path.split("/")[0] + "/" for path in tracked.splitlines() if "/" in path}
+    assert sorted(f for f in folders if not any(head.startswith(f) for head in heads)) == [], \
+        "folders the README's Layout does not name"
+    assert [head for head in heads if not (REPO / head).exists()] == [], "the Layout names what is not in the tree"
+    named = re.findall(r"`([\w./-]+/(?:[\w.-]+)?)`", where)  # the paths "Where new work goes" names, <cloud> aside
+    assert named and [path for path in named if not (REPO / path).exists()] == []
+
+
+def test_a_layout_row_for_a_missing_folder_is_found():
+    readme = "## Layout\n```\nstacks/    x\ngone/      y\n           z\n```\nWhere: `tools/commands/`.\n\n"
+    heads, where = readme_layout(readme)
+    assert heads == ["stacks/", "gone/"] and "tools/commands/" in where
+    assert [head for head in heads if not (REPO / head).exists()] == ["gone/"]
