@@ -141,13 +141,13 @@ def test_the_huawei_stand_in_refuses_a_tag_filter_outside_the_rules():
 
     from node_agent.s3 import Metadata as Reader
 
-    from localcloud.standins import huaweicloud as localcloud
+    from localcloud.standins import huaweicloud as standin
 
     spec = importlib.util.spec_from_file_location("hw_runtime_tags", providers.node_runtime_path("huaweicloud"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    metadata = localcloud.Metadata(ip="10.42.0.7")
-    api = localcloud.CloudApi(instances=[(metadata.instance_id, "10.42.0.7")])
+    metadata = standin.Metadata(ip="10.42.0.7")
+    api = standin.CloudApi(instances=[(metadata.instance_id, "10.42.0.7")])
     try:
         def runtime(key):
             cfg = {"region": "cn-north-4", "endpoints": {"metadata": metadata.url, "cloudApi": api.url},

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
-from localcloud.standins import baiducloud as baidu_localcloud
+from localcloud.standins import baiducloud as baidu_standins
 from tests.localcloud.http_standin import RecordingStandIn
 from localcloud import signatures
 from tools import price_rules
@@ -89,13 +89,13 @@ def check_signature(cloud: str, method: str, path: str, headers: dict, body: byt
         return signatures.sdk_hmac_sha256(method, path, headers, body, keys.get)
     # Baidu: bce-auth-v1 through the Baidu API stand-in's own check.
     parts = urlsplit(path)
-    why = baidu_localcloud.verify(method, parts.path, parse_qsl(parts.query, keep_blank_values=True), headers,
+    why = baidu_standins.verify(method, parts.path, parse_qsl(parts.query, keep_blank_values=True), headers,
                                   keys=keys)
     if why is None:
         return None
-    if why == baidu_localcloud.NO_AUTHORIZATION:
+    if why == baidu_standins.NO_AUTHORIZATION:
         return signatures.MALFORMED, why
-    return (signatures.UNKNOWN_KEY if why.startswith(baidu_localcloud.UNKNOWN_KEY) else signatures.MISMATCH), why
+    return (signatures.UNKNOWN_KEY if why.startswith(baidu_standins.UNKNOWN_KEY) else signatures.MISMATCH), why
 
 
 class PriceStandIn(RecordingStandIn):
