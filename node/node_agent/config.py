@@ -25,7 +25,7 @@ OTHER = {'checkpoint.prefix': '', 'paths.trainEnv': '/etc/gpu-training/train.env
          'checkpoint.verify.flexibleChecksums': False, 'checkpoint.verify.sources': [],
          'identity.roleName': None, 'endpoints.cloudApi': None, 'cost': {}, 'cluster': {},
          'data.stage': False, 'paths.dataset': '/data/dataset', 'data.manifestSha256': None,
-         'agent.expiresAt': None, 'train.setup': [], 'train.requirements': ''}
+         'agent.expiresAt': None, 'train.setup': [], 'train.requirements': '', 'paths.data': '/data'}
 
 
 def expiry(value):

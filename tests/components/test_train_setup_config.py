@@ -71,6 +71,9 @@ def test_requirements_default_to_the_code_folders_file_and_can_be_named_or_turne
     assert stack_spec("entry-t4", (f'train={{{base}, "requirements": "deps/gpu.txt"}}',))[1].train.requirements \
         == "deps/gpu.txt"
     assert stack_spec("entry-t4", (f'train={{{base}, "requirements": ""}}',))[1].train.requirements is None
+    info = [f.message for f in stack_spec("entry-t4", (f"train={{{base}}}",))[1].findings if f.level == "info"
+            and f.key == "train.requirements"]
+    assert info and "pip install -r requirements.txt (found in train.codeDir" in info[0], info
     (code / "requirements.txt").unlink()
     _, spec = stack_spec("entry-t4", (f"train={{{base}}}",))
     assert spec.train.requirements is None and "requirements" not in node_config_for_stack(

@@ -36,6 +36,12 @@ def check_train(values: dict, nodes: int, gpus_per_node: int, problems: Problems
     code_dir = _code_dir(raw.get("codeDir"), problems)
     setup = _setup(raw.get("setup"), problems)
     requirements = _requirements(raw.get("requirements"), raw.get("codeDir"), code_dir, problems)
+    if setup or requirements:  # said, so that a requirements.txt installed by default is no surprise
+        what = ([f"pip install -r {requirements}" + (" (found in train.codeDir; train.requirements: \"\" for none)"
+                                                      if raw.get("requirements") is None else "")]
+                if requirements else []) + ([f"{len(setup)} command(s) of train.setup"] if setup else [])
+        problems.info("train.setup" if setup else "train.requirements",
+                      f"the nodes run {' then '.join(what)} once each, before training (docs/training-contract.md §6)")
     launcher = raw.get("launcher") or ("torchrun" if nodes > 1 or gpus_per_node > 1 else "direct")
     if launcher not in ("direct", "torchrun"):
         problems.error("train.launcher", f"{launcher!r} is not allowed; allowed: direct, torchrun")
