@@ -25,8 +25,25 @@ POD_BOOT_SET = BOOT_SET + ("pod.py",)
 SKIP_PARTS = {"__pycache__", ".git", ".ipynb_checkpoints", ".pytest_cache"}
 
 
+class Md5Spellings:
+    """The two spellings of an object's MD5 (its md5()) that the clouds' object resources take."""
+
+    def md5(self) -> bytes:
+        raise NotImplementedError
+
+    @property
+    def md5_base64(self) -> str:
+        """Content-MD5 header value: stores check the upload, and a changed content is a changed input."""
+        return base64.b64encode(self.md5()).decode()
+
+    @property
+    def md5_hex(self) -> str:
+        """The MD5 as an S3-style ETag (hex) for a store whose object resource compares that."""
+        return self.md5().hex()
+
+
 @dataclass(frozen=True)
-class Artifact:
+class Artifact(Md5Spellings):
     key: str  # object key in the checkpoint bucket
     relative: str  # path under the node's target folder
     path: Path
@@ -45,22 +62,12 @@ class Artifact:
             return str(self.path)
 
     def md5(self) -> bytes:
-        """The file's MD5 digest, the one both spellings below are made from."""
+        """The file's MD5 digest, the one both spellings (Md5Spellings) are made from."""
         return hashlib.md5(self.path.read_bytes()).digest()
-
-    @property
-    def md5_base64(self) -> str:
-        """Content-MD5 header value: stores check the upload, and a changed file is a changed input."""
-        return base64.b64encode(self.md5()).decode()
-
-    @property
-    def md5_hex(self) -> str:
-        """The MD5 as an S3-style ETag (hex) for a store whose object resource compares that."""
-        return self.md5().hex()
 
 
 @dataclass(frozen=True)
-class TextObject:
+class TextObject(Md5Spellings):
     """One object whose content the program makes (the boot payload), not a file: the same digests
     as an Artifact's, for the clouds' object resources."""
     key: str
@@ -72,14 +79,6 @@ class TextObject:
 
     def md5(self) -> bytes:
         return hashlib.md5(self.content.encode()).digest()
-
-    @property
-    def md5_base64(self) -> str:
-        return base64.b64encode(self.md5()).decode()
-
-    @property
-    def md5_hex(self) -> str:
-        return self.md5().hex()
 
 
 def _sha256(path: Path) -> str:

@@ -179,6 +179,11 @@ def node_view(config: dict, root: Path, stack_paths: dict) -> dict:
     workdir = view["train"].get("workdir") or ""
     if workdir.startswith(top + "/"):
         view["train"]["workdir"] = workdir[len(top):]
+    shared = view["bootstrap"].get("sharedFs") or {}
+    if shared.get("type", "none") != "none" and not shared.get("address"):
+        # Known at deploy time only. The rehearsal's shared folder is local and the bootstrap that would mount it
+        # does not run (--install-only): a reserved name stands in (RFC 2606: .invalid never resolves).
+        shared["address"] = "shared-fs.rehearsal.invalid:/share"
     return view
 
 

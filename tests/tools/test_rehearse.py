@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stackcases import vm_stack_names
 
 from tests.tools.setup_project import make_project, rehearse_in
 
@@ -192,3 +193,29 @@ def test_issue_33_a_users_shell_command_and_setup_rehearse_on_medium_a100_under_
         assert status.returncode == 0 and " s from the index" in status.stdout, status.stdout + status.stderr
     finally:
         shutil.rmtree(document.get("workdir") or tmp_path / "none", ignore_errors=True)
+
+
+@pytest.mark.parametrize("stack", vm_stack_names())
+def test_every_vm_stacks_rehearsed_node_renders_the_user_data_a_node_boots_with(stack, tmp_path, monkeypatch):
+    """What the drill's nodes boot through (the loader in user-data, the boot payload): rendered from each stack's
+    rehearsed node config, seen from the node's root; the drill itself is slow and covers a few stacks."""
+    import importlib.util
+
+    from components.bootstrap import node_config_of, render_user_data
+    from components.nodeconfig import build_node_config
+    from tools.stackfiles import stack_spec
+
+    loader = importlib.util.spec_from_file_location("rehearse_views", REPO / "scripts" / "rehearse.py")
+    rehearse = importlib.util.module_from_spec(loader)
+    monkeypatch.setitem(sys.modules, "rehearse_views", rehearse)  # dataclasses look their module up
+    loader.loader.exec_module(rehearse)
+    _, spec = stack_spec(stack)
+    base = build_node_config(spec, shared_fs_address=None)
+    config = json.loads(json.dumps(base))
+    root = tmp_path / "node"
+    config["paths"].update(agent=str(root / "agent"), logs=str(root / "logs"), venv="",
+                           shared=str(root / "shared") if base["paths"].get("shared") else None)
+    rendered = render_user_data(rehearse.node_view(config, root, base["paths"]))
+    seen = node_config_of(rendered.payload.content)
+    assert seen["paths"]["agent"] == "/agent" and seen["paths"]["logs"] == "/logs"
+    assert seen["paths"]["venv"] == base["paths"]["venv"]
