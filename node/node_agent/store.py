@@ -195,15 +195,16 @@ class Store:
             raise OSError(f'the file changed since it was hashed (sha256 {full.sha256}, not {digests.sha256})')
         digests.md5, digests.part_md5s = full.md5, full.part_md5s
 
-    def put(self, key, src, digests, signature=None):
+    def put(self, key, src, digests, signature=None, new=False):
         """Upload bytes or an open file unless the object already holds this content; then have the store confirm it.
-        One put of a key at a time: a second file of the same content waits, then finds it verified."""
+        One put of a key at a time: a second file of the same content waits, then finds it verified.
+        new: the key cannot exist yet (a manifest's id is unique), so no HEAD asks whether it does."""
         with self.key_locks_lock:  # not self.lock: snapshot() holds that while its threads put
             key_lock = self.key_locks.setdefault(key, threading.Lock())
         with key_lock:
-            self.put_alone(key, src, digests, signature)
+            self.put_alone(key, src, digests, signature, new)
 
-    def put_alone(self, key, src, digests, signature=None):
+    def put_alone(self, key, src, digests, signature=None, new=False):
         """put() with no other put of `key` under way.
 
         An object whose upload the store's answer contradicted is uploaded again, never taken on a later
@@ -215,7 +216,7 @@ class Store:
             if digests.md5 is None and digests.part_md5s is None:
                 digests.md5, digests.part_md5s = known.md5, known.part_md5s
             return
-        if key not in self.refused and self.check(key, digests, src) is None:
+        if not new and key not in self.refused and self.check(key, digests, src) is None:
             self.verified[key, digests.sha256] = digests
             return
         self.sent[key] = {}
@@ -245,8 +246,9 @@ class Store:
             raise OSError(f'{key}: the uploaded object does not verify: {problem}')
         self.verified[key, digests.sha256] = digests
 
-    def put_data(self, rel, body):
-        self.retry(self.put)(self.root + rel, body, self.integrity.digest(io.BytesIO(body), len(body), md5s=False))
+    def put_data(self, rel, body, new=False):
+        self.retry(self.put)(self.root + rel, body, self.integrity.digest(io.BytesIO(body), len(body), md5s=False),
+                             new=new)
 
     def put_file(self, path, final):
         """(path, Digests) of one file, uploaded and verified; None when it is gone or too fresh."""
@@ -292,7 +294,8 @@ class Store:
             t = time.time_ns()
             sid = time.strftime('%Y%m%dT%H%M%S', time.gmtime(t // 10**9)) + f'.{t % 10**9:09d}Z-{self.node}'
             manifest = {'id': sid, 'node': self.node, 'verify': self.integrity.method, 'files': files}
-            self.put_data(layout.manifest(sid), json.dumps(manifest).encode())
+            # Its id (UTC time to the nanosecond, and the node) is new: no HEAD asks whether it is stored.
+            self.put_data(layout.manifest(sid), json.dumps(manifest).encode(), new=True)
             self.last = sid, files
             log.info('snapshot %s complete: %d files, %d bytes', sid, len(files),
                      sum(v['size'] for v in files.values()))

@@ -347,3 +347,30 @@ def obs_client(proxy):
     import boto3
     return boto3.client('s3', endpoint_url=proxy.url, region_name='us-east-1', aws_access_key_id='local',
                         aws_secret_access_key='local')
+
+
+def test_a_manifest_is_written_without_asking_whether_it_is_stored_and_still_verified(moto_url, bucket, tmp_path):
+    """A manifest's id is new (UTC time to the nanosecond, and the node): no HEAD precedes its PUT, while each
+    object is still asked for (unchanged content is uploaded once); the store's answer to the manifest's PUT
+    still has to vouch for it, and a wrong one fails the snapshot."""
+    liar = WrongAnswers(moto_url)
+    liar.lying = False
+    try:
+        store = store_for(liar.url, bucket, {'method': 'etag-md5', 'contentMd5': True})
+        src = tmp_path / 'ckpt'
+        src.mkdir()
+        (src / 'model.pt').write_bytes(os.urandom(MB))
+        os.utime(src / 'model.pt', (1e9, 1e9))
+        sid = store.snapshot(str(src))
+        manifests = [(m, p) for m, p in liar.requests if '/manifests/' in p]
+        objects = [m for m, p in liar.requests if '/objects/' in p]
+        assert manifests == [('PUT', f'/{bucket}/{store.root}{layout.manifest(sid)}')], manifests
+        assert objects == ['HEAD', 'PUT'], objects
+        liar.lying, liar.match = True, '/manifests/'
+        (src / 'optim.pt').write_bytes(os.urandom(MB))
+        os.utime(src / 'optim.pt', (1e9, 1e9))
+        with pytest.raises(OSError, match='answered etag-md5 .* to the upload, not'):
+            store.snapshot(str(src))
+        assert store.last[0] == sid
+    finally:
+        liar.stop()
