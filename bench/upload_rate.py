@@ -15,7 +15,12 @@ Each round then, for each kind, interleaved (the order of the two sides flips ev
     (HEAD of each object against the manifest, download, the sha256 check, the move into place).
 Both sides use the same client settings (node_agent.s3.client: the store's checksum settings).
 Prints each side's median MiB/s over the rounds, the ratio ours / plain of the medians and the median
-of each round's own ratio (the goal: >= 0.9), and the client CPU seconds of each side.
+of each round's own ratio (the goal: >= 0.9), and the CPU seconds of each side in the client and in the
+servers' process, with the median of each round's CPU ratio (both processes, plain / ours). On two
+cores shared by client, servers and other jobs the wall time follows the CPU, so each upload line has
+a ceiling: plain's CPU over plain's CPU plus the hashing the kind adds (one core's MiB/s of sha256,
+MD5 and CRC-64, measured at the start); for read-back also plain upload / (plain upload + plain
+download), since every byte crosses twice.
 Loopback is not a cloud's network and moto is a Python server: the ratio is what carries over.
 
 Run: .venv/bin/python bench/upload_rate.py [--rounds 5] [--big-mb 256] [--kinds etag-md5,crc64ecma,content-md5,read-back]
@@ -63,8 +68,10 @@ sys.stdin.read()
 
 
 def servers():
+    global SERVER_PID
     p = subprocess.Popen([sys.executable, '-c', SERVE % str(ROOT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          text=True)
+    SERVER_PID = p.pid
     s3_url, oss_url, obs_url = p.stdout.readline().split()
     return p, {'s3': s3_url, 'oss': oss_url, 'obs': obs_url}
 
@@ -76,16 +83,47 @@ def config(kind, url, bucket, stack):
             'agent': {'uploadAttempts': 3, 'retryBaseSeconds': 1}}
 
 
-CPU = {}  # id(list of wall times) -> the client CPU seconds of the same runs
+CPU = {}  # id(list of wall times) -> [(client CPU seconds, server CPU seconds)] of the same runs
+SERVER_PID = None  # the servers' process, whose CPU time /proc gives
+
+
+def server_cpu():
+    """CPU seconds (user + system) the servers' process has used so far; 0 where /proc does not say."""
+    try:
+        fields = pathlib.Path(f'/proc/{SERVER_PID}/stat').read_text().rsplit(')', 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')  # utime, stime (fields 14, 15)
+
+
+def hash_rates(path):
+    """MiB per CPU second of one thread for each hash the agent computes, over one file's bytes (median of 3)."""
+    import hashlib
+
+    from fastcrc import crc64
+    data = pathlib.Path(path).read_bytes()
+    fns = {'sha256': lambda: hashlib.sha256(data).digest(), 'md5': lambda: hashlib.md5(data).digest(),
+           'crc64': lambda: crc64.xz(data)}
+    def cpu_seconds(f):  # this thread's CPU time, not the wall: other jobs on the machine do not count
+        t = time.thread_time()
+        f()
+        return time.thread_time() - t
+    return {name: len(data) / (1 << 20) / statistics.median(cpu_seconds(f) for _ in range(3)) for name, f in fns.items()}
+
+
+# The hashes each kind adds to a plain upload, on the client (the sha256 names the object, every kind) and on
+# the servers of this bench (the OBS stand-in checks each Content-MD5: a real store does that on its own CPUs).
+ADDED = {'etag-md5': (('sha256', 'md5'), ()), 'crc64ecma': (('sha256', 'crc64'), ()),
+         'content-md5': (('sha256', 'md5'), ('md5',)), 'read-back': (('sha256', 'sha256'), ())}
 
 
 def timed(f, *args, cpu=None):
-    """Wall seconds of f(*args); its CPU seconds in this process (all threads: the client side only, the
-    servers run elsewhere) are appended to `cpu` when given."""
-    t, c = time.perf_counter(), time.process_time()
+    """Wall seconds of f(*args); its CPU seconds in this process (all threads: the client side) and in the
+    servers' process are appended to `cpu` when given."""
+    t, c, s = time.perf_counter(), time.process_time(), server_cpu()
     f(*args)
     if cpu is not None:
-        cpu.append(time.process_time() - c)
+        cpu.append((time.process_time() - c, server_cpu() - s))
     return time.perf_counter() - t
 
 
@@ -177,6 +215,8 @@ def main():
               f'their own process (moto S3; the OSS stand-in for crc64ecma, the OBS one for content-md5); checkpoint {len(sizes)} files, '
               f'{total} MiB ({"+".join(map(str, sizes))}); {a.rounds} rounds; ours: part size {PART_SIZE >> 20} MiB, '
               f'concurrency {TRANSFER.max_concurrency}; plain: boto3 defaults, one file after another', flush=True)
+        rates = hash_rates(files[0])
+        print('one core hashes ' + ', '.join(f'{n} at {r:.0f} MiB/s' for n, r in rates.items()), flush=True)
         if a.sweep:
             client(config(kinds[0], urls['s3'], bucket, 'x')).create_bucket(Bucket=bucket)
             return sweep(lambda stack: config(kinds[0], url_of(kinds[0]), bucket, stack), src, total, a.rounds)
@@ -207,11 +247,26 @@ def main():
                 plain, ours = total / med(plain_s), total / med(ours_s)
                 # Each round's two sides ran back to back: their ratio shares the machine's load of the moment.
                 paired = med(p / o for p, o in zip(plain_s, ours_s))
-                cpu_p, cpu_o = (med(CPU[id(x)]) for x in (plain_s, ours_s))
-                print(f'{name:7} {kind:9}: plain boto3 median {plain:5.0f} MiB/s, ours {ours:5.0f} MiB/s, ratio of '
-                      f'medians {ours / plain:.2f}, median of per-round ratios {paired:.2f}; client CPU median plain '
-                      f'{cpu_p:.2f} s, ours {cpu_o:.2f} s (wall s plain {json.dumps([round(x, 2) for x in plain_s])}, '
+                (cp, sp), (co, so) = ([med(c[i] for c in CPU[id(x)]) for i in (0, 1)] for x in (plain_s, ours_s))
+                # Both processes' CPU, plain over ours, per round: on two busy cores CPU is what the wall time
+                # follows, and it varies less from round to round than the wall time does.
+                cpu_ratio = med((a[0] + a[1]) / (b[0] + b[1]) for a, b in zip(CPU[id(plain_s)], CPU[id(ours_s)]))
+                print(f'{name:7} {kind:11}: plain boto3 median {plain:5.0f} MiB/s, ours {ours:5.0f} MiB/s, ratio of '
+                      f'medians {ours / plain:.2f}, median of per-round ratios {paired:.2f}; CPU median client plain '
+                      f'{cp:.2f} s, ours {co:.2f} s, server plain {sp:.2f} s, ours {so:.2f} s, median of per-round CPU '
+                      f'ratios {cpu_ratio:.2f} (wall s plain {json.dumps([round(x, 2) for x in plain_s])}, '
                       f'ours {json.dumps([round(x, 2) for x in ours_s])})')
+                if way == 'up':
+                    # Where CPU is the limit (two cores for client and servers, shared with other jobs), the
+                    # ratio cannot exceed plain's CPU over plain's CPU plus the hashing this kind adds.
+                    added = [sum(total / rates[h] for h in side) for side in ADDED[kind]]
+                    print(f'{"":20} hashing added: client {added[0]:.2f} s, servers {added[1]:.2f} s of CPU; ceiling '
+                          f'where CPU is the limit: {(cp + sp) / (cp + sp + sum(added)):.2f}')
+            if kind == 'read-back':
+                # Every byte crosses twice: at best as long as a plain upload and a plain download of it.
+                ups, downs = results[kind]['up'][0], results[kind]['down'][0]
+                print(f'read-back bound: plain upload / (plain upload + plain download), median of per-round '
+                      f'values {med(u / (u + d) for u, d in zip(ups, downs)):.2f}')
         print(f'load average at the end {os.getloadavg()[0]:.1f}')
     finally:
         proc.stdin.close()
