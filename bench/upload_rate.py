@@ -5,7 +5,7 @@ The servers run in their own process on 127.0.0.1 (so their CPU is not the clien
 the CRC-64 header OSS and COS answer) and the OBS one for content-md5 (it checks each request's Content-MD5,
 as OBS and BOS do, and answers ETags that are no MD5); plain boto3 runs against the same server. One checkpoint of representative sizes (default one 128 MiB
 file, two of 24 MiB, four of 2 MiB: random bytes, in the page cache for both sides; --big-mb 256 for
-a larger one, at about twice the run time) is written once. About 3 minutes on 2 shared cores.
+a larger one, at about twice the run time) is written once. About 3 minutes on 2 quiet cores; 7 rounds took 33 minutes at load 15-27.
 Each round then, for each kind, interleaved (the order of the two sides flips every round):
   - upload: boto3 `upload_file` of every file, one after another, with boto3's default transfer
     settings, against Store.snapshot() of the folder (the sha256 pass, the HEAD asking whether it is
