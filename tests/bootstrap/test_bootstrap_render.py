@@ -121,13 +121,6 @@ def test_user_data_is_the_loader_and_names_the_payload_by_its_digest():
     assert set(payload_files(r.payload.content)) >= {NODE_JSON, BOOTSTRAP_PATH}
 
 
-def test_a_node_config_without_a_bucket_is_refused():
-    cfg = load_config("stack:entry-t4")
-    cfg["checkpoint"]["bucket"] = ""
-    with pytest.raises(BootstrapConfigError, match=r"checkpoint\.bucket.*the loader fetches the boot payload"):
-        render_user_data(cfg)
-
-
 def test_write_files_round_trip_exactly():
     cfg = load_config("stack:large-h20")
     r = render_user_data(cfg)
@@ -193,10 +186,14 @@ def test_bad_values_are_refused_with_key_value_and_allowed():
     assert len(e.value.problems) == 3
 
 
-def test_a_credential_in_the_node_config_is_refused():
+@pytest.mark.parametrize("key,value,refusal", [
+    ("bucket", "", r"checkpoint\.bucket.*the loader fetches the boot payload"),  # no bucket: nothing to boot from
+    ("accessKeySecret", "x", r"checkpoint\.accessKeySecret: looks like a credential"),  # no credential in user-data
+])
+def test_a_bad_checkpoint_section_is_refused_naming_the_key(key, value, refusal):
     cfg = load_config("stack:entry-t4")
-    cfg["checkpoint"]["accessKeySecret"] = "x"
-    with pytest.raises(BootstrapConfigError, match=r"checkpoint\.accessKeySecret: looks like a credential"):
+    cfg["checkpoint"][key] = value
+    with pytest.raises(BootstrapConfigError, match=refusal):
         render_user_data(cfg)
 
 
