@@ -1,4 +1,4 @@
-"""The target: where a stack's training runs (DESIGN.md, "The target"), one type with one implementation per
+"""The target: where a stack's training runs (README "Layout" and "Where new work goes"), one type with one implementation per
 kind, and the one place that picks it.
 
     vm          VM nodes of the provider's compute part (components/vm_training.py), each with the node agent
