@@ -234,7 +234,8 @@ class Agent:
         if venv:
             env['PATH'] = os.path.join(venv, 'bin') + os.pathsep + env.get('PATH', '')
         try:
-            self.save(setup=setup.Setup(self.cfg, self.store, env, self.deadline() or None, lambda: self.asked).run())
+            self.save(setup=setup.Setup(self.cfg, self.store, env, self.deadline() or None, lambda: self.asked,
+                                        self.installing).run())
             return True
         except setup.SetupFailed as e:
             # Nothing trains on a half-installed node: the marker says why, and the node is released.
@@ -244,6 +245,13 @@ class Agent:
             log.warning('%s: the node is stopping', e)
             self.end('PREEMPTED', f'agent got {self.asked} during the setup', False)
         return False
+
+    def installing(self):
+        """A RUNNING marker while the setup installs: `status` shows the node busy, not silent, for minutes."""
+        try:
+            self.marker('RUNNING', setup={'running': True, 'since': iso(time.time())})
+        except Exception as e:
+            log.warning('no marker for the setup: %s', e)
 
     def deadline(self):
         """When the agent stops the trainer (epoch seconds): the cloud's release time (agent.expiresAt) or

@@ -21,6 +21,9 @@ the index turned off (PIP_NO_INDEX, PIP_FIND_LINKS: the setup commands' own `pip
 that install fail (a setup command that reaches past pip), the setup runs again from the index, with a
 warning. pip's own cache (PIP_CACHE_DIR) is on the data disk as well.
 
+While it installs, the node's marker says RUNNING with `setup: {running, since}`, so `status` shows the
+node installing rather than silent.
+
 A command that fails, or a setup still running at the node's deadline, raises SetupFailed: the agent
 writes a FAILED marker naming the command and releases the node; nothing trains on a half-installed node.
 """
@@ -68,9 +71,10 @@ def wanted(train):
 class Setup:
     """One node's setup: `run()` installs (or finds it installed) and returns the record for the marker."""
 
-    def __init__(self, cfg, store, env, deadline=None, stopping=lambda: None):
+    def __init__(self, cfg, store, env, deadline=None, stopping=lambda: None, announce=lambda: None):
         paths, train = cfg['paths'], cfg['train']
-        self.store, self.deadline, self.stopping = store, deadline, stopping
+        # announce(): called once an install really starts (not when this node installed earlier).
+        self.store, self.deadline, self.stopping, self.announce = store, deadline, stopping, announce
         self.commands, self.requirements = list(train.get('setup') or []), train.get('requirements') or ''
         self.workdir = train['workdir']
         self.python = os.path.join(paths['venv'], 'bin', 'python') if paths['venv'] else sys.executable
@@ -91,6 +95,7 @@ class Setup:
             log.info('setup: installed earlier on this node (%s, %.1f s from the %s): not installing again',
                      done['at'], done['seconds'], done['source'])
             return done
+        self.announce()
         pins = ''.join(f'{name}=={version}\n' for name, version in sorted(probe['pins'].items()))
         with open(self.constraints, 'w') as f:
             f.write(pins)

@@ -6,6 +6,7 @@ into a node venv layered on this environment (localcloud.nodevenv): what is inst
 import json
 import os
 import sys
+from contextlib import suppress
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -77,9 +78,19 @@ def test_setup_installs_before_training_and_a_replacement_installs_from_the_cach
 
 def test_a_failing_setup_writes_a_failed_marker_releases_the_node_and_nothing_trains(make_node, api_stub, index):
     api = api_stub('alicloud')
-    node = node_with_setup(make_node, api, 'n', ['touch first.txt', 'echo "no such tool" >&2; exit 7',
-                                                 'touch never.txt'], requirements=None)
-    assert node.run(timeout=120, env=pip_env(index)) == 0, node.output()
+    node = node_with_setup(make_node, api, 'n', ['touch first.txt; until [ -e go ]; do sleep 0.05; done',
+                                                 'echo "no such tool" >&2; exit 7', 'touch never.txt'],
+                           requirements=None)
+    p = node.start(env=pip_env(index))
+
+    def installing():
+        with suppress(Exception):
+            return node.marker()['setup'].get('running') and node.marker()
+    # While it installs, the marker says so (status: "installing since ..."), not silence.
+    m = node.until(installing, timeout=90)
+    assert m['state'] == 'RUNNING' and m['setup']['since'], m
+    (node.tmp / 'work' / 'go').touch()
+    assert node.wait(p, 120) == 0, node.output()
     m = node.marker()
     assert m['state'] == 'FAILED', m
     assert m['reason'].startswith('setup failed: train.setup[1]') and 'exited 7' in m['reason'], m

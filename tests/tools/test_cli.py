@@ -166,6 +166,8 @@ def test_status_shows_each_nodes_setup_time_and_source(s3):
     put(client, bucket, "markers/i-bp2.json", marker("RUNNING", node="i-bp2", setup={"seconds": 3.1, "source": "cache"}))
     put(client, bucket, "markers/i-bp3.json", marker("FAILED", node="i-bp3", reason="setup failed: train.setup[0]",
                                                      setup={"failed": "train.setup[0] (x) exited 1"}))
+    put(client, bucket, "markers/i-bp4.json", marker("RUNNING", node="i-bp4",
+                                                     setup={"running": True, "since": "2026-12-07T13:40:02+00:00"}))
     done = cli("status", STACK, "--endpoint", proxy.url, "--json", **ALI)
     assert done.returncode == 0, done.stderr
     setups = {n["node"]: n["setup"] for n in json.loads(done.stdout)["nodes"]}
@@ -173,6 +175,7 @@ def test_status_shows_each_nodes_setup_time_and_source(s3):
     table = cli("status", STACK, "--endpoint", proxy.url, **ALI).stdout
     assert "41.2 s from the index" in table and "3.1 s from the cache" in table, table
     assert "failed" in table.split("i-bp3")[1].split("\n")[0], table
+    assert "installing since 13:40:02 UTC" in table, table
 
 
 def test_status_says_when_a_preempted_node_has_no_successor(s3):

@@ -100,6 +100,8 @@ def setup_text(setup: Optional[Mapping]) -> str:
         return ""
     if setup.get("failed"):
         return "failed"
+    if setup.get("running"):
+        return f"installing since {str(setup.get('since') or '?')[11:19]} UTC"
     seconds = setup.get("seconds")
     if not isinstance(seconds, (int, float)):
         return str(setup.get("source") or "")
