@@ -49,14 +49,20 @@ def as_node(resource, index: int, group_id=None) -> dict:
 
 
 def test_a_64_node_plan_is_the_2_node_plan_with_more_of_the_same_node(plan_for):
-    """The same resources besides the nodes; every node is node 0 renamed (its user data, which holds
-    the node count, is the same on every node: the agent finds its rank among its peers,
+    """The same resources besides the nodes and the node count in the boot payload; every node is node 0
+    renamed (its user data, the loader, is the same on every node: the agent finds its rank among its peers,
     node/node_agent/agent.py)."""
     from components import providers
 
     members = providers.profile("alicloud").interconnect.placement.members
     small_others, small_nodes, small_groups = split(plan_for(STACK, "nodes=2"))
     large_others, large_nodes, large_groups = split(plan_for(STACK, "nodes=64"))
+    # The boot payload the loader fetches (one object for the stack, components/bootstrap) holds node.json and
+    # so the node count; with it the object's digest, hence its key and MD5. Nothing else in it may differ.
+    payload = next(key for key in small_others if key[1] == f"{STACK}-boot-payload")
+    small_payload, large_payload = small_others.pop(payload)["inputs"], large_others.pop(payload)["inputs"]
+    assert large_payload["content"].count('\\"nodeCount\\": 64') == 1
+    assert large_payload["content"].replace('\\"nodeCount\\": 64', '\\"nodeCount\\": 2') == small_payload["content"]
     assert large_others == small_others and not small_groups
     assert sorted(large_groups) == list(range(1, -(-64 // members)))
     assert sorted(large_nodes) == list(range(64)) and sorted(small_nodes) == [0, 1]
