@@ -10,7 +10,7 @@ from contextlib import suppress
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import HERE
+from conftest import HERE, ROOT
 
 from localcloud import nodevenv
 from localcloud.pyindex import PackageIndex, make_wheel
@@ -142,8 +142,6 @@ def test_the_setup_runs_once_per_node_a_preempted_node_that_comes_back_does_not_
 
 def test_the_node_config_refuses_a_setup_that_is_not_a_list_of_commands(tmp_path):
     import subprocess
-
-    from conftest import ROOT
 
     cfg = {'stack': 's', 'provider': 'alicloud', 'region': 'r', 'checkpoint': {'bucket': 'b'},
            'paths': {'checkpoints': '/c', 'state': '/s', 'logs': '/l'}, 'endpoints': {'metadata': 'http://m'},
