@@ -9,7 +9,8 @@ the price APIs (price_api.yaml), the clouds' egress evidence and the provider fa
     a.0     item 0 of the list at `a`
 
 A name that meets a one-item list reads inside its item: a Terraform block of one (`instanceConfig`) comes
-from the bridged SDKs either as an object or as a list of one.
+from the bridged SDKs either as an object or as a list of one. Readers of a shape that is checked as it is
+(a price feed's recorded answer, the node config) pass `blocks=False`: there a list is never a mapping.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from typing import Any, Callable, Mapping
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # where a path leads nowhere
 
 
-def located(data: Any, path: str) -> list[tuple[str, Any]]:
+def located(data: Any, path: str, *, blocks: bool = True) -> list[tuple[str, Any]]:
     """(concrete path, value) for every place `path` names; a place that is absent is there with MISSING,
-    so a rule can say "required"; a fan-out over nothing (absent, None, []) names no place."""
+    so a rule can say "required"; a fan-out over nothing (absent, None, []) names no place. `blocks=False`:
+    a name that meets a list of one finds nothing there (MISSING) instead of reading inside the item."""
     found: list[tuple[str, Any]] = [("", data)]
     for part in path.split("."):
         fan = part.endswith("[]")
@@ -31,7 +33,7 @@ def located(data: Any, path: str) -> list[tuple[str, Any]]:
             if isinstance(value, (list, tuple)) and name.isdigit():
                 child = value[int(name)] if int(name) < len(value) else MISSING
             else:
-                if isinstance(value, (list, tuple)) and len(value) == 1:
+                if blocks and isinstance(value, (list, tuple)) and len(value) == 1:
                     value = value[0]
                 child = value.get(name, MISSING) if isinstance(value, Mapping) else MISSING
             if not fan:
@@ -71,11 +73,11 @@ def rewrite(data: Any, path: str, change: Callable[[Any], Any]) -> None:
             container[key] = change(value)
 
 
-def values(data: Any, path: str) -> list[Any]:
+def values(data: Any, path: str, *, blocks: bool = True) -> list[Any]:
     """Every value `path` names; [] when it names none."""
-    return [value for _, value in located(data, path) if value is not MISSING]
+    return [value for _, value in located(data, path, blocks=blocks) if value is not MISSING]
 
 
-def first(data: Any, path: str, default: Any = None) -> Any:
-    """The first value `path` names, else `default`."""
-    return next(iter(values(data, path)), default)
+def first(data: Any, path: str, default: Any = None, *, blocks: bool = True) -> Any:
+    """The first value `path` names, else `default` (a value that is there as None is None, not `default`)."""
+    return next(iter(values(data, path, blocks=blocks)), default)

@@ -15,6 +15,8 @@ import urllib.request
 from typing import Any, Optional
 from urllib.parse import urlsplit, urlunsplit
 
+from components import datapaths
+
 TIMEOUT_S = 30
 AGENT = "gpu-training-price-refresh"
 
@@ -64,12 +66,11 @@ def _decode(url: str, text: str) -> Any:
 
 
 def field(value: Any, path: str, kind: type, where: str) -> Any:
-    """value[path...] of type `kind`, or FeedError naming the path: the recorded shape, checked."""
-    current = value
-    for key in path.split("."):
-        if not isinstance(current, dict) or key not in current:
-            raise FeedError(f"{where}: no `{path}` in the answer (expected the recorded shape); the feed changed")
-        current = current[key]
+    """The value at `path` (components/datapaths.py; a list is never read as its item) of type `kind`, or
+    FeedError naming the path: the recorded shape, checked."""
+    current = datapaths.first(value, path, datapaths.MISSING, blocks=False)
+    if current is datapaths.MISSING:
+        raise FeedError(f"{where}: no `{path}` in the answer (expected the recorded shape); the feed changed")
     if not isinstance(current, kind):
         raise FeedError(f"{where}: `{path}` is {type(current).__name__}, expected {kind.__name__}; the feed changed")
     return current

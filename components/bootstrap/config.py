@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from components import datapaths
+
 # Optional bootstrap keys and their defaults (documented in docs/node-config.md, "bootstrap").
 CUDA_REPO_DEFAULT = "https://developer.download.nvidia.com/compute/cuda/repos"  # NVIDIA CUDA Installation Guide for Linux, "Network repo"
 ASCEND_HOME_DEFAULT = "/usr/local/Ascend"
@@ -77,15 +79,12 @@ class _Reader:
         self.problems.append(f"{key}: {value!r} is not allowed; expected {allowed}")
 
     def get(self, key: str, default: Any = ..., *, required: bool = True) -> Any:
-        node: Any = self.cfg
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                if default is not ...:
-                    return default
-                if required:
-                    self.problems.append(f"{key}: missing (see docs/node-config.md)")
-                return _MISSING
-            node = node[part]
+        node = datapaths.first(self.cfg, key, _MISSING, blocks=False)
+        if node is _MISSING:
+            if default is not ...:
+                return default
+            if required:
+                self.problems.append(f"{key}: missing (see docs/node-config.md)")
         return node
 
     def pattern(self, key: str, regex: re.Pattern, allowed: str, default: Any = ..., *, null_ok: bool = False):
