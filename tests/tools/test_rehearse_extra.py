@@ -89,6 +89,17 @@ def rehearse_only_python(tmp_path_factory) -> Path:
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     Path(purelib, "rehearse_extra_only.pth").write_text(f"import site; site.addsitedir({str(lib)!r})\n")
+    # pip writes each distribution's console scripts into the venv's bin (torchrun, which the agent starts
+    # under `launcher: torchrun`, among them); the linked closure gets the same ones.
+    for dist in closure(RUNTIME + REHEARSE).values():
+        for point in dist.entry_points.select(group="console_scripts"):
+            module, _, attribute = point.value.partition(":")
+            if not attribute.strip():
+                continue
+            attribute, script = attribute.split("[")[0].strip(), root / "venv" / "bin" / point.name
+            script.write_text(f"#!{python}\nimport sys\nfrom {module} import {attribute.split('.')[0]}\n"
+                              f"sys.exit({attribute}())\n")
+            script.chmod(0o755)
     for absent in ("hypothesis", "paddle", "pytest"):  # the test set is not there
         assert subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True).returncode != 0, absent
     return python
