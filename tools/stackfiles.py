@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -155,7 +156,7 @@ def apply_overrides(config: Mapping[str, Any], assignments: Iterable[str]) -> di
         head, _, field = full.partition(".")
         if field:
             current = _as_object(result.get(head, {}), head, assignment)
-            current[field] = _parse_scalar(value)
+            current[field] = path_value(value)
             result[head] = current
         else:
             result[head] = value
@@ -182,11 +183,26 @@ def _describe(value: Any) -> str:
     return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
-def _parse_scalar(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
+# Go's strconv.Atoi: an optional sign and decimal digits that fit in an int (64 bits on the CLI's platforms).
+_GO_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def path_value(text: str) -> bool | int | str:
+    """A `--set head.field=TEXT` value as `pulumi config set --path` stores it, so the preview's check and the
+    value `up` saves are what `pulumi up` then reads: "true"/"false" become booleans, a whole number
+    becomes an int unless it has a leading zero ("0123" stays text), everything else stays the text given
+    (1.5, null, [1] and {"a": 1} are strings, not JSON). Source: adjustObjectValue in
+    pulumi/pulumi@05e382fdeeeced7d0b302810766b9372eb52b07d sdk/go/common/resource/config/map.go (unchanged in
+    later versions, which return the same kinds as objects)."""
+    if text in ("true", "false"):
+        return text == "true"
+    if len(text) > 1 and text[0] == "0":
+        return text
+    if _GO_ATOI.fullmatch(text):
+        number = int(text)
+        if -2**63 <= number < 2**63:  # beyond int64 Atoi fails: the text stays a string
+            return number
+    return text
 
 
 def engine_form(config: Mapping[str, Any]) -> dict[str, str]:

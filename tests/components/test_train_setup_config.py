@@ -85,7 +85,9 @@ def test_requirements_default_to_the_code_folders_file_and_can_be_named_or_turne
     ('["", "pip install x"]', "train.setup[0]", "is empty"),
     ('["pip install x\\u0000"]', "train.setup[0]", "control character; allowed: printable text"),
     ("5", "train.setup", "5 is not a list of shell commands"),
-    ('{"pip": "x"}', "train.setup", "is not a list of shell commands"),
+    # A dotted --set stores true as a boolean and other text as text (Pulumi's --path rule, tools.stackfiles.
+    # path_value): '{"pip": "x"}' would be one shell command, as `pulumi up` reads it.
+    ("true", "train.setup", "is not a list of shell commands"),
     ('["pip install x", "echo a\nb"]', "train.setup", "is not a list of shell commands"),  # meant a list; no JSON
     (json.dumps(["pip install " + "x" * 140_000]), "train.setup[0]", "at most 130,048 bytes"),
 ])

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.run_harness import FakeStack, run_cli, run_main
+from tests.tools.run_harness import TEST_BUCKET, FakeStack, run_cli, run_main
+from tools.runlib.automation import _config_text
+from tools.stackfiles import path_value, stack_spec
 from tools.runlib import exitcodes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,3 +107,44 @@ def test_a_platform_stacks_example_workspace_is_named_too(capsys):
     err = capsys.readouterr().err
     assert code == exitcodes.USAGE and "platform.workspaceId: '123456' is the example id" in err, err
     assert "checkpoint.bucket" not in err
+
+
+# `pulumi config set --path` (what `up` saves --set with): true/false are booleans, a whole number without a
+# leading zero that fits Go's int is an int, anything else is the text as given (adjustObjectValue,
+# pulumi/pulumi@05e382fdeeeced7d0b302810766b9372eb52b07d sdk/go/common/resource/config/map.go).
+@pytest.mark.parametrize("text,stored", [
+    ("true", True), ("false", False), ("5", 5), ("-3", -3), ("+7", 7), ("0", 0), ("9223372036854775807", 2**63 - 1),
+    ("1.5", "1.5"), ("0123", "0123"), ("-0", 0), ("1e3", "1e3"), ("null", "null"), ("True", "True"), ("[1]", "[1]"),
+    ('{"a": 1}', '{"a": 1}'), ('"x"', '"x"'), (" 5", " 5"), ("1_000", "1_000"), ("\uff15", "\uff15"),
+    ("9223372036854775808", "9223372036854775808"), ("", ""),
+])
+def test_a_dotted_value_is_typed_as_pulumi_config_set_path_types_it(text, stored):
+    assert path_value(text) == stored and type(path_value(text)) is type(stored)
+    # The text the Automation layer hands `pulumi config set` comes back as the same value.
+    assert path_value(_config_text(stored)) == stored
+
+
+def test_a_dotted_set_is_checked_as_the_value_up_saves(tmp_path):
+    """--set data.sizeGb=1.5 is the string "1.5" in the stack's config after `pulumi config set --path`, so the
+    check judges that string (the schema reads a size from text: accepted), not the JSON number 1.5."""
+    sets = ("data.sizeGb=1.5", "data.waitMinutes=30", "checkpoint.prefix=12.50", "checkpoint.create=false",
+            "spotMaxPricePerHour=50")
+    seen = {}
+    stack = FakeStack({"stack": "entry-t4"}, on_up=lambda: seen.update(stack.config))
+    code, out = run_main(tmp_path, stack, "--yes", *(arg for value in sets for arg in ("--set", value)))
+    assert stack.calls[:1] == ["up"], out
+    checked, spec = stack_spec("entry-t4", (TEST_BUCKET, *sets))
+    assert checked["gpu-training:data"] == {"sizeGb": "1.5", "waitMinutes": 30}
+    assert checked["gpu-training:checkpoint"]["prefix"] == "12.50" and spec.data.size_gb == 1.5
+    for key, value in seen.items():  # each value saved is the one checked, of the same type
+        head, _, field = key.partition(".")
+        at = checked[head][field] if field else checked[head]
+        assert at == value and type(at) is type(value), (key, value, at)
+    assert seen["gpu-training:checkpoint.create"] is False and seen["gpu-training:spotMaxPricePerHour"] == "50"
+
+
+def test_a_dotted_set_that_is_no_number_is_refused_naming_the_key(capsys):
+    code = run_cli.main(["entry-t4", "--set", "checkpoint.bucket=mine-1", "--set", "data.sizeGb=1.5GB"],
+                        stack_factory=nothing_may_start)
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "data.sizeGb: '1.5GB'" in err, err

@@ -75,9 +75,9 @@ class PulumiStack:
                     pass
             if isinstance(value, list):
                 for i, item in enumerate(value):
-                    self._stack.set_config(f"{key}[{i}]", ConfigValue(str(item)), path=True)
+                    self._stack.set_config(f"{key}[{i}]", ConfigValue(_config_text(item)), path=True)
             elif value is not None:
-                self._stack.set_config(key, ConfigValue(str(value)), path=path)
+                self._stack.set_config(key, ConfigValue(_config_text(value)), path=path)
 
     def refresh(self, on_output: Callable[[str], None], run_program: bool = False) -> None:
         self._stack.refresh(on_output=on_output, **self._program_option(run_program))
@@ -103,6 +103,12 @@ class PulumiStack:
         workspace = self._stack.workspace
         workspace.env_vars = {**(getattr(workspace, "env_vars", None) or {}), TEARDOWN_ENV: "1"}
         return {"run_program": True}
+
+
+def _config_text(value) -> str:
+    """The text `pulumi config set` is given for a value: a boolean as Pulumi writes it (true, not Python's True),
+    so that --path turns it back into the same boolean (tools.stackfiles.path_value)."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _version(text: Optional[str]) -> Optional[tuple[int, ...]]:
