@@ -22,6 +22,7 @@ starts torchrun itself under the torchrun launcher (it would start torchrun once
 Standard library only (it rides with the agent).
 """
 import os
+import re
 import shlex
 
 SHELL = '/bin/sh'
@@ -30,6 +31,10 @@ STOP_TRAPS = "trap 'exit 143' TERM; trap 'exit 130' INT; trap 'exit 129' HUP; "
 # torchrun gave its python `-u`; the command's own python keeps its output in step with the log this way.
 ENV = {'PYTHONUNBUFFERED': '1'}
 TORCHRUN_MODULES = ('torch.distributed.run', 'torch.distributed.launch')
+# What shlex's punctuation_chars gives as operator tokens, and the words that run the command after them.
+OPERATOR_CHARS = set('();<>|&')
+WRAPPERS = {'env', 'exec', 'nohup', 'time', 'nice', 'command'}
+ASSIGNMENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]*=')
 
 
 def per_rank(command):
@@ -39,13 +44,36 @@ def per_rank(command):
 
 def starts_torchrun(command):
     """The word of `command` that starts torchrun (`torchrun`, `python -m torch.distributed.run|launch`), or
-    None. Shell operators split words (`a&&torchrun`); text that does not split (an open quote) is None."""
+    None. Only a command word counts: the first of each simple command after shell operators (`a&&torchrun`),
+    VAR=x assignments and wrappers (env, exec, nohup, time, nice); `python t.py --log torchrun` starts none.
+    Text that does not split (an open quote) is None."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         words = list(lexer)
     except ValueError:
         return None
+    at_command, python, before = True, False, ''
+    for word in words:
+        if word and all(c in OPERATOR_CHARS for c in word):  # &&, ||, ;, |, &, (, ): a new simple command
+            at_command, python, before = True, False, ''
+            continue
+        if at_command:
+            if ASSIGNMENT.match(word) or os.path.basename(word) in WRAPPERS or (before and word.startswith('-')):
+                before = word if os.path.basename(word) in WRAPPERS or before else ''
+                continue
+            at_command, name = False, os.path.basename(word)
+            if name == 'torchrun':
+                return word
+            python = name.startswith('python')
+        elif python:
+            module = word[2:] if word.startswith('-m') and word != '-m' else word if before == '-m' else ''
+            if module in TORCHRUN_MODULES:
+                return f'-m {module}'
+            # python's own options end at the script (or -m's module): what follows is the program's
+            python = word.startswith('-') or before in ('-W', '-X')
+        before = word
+    return None
     for before, word in zip(['', *words], words):
         if os.path.basename(word) == 'torchrun':
             return word

@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 TWICE = ["torchrun --nproc_per_node 4 train.py", "cd src && torchrun train.py",
          "pip install timm&&/opt/venv/bin/torchrun train.py", "python -m torch.distributed.run train.py",
          "WANDB_MODE=offline python3 -m torch.distributed.launch --use-env train.py",
-         "python -mtorch.distributed.run train.py"]
+         "python -mtorch.distributed.run train.py", "env WANDB_MODE=offline torchrun train.py",
+         "nohup torchrun train.py", "(cd src; torchrun train.py)"]
 
 
 @pytest.mark.parametrize("command", TWICE)
@@ -39,7 +40,10 @@ def test_the_same_command_is_accepted_where_the_user_is_the_launcher(command):
 
 
 @pytest.mark.parametrize("command", ["cd src && WANDB_MODE=offline python train.py | tee log",
-                                     "pip install x && python train.py", "python train.py --note torchrun.log"])
+                                     "pip install x && python train.py", "python train.py --note torchrun.log",
+                                     # torchrun as an argument or an echoed word starts nothing
+                                     "python train.py --log torchrun", "echo torchrun && python train.py",
+                                     "python train.py -m torch.distributed.run"])
 def test_shell_commands_without_torchrun_are_accepted_under_torchrun(command):
     _, spec = stack_spec("medium-a100", (f"train.command={command}",))
     assert spec.train.launcher == "torchrun" and launch.starts_torchrun(command) is None
