@@ -53,14 +53,16 @@ def starts_torchrun(command):
         words = list(lexer)
     except ValueError:
         return None
-    at_command, python, before = True, False, ''
+    at_command, wrapped, python, before = True, False, False, ''
     for word in words:
         if word and all(c in OPERATOR_CHARS for c in word):  # &&, ||, ;, |, &, (, ): a new simple command
-            at_command, python, before = True, False, ''
+            at_command, wrapped, python, before = True, False, False, ''
             continue
         if at_command:
-            if ASSIGNMENT.match(word) or os.path.basename(word) in WRAPPERS or (before and word.startswith('-')):
-                before = word if os.path.basename(word) in WRAPPERS or before else ''
+            if os.path.basename(word) in WRAPPERS:
+                wrapped = True  # the wrapper's own options (env -i, nice -n) come before the command word
+                continue
+            if ASSIGNMENT.match(word) or (wrapped and word.startswith('-')):
                 continue
             at_command, name = False, os.path.basename(word)
             if name == 'torchrun':
@@ -73,11 +75,4 @@ def starts_torchrun(command):
             # python's own options end at the script (or -m's module): what follows is the program's
             python = word.startswith('-') or before in ('-W', '-X')
         before = word
-    return None
-    for before, word in zip(['', *words], words):
-        if os.path.basename(word) == 'torchrun':
-            return word
-        module = word[2:] if word.startswith('-m') and word != '-m' else word if before == '-m' else ''
-        if module in TORCHRUN_MODULES:
-            return f'-m {module}'
     return None
