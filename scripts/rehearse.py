@@ -37,7 +37,6 @@ Exit status: 0 every check passed, 1 a check failed, 2 bad stack or arguments.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import math
@@ -158,29 +157,6 @@ def parse_args(argv):
     if args.wheels is not None and not args.wheels.is_dir():
         parser.error(f"--wheels: {str(args.wheels)!r} is not a folder; allowed: a folder of wheels (*.whl)")
     return args
-
-
-def node_processes(agent_pid: int) -> list[int]:
-    """The agent and every process descended from it (the trainer's session, torchrun and its ranks), read
-    before any is killed, while the parent links still hold: from /proc, else POSIX `ps`."""
-    children: dict[int, list[int]] = {}
-    if Path("/proc/self/stat").exists():
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError):  # a process that ended while we read
-                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                    children.setdefault(parent, []).append(int(entry.name))
-    else:
-        listed = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True, text=True)
-        for line in listed.stdout.splitlines():
-            pid, parent = map(int, line.split())
-            children.setdefault(parent, []).append(pid)
-    found, todo = [], [agent_pid]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
 
 
 def free_port() -> int:
@@ -595,9 +571,9 @@ class Rehearsal:
             # without warning, as if powered off; what was uploaded before is the resume point. Powered off means
             # every process of the node: the trainer runs in a session of its own (node_agent/proc.py) and
             # under torchrun its rendezvous store holds a port the replacement's torchrun binds again.
-            for pid in node_processes(victim.process.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            from localcloud.processes import kill_tree
+
+            kill_tree(victim.process.pid)
             victim.process.wait(timeout=30)
             self.say(f"  {victim.instance_id} reclaimed without notice (killed)")
             self.check("preempted", victim.process.returncode == -signal.SIGKILL,

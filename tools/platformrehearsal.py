@@ -23,7 +23,7 @@ from typing import Callable
 
 from components import shipped
 from localcloud import standins
-from localcloud.standins.jobserver import kill_tree
+from localcloud.processes import kill_tree
 
 SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
 

@@ -27,6 +27,7 @@ from typing import Callable, Optional
 
 from components import datapaths
 from components.platforms.jobapi import ApiReference
+from localcloud.processes import kill_tree
 
 
 @dataclass
@@ -273,45 +274,11 @@ def _lookup_name(api: ApiReference, body: dict) -> Optional[str]:
     return name if isinstance(name, str) else None
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every process below `pid` (from /proc): torchrun starts its workers in sessions of their own, so the
-    job's process group does not hold them."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def free_port() -> int:
     """A TCP port of 127.0.0.1 free now (the kernel's pick)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def kill_tree(pid: int, sig: int = signal.SIGKILL) -> None:
-    """`sig` to the job's process group and to every process below it, wherever its session."""
-    below = _descendants(pid)
-    try:
-        os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
-    for child in below:
-        try:
-            os.kill(child, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _nest(dotted: str, value) -> dict:
