@@ -165,7 +165,9 @@ def loader_config(node_config: dict, payload: TextObject) -> dict:
                                                         "signatureVersion")},
             "agent": {key: value for key, value in (node_config.get("agent") or {}).items()
                       if key in ("uploadAttempts", "retryBaseSeconds")},
-            "payload": {"key": payload.key, "sha256": payload.sha256}}
+            "payload": {"key": payload.key, "sha256": payload.sha256},
+            # Where a node whose boot stopped says so (loader.report_stopped): the agent's marker folder.
+            "markers": layout.stack_root(k.get("prefix"), node_config["stack"]) + layout.MARKERS}
 
 
 def render_user_data(node_config: dict, *, max_encoded: Optional[int] = PROVIDER_LIMIT,

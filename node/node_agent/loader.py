@@ -8,7 +8,8 @@ the cloud runtime and loader.json (bucket, endpoint, the payload's key and sha25
 {"version": 1, "files": [{"path", "mode", "content"}], "run": path}: node.json, the bootstrap, the agent's
 unit and the rest of the boot set. Nothing is written unless its sha256 is the one in loader.json; a
 mismatch or a payload still missing after the retries stops the boot with one line on stderr and in the
-bootstrap log, and no bootstrap (so no agent, no training) runs.
+bootstrap log, and no bootstrap (so no agent, no training) runs; the node then writes a FAILED marker
+(report_stopped), so the run's watch and `gpu-training status` see it instead of a node billing in silence.
 
 Standard library only: it runs before the bootstrap has made the venv that holds boto3, and python3 is on
 every image cloud-init runs on (cloud-init is written in it). The request is an S3 GET signed with the node
@@ -21,9 +22,10 @@ botocore's S3SigV4Auth and HmacV1Auth produce (tests/bootstrap/test_loader.py co
 --payload-file reads the payload from a local file instead (re-running a node by hand, the sandbox's
 no-network mode); it is verified the same way. --install-only writes the verified payload and stops before
 the bootstrap (scripts/rehearse.py: a rehearsed node has no machine to set up, but boots through the loader).
+--report-stopped WHY only writes that FAILED marker: the bootstrap calls it when the agent cannot start.
 GPU_TRAINING_ROOT prefixes every path written (the sandbox's and the rehearsal's node root).
 Exit: 1 payload missing or not matching after the retries, 2 bad config; else the bootstrap's own status
-(0 with --install-only).
+(0 with --install-only; with --report-stopped 0 when the marker was written, else 1).
 """
 import argparse
 import base64
@@ -33,12 +35,12 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 from email.utils import format_datetime
 
-EMPTY_SHA256 = hashlib.sha256(b'').hexdigest()
 # Object storage is not a proxy's business; the node's environment may carry one for pip.
 _open = urllib.request.build_opener(urllib.request.ProxyHandler({})).open
 
@@ -47,28 +49,32 @@ def _hmac(key, text, algo=hashlib.sha256):
     return hmac.new(key, text.encode(), algo).digest()
 
 
-def signed_request(store, key, creds, now, region):
-    """(url, headers) of a GET of `key` in store = checkpoint.{bucket, endpoint, addressingStyle,
-    signatureVersion}, signed with creds = {access_key, secret_key, token}."""
+def signed_request(store, key, creds, now, region, method='GET', body=b''):
+    """(url, headers) of a GET (or a PUT of `body`, JSON) of `key` in store = checkpoint.{bucket, endpoint,
+    addressingStyle, signatureVersion}, signed with creds = {access_key, secret_key, token}."""
     u = urllib.parse.urlsplit(store['endpoint'])
     bucket, quoted = store['bucket'], urllib.parse.quote(key, safe='/~')
     auth_path = f'/{bucket}/{quoted}'
     host, path = (u.netloc, auth_path) if store.get('addressingStyle') == 'path' else (f'{bucket}.{u.netloc}',
                                                                                        '/' + quoted)
     headers = {'x-amz-security-token': creds['token']} if creds.get('token') else {}
+    if method == 'PUT':  # Content-MD5: every S3-compatible store checks it (OBS and BOS want it on a PUT)
+        headers.update({'content-md5': base64.b64encode(hashlib.md5(body).digest()).decode(),
+                        'content-type': 'application/json'})
     if store.get('signatureVersion') == 's3':
         headers['date'] = format_datetime(now, usegmt=True)
         amz = ''.join(f'{h}:{v}\n' for h, v in sorted(headers.items()) if h.startswith('x-amz-'))
-        text = f"GET\n\n\n{headers['date']}\n{amz}{auth_path}"
+        text = (f"{method}\n{headers.get('content-md5', '')}\n{headers.get('content-type', '')}\n{headers['date']}\n"
+                f"{amz}{auth_path}")
         sig = base64.b64encode(_hmac(creds['secret_key'].encode(), text, hashlib.sha1)).decode()
         headers['authorization'] = f"AWS {creds['access_key']}:{sig}"
     else:
-        stamp = now.strftime('%Y%m%dT%H%M%SZ')
+        stamp, digest = now.strftime('%Y%m%dT%H%M%SZ'), hashlib.sha256(body).hexdigest()
         scope = f'{stamp[:8]}/{region}/s3/aws4_request'
-        headers.update({'host': host, 'x-amz-content-sha256': EMPTY_SHA256, 'x-amz-date': stamp})
+        headers.update({'host': host, 'x-amz-content-sha256': digest, 'x-amz-date': stamp})
         names = sorted(headers)
-        canonical = '\n'.join(['GET', path, '', *(f'{h}:{headers[h]}' for h in names), '', ';'.join(names),
-                               EMPTY_SHA256])
+        canonical = '\n'.join([method, path, '', *(f'{h}:{headers[h]}' for h in names), '', ';'.join(names),
+                               digest])
         text = '\n'.join(['AWS4-HMAC-SHA256', stamp, scope, hashlib.sha256(canonical.encode()).hexdigest()])
         k = ('AWS4' + creds['secret_key']).encode()
         for part in scope.split('/'):
@@ -78,15 +84,59 @@ def signed_request(store, key, creds, now, region):
     return f'{u.scheme}://{host}{path}', headers
 
 
+def _runtime(cfg):
+    from node_agent.s3 import runtime  # the metadata reader and the cloud's runtime, as the agent has them
+    return runtime(cfg)
+
+
+def request(cfg, key, creds, method='GET', body=b''):
+    """One signed request for `key` in the stack's bucket; the answer's bytes (urllib raises on >= 400)."""
+    store = cfg['checkpoint']
+    url, headers = signed_request(store, key, creds, datetime.now(timezone.utc), store.get('region') or cfg['region'],
+                                  method, body)
+    with _open(urllib.request.Request(url, data=body if method == 'PUT' else None, headers=headers,
+                                      method=method), timeout=30) as r:
+        return r.read()
+
+
 def download(cfg):
     """The payload's bytes from the bucket, with the node role's credentials (one try)."""
-    from node_agent.s3 import runtime  # the metadata reader and the cloud's runtime, as the agent has them
-    store = cfg['checkpoint']
-    creds = runtime(cfg).credentials()
-    url, headers = signed_request(store, cfg['payload']['key'], creds, datetime.now(timezone.utc),
-                                  store.get('region') or cfg['region'])
-    with _open(urllib.request.Request(url, headers=headers), timeout=30) as r:
-        return r.read()
+    return request(cfg, cfg['payload']['key'], _runtime(cfg).credentials())
+
+
+def report_stopped(cfg, why):
+    """Say in the bucket that this node will not train: a FAILED marker, so `gpu-training status` shows why and
+    `gpu-training up`'s watch destroys the stack instead of leaving the node billing until maxHours (Huawei's spot
+    nodes have no cloud-side release at all). Written only where this node has no marker yet: one it wrote before
+    a reboot may say RUNNING with work on its disk, and a FAILED over it would let the watch destroy that work.
+    Best effort: the bucket may be what failed. True when the marker was written."""
+    folder = cfg.get('markers')
+    if not folder:
+        return False
+    try:
+        rt = _runtime(cfg)
+        node, creds = rt.instance_id(), rt.credentials()
+        key = f'{folder}{node}.json'
+        try:
+            request(cfg, key, creds)
+            log(cfg, f'{key} exists (written before this boot): left as it is')
+            return False
+        except urllib.error.HTTPError as e:
+            if e.code != 404:
+                raise
+        now = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+        body = json.dumps({
+            'state': 'FAILED', 'node': node, 'stack': cfg.get('stack'), 'region': cfg.get('region'),
+            'stage': 'boot', 'released': False, 'durationSeconds': 0, 'gpuHours': 0, 'startedAt': None,
+            'endedAt': now, 'updatedAt': now,
+            'reason': f'boot stopped: {why}; nothing trained, and no agent runs to release this node: '
+                      '`gpu-training down` (or `pulumi destroy`) releases it'}, indent=1).encode()
+        request(cfg, key, creds, 'PUT', body)
+        log(cfg, f'FAILED marker written: {key}')
+        return True
+    except Exception as e:  # noqa: BLE001 - the boot has already stopped; this line is all that is left to say
+        log(cfg, f'no FAILED marker written ({e!r}): `gpu-training status` cannot see this node')
+        return False
 
 
 def log(cfg, line):
@@ -129,6 +179,9 @@ def main(argv=None):
     ap.add_argument('config')
     ap.add_argument('--payload-file')
     ap.add_argument('--install-only', action='store_true')
+    ap.add_argument('--report-stopped', metavar='WHY',
+                    help='only write the FAILED marker of a boot that stopped (the bootstrap, when the agent '
+                         'cannot start)')
     args = ap.parse_args(argv)
     try:
         with open(args.config) as f:
@@ -139,6 +192,8 @@ def main(argv=None):
         print(f'gpu-training loader: {args.config}: payload (key, sha256) and checkpoint (bucket, endpoint) are'
               f' required: {e!r}', file=sys.stderr)
         return 2
+    if args.report_stopped:  # with --payload-file (no network: the sandbox, a run by hand) only the log says it
+        return 0 if not args.payload_file and report_stopped(cfg, args.report_stopped) else 1
     a = cfg.get('agent') or {}
     tries, base = a.get('uploadAttempts', 8), a.get('retryBaseSeconds', 1)
     for attempt in range(1, tries + 1):
@@ -163,6 +218,8 @@ def main(argv=None):
             log(cfg, f'try {attempt} of {tries}: {key}: {e}')
             time.sleep(min(base * 2 ** attempt, 30) * (attempt < tries))
     log(cfg, f'BOOT STOPPED: no verified boot payload ({err}); no bootstrap, no agent, no training on this node')
+    if not args.payload_file:
+        report_stopped(cfg, f'no verified boot payload ({err})')
     return 1
 
 

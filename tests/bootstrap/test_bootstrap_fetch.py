@@ -19,8 +19,10 @@ from components.artifacts import AGENT_SRC, agent_artifacts
 from components.bootstrap import render_user_data
 from localcloud import LocalS3, S3Proxy
 from localcloud.sandbox import Sandbox, Scenario
+from tools.runlib.markers import assess, parse_marker
 
 TOKEN = "sandbox-token"
+NODE = "i-bp1sandboxnode01"
 
 
 class Metadata(BaseHTTPRequestHandler):
@@ -36,6 +38,8 @@ class Metadata(BaseHTTPRequestHandler):
         if self.headers.get("X-aliyun-ecs-metadata-token") != TOKEN:
             return self._send(403, "")
         Metadata.reads.append(self.path)
+        if self.path == "/latest/meta-data/instance-id":
+            return self._send(200, NODE)
         if self.path == f"/latest/meta-data/ram/security-credentials/{self.role}":
             return self._send(200, json.dumps({"Code": "Success", "AccessKeyId": "STS.sandbox",
                                                "AccessKeySecret": "sandbox", "SecurityToken": "sandbox",
@@ -144,6 +148,8 @@ def test_a_payload_that_does_not_match_its_digest_stops_the_boot(servers, tmp_pa
     assert not sb.path("/etc/gpu-training/node.json").exists()
     assert not sb.path("/usr/local/sbin/gpu-training-bootstrap").exists()
     assert r.status is None and r.calls == [c for c in r.calls if c[0] == "python3"]  # nothing but the loader ran
+    assert f"FAILED marker written: {cfg['checkpoint']['prefix']}/{cfg['stack']}/markers/{NODE}.json" in r.output, r.output
+    stopped_marker_says(servers, cfg, "boot stopped: no verified boot payload (sha256 ")
 
 
 def test_a_payload_missing_after_the_retries_stops_the_boot(servers, tmp_path):
@@ -152,6 +158,33 @@ def test_a_payload_missing_after_the_retries_stops_the_boot(servers, tmp_path):
     r = sb.run()
     assert r.rc == 1 and "try 3 of 3" in r.output and "404" in r.output
     assert "BOOT STOPPED" in r.output and r.status is None
+    stopped_marker_says(servers, cfg, "boot stopped: no verified boot payload (HTTP Error 404")
+
+
+def stopped_marker_says(servers, cfg, reason):
+    """The node's FAILED marker, as the run's watch reads it: FAILED with nothing unsaved, so `up` destroys the stack
+    (releasing the node that no agent would release) and `status` shows why."""
+    key = f"{cfg['checkpoint']['prefix']}/{cfg['stack']}/markers/{NODE}.json"
+    got = store(servers).get_object(Bucket=cfg["checkpoint"]["bucket"], Key=key)
+    marker = parse_marker(key, got["ETag"], got["Body"].read())
+    assert marker.state == "FAILED" and marker.node == NODE and marker.body["released"] is False
+    assert marker.reason.startswith(reason) and "`gpu-training down`" in marker.reason, marker.reason
+    verdict = assess([marker], 1)
+    assert verdict.state == "FAILED" and verdict.settled and verdict.data_saved
+    return marker
+
+
+def test_a_stopped_boot_leaves_a_marker_it_finds_as_it_is(servers, tmp_path):
+    """A node that trained before a reboot has a marker (RUNNING: work on its disk): a FAILED over it would let the
+    watch destroy that work, so the loader leaves it and says so."""
+    cfg = uploaded(servers, "ckpt-rebooted", payload=False)
+    key = f"{cfg['checkpoint']['prefix']}/{cfg['stack']}/markers/{NODE}.json"
+    before = json.dumps({"state": "RUNNING", "node": NODE}).encode()
+    store(servers).put_object(Bucket="ckpt-rebooted", Key=key, Body=before)
+    r = Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, Scenario(gpus=1, fetch="real")).run()
+    assert r.rc == 1 and "BOOT STOPPED" in r.output
+    assert f"{key} exists (written before this boot): left as it is" in r.output
+    assert store(servers).get_object(Bucket="ckpt-rebooted", Key=key)["Body"].read() == before
 
 
 def test_the_rest_of_the_agent_is_fetched_with_the_node_role_and_verified(servers, tmp_path):
@@ -184,3 +217,4 @@ def test_a_file_that_does_not_match_node_json_stops_the_agent_from_starting(serv
     assert not (sb.path(cfg["paths"]["agent"]) / "node_agent" / "agent.py").exists()
     assert not [c for c in r.called("systemctl") if "enable" in c]
     assert "agent_code" in sb.path(cfg["paths"]["state"] + "/UNHEALTHY").read_text()
+    stopped_marker_says(servers, cfg, "boot stopped: the agent's code was not fetched (bootstrap step agent_code")

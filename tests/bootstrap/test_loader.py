@@ -4,6 +4,7 @@ cannot write outside the root. The end-to-end runs (user-data in the sandbox, a 
 missing payload) are in test_bootstrap_fetch.py."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from datetime import datetime, timezone
@@ -20,8 +21,12 @@ NOW = datetime(2026, 12, 7, 12, 30, 5, tzinfo=timezone.utc)
 KEY = "gpu-training/tc-entry-t4/boot/0123abcd.json"
 
 
-def botocore_headers(url: str, auth) -> dict:
-    request = AWSRequest(method="GET", url=url, headers={"x-amz-content-sha256": loader.EMPTY_SHA256})
+MARKER = b'{"state": "FAILED"}'
+
+
+def botocore_headers(url: str, auth, method="GET", body=b"", extra=None) -> dict:
+    request = AWSRequest(method=method, url=url, data=body,
+                         headers={"x-amz-content-sha256": hashlib.sha256(body).hexdigest(), **(extra or {})})
     auth.add_auth(request)
     return {name.lower(): value for name, value in request.headers.items()}
 
@@ -38,6 +43,31 @@ def test_the_v4_signature_is_botocores(style, monkeypatch):
                                                "s3", "ap-guangzhou"))
     assert headers["authorization"] == theirs["authorization"]
     assert headers["x-amz-date"] == theirs["x-amz-date"] and headers["x-amz-security-token"] == CREDS["token"]
+
+
+def test_the_v4_signature_of_a_marker_put_is_botocores(monkeypatch):
+    """The stopped boot's marker (loader.report_stopped): a PUT signs its body's sha256, Content-MD5 and type."""
+    store = {"bucket": "ckpt", "endpoint": "https://obs.cn-north-4.myhuaweicloud.com"}
+    url, headers = loader.signed_request(store, "gpu-training/s/markers/i-1.json", CREDS, NOW, "cn-north-4",
+                                         "PUT", MARKER)
+    assert headers["content-md5"] == base64.b64encode(hashlib.md5(MARKER).digest()).decode()
+    monkeypatch.setattr("botocore.auth.get_current_datetime", lambda *a, **k: NOW.replace(tzinfo=None))
+    theirs = botocore_headers(url, S3SigV4Auth(Credentials(CREDS["access_key"], CREDS["secret_key"], CREDS["token"]),
+                                               "s3", "cn-north-4"), "PUT", MARKER,
+                              {"Content-MD5": headers["content-md5"], "Content-Type": "application/json"})
+    assert headers["authorization"] == theirs["authorization"]
+    assert headers["x-amz-content-sha256"] == hashlib.sha256(MARKER).hexdigest()
+
+
+def test_the_v2_signature_of_a_marker_put_is_botocores(monkeypatch):
+    store = {"bucket": "ckpt", "endpoint": "https://oss-cn-hangzhou-internal.aliyuncs.com", "signatureVersion": "s3"}
+    url, headers = loader.signed_request(store, KEY, CREDS, NOW, "cn-hangzhou", "PUT", MARKER)
+    request = AWSRequest(method="PUT", url=url, data=MARKER, headers={
+        "Date": headers["date"], "Content-MD5": headers["content-md5"], "Content-Type": "application/json"})
+    request.auth_path = f"/ckpt/{KEY}"
+    monkeypatch.setattr(HmacV1Auth, "_get_date", lambda self: headers["date"])
+    HmacV1Auth(Credentials(CREDS["access_key"], CREDS["secret_key"], CREDS["token"])).add_auth(request)
+    assert headers["authorization"] == request.headers["Authorization"]
 
 
 def test_the_v2_signature_is_botocores(monkeypatch):
