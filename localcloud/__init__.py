@@ -248,6 +248,7 @@ class S3Proxy(Stub):
     def __init__(self, target, crc64_header: str | None = None, md5_etags: bool = True):
         self.target, self.fail, self.down, self.match, self.failed = target, 0, False, "", 0
         self.md5_etags = md5_etags
+        self.missing_as_403 = False  # answer a missing key 403, as S3 does to a role without s3:ListBucket
         self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in arrival order
         self.etags: dict[str, str] = {}  # an ETag answered (md5_etags False) -> moto's own
         self.corrupt, self.corrupting, self.corrupted, self.corrupt_methods = 0, False, 0, ("PUT",)
@@ -324,6 +325,11 @@ class S3Proxy(Stub):
                          b"specified did not match what we received.</Message></Error>"),\
                 {"Content-Type": "application/xml"}
         response, data = self.forward(method, path, *self.as_moto_sees_it(method, path, headers, body))
+        if self.missing_as_403 and method in ("GET", "HEAD") and response.status == 404:
+            # A role without the list right is told 403 for a missing key ("If you don't have the s3:ListBucket
+            # permission, Amazon S3 returns an HTTP status code 403", https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
+            return 403, (b'<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message>'
+                         b"</Error>"), {"Content-Type": "application/xml"}
         drop = ("transfer-encoding", "connection") + (() if method == "HEAD" else ("content-length",))
         keep = {k.title() if k.lower() == "content-length" else k: v for k, v in response.getheaders()
                 if k.lower() not in drop}

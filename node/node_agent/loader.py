@@ -122,7 +122,10 @@ def report_stopped(cfg, why):
             log(cfg, f'{key} exists (written before this boot): left as it is')
             return False
         except urllib.error.HTTPError as e:
-            if e.code != 404:
+            # 403 too: a store may answer a missing key so to a role without the list right ("If you don't have
+            # the s3:ListBucket permission, Amazon S3 returns ... 403", AWS S3 API reference, GetObject); the
+            # role reads every object under the stack (checkpoint restores), so a marker there would answer 200.
+            if e.code not in (403, 404):
                 raise
         now = datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
         body = json.dumps({

@@ -161,6 +161,18 @@ def test_a_payload_missing_after_the_retries_stops_the_boot(servers, tmp_path):
     stopped_marker_says(servers, cfg, "boot stopped: no verified boot payload (HTTP Error 404")
 
 
+def test_a_store_that_answers_a_missing_marker_403_still_gets_it(servers, tmp_path):
+    """Without the list right S3 answers a missing key 403, not 404: that is no marker either."""
+    cfg = uploaded(servers, "ckpt-no-list", payload=False)
+    servers[2].missing_as_403 = True
+    try:
+        r = Sandbox(tmp_path / "sb", render_user_data(cfg), cfg, Scenario(gpus=1, fetch="real")).run()
+    finally:
+        servers[2].missing_as_403 = False
+    assert r.rc == 1 and "403" in r.output
+    stopped_marker_says(servers, cfg, "boot stopped: no verified boot payload (HTTP Error 403")
+
+
 def stopped_marker_says(servers, cfg, reason):
     """The node's FAILED marker, as the run's watch reads it: FAILED with nothing unsaved, so `up` destroys the stack
     (releasing the node that no agent would release) and `status` shows why."""
