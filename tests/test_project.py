@@ -45,6 +45,19 @@ def test_readme_documents_every_key():
         assert f"| `{key.name}` | {key.type} |" in readme, key.name
 
 
+def test_the_readme_stacks_table_names_every_shipped_stack_with_its_billing():
+    """A row's billing column starts with the stack file's gpu-training:billing (a row once said spot for a stack
+    shipped on-demand)."""
+    readme = (REPO / "README.md").read_text()
+    table = readme.split("## Stacks\n", 1)[1].split("\n\n", 1)[0]
+    rows = {m.group(1): m.group(2).strip() for m in re.finditer(r"^\| `([\w.-]+)` \|.*\| ([^|]+) \|$", table, re.M)}
+    shipped = {p.name[len("Pulumi."):-len(".yaml")]: yaml.safe_load(p.read_text())["config"]
+               for p in (REPO / "stacks").glob("Pulumi.*.yaml")}
+    assert set(rows) == set(shipped)
+    for name, config in shipped.items():
+        assert rows[name].split()[0] == config.get("gpu-training:billing", "on-demand"), name
+
+
 def test_every_python_file_has_a_module_docstring():
     missing = []
     for path in REPO.rglob("*.py"):
