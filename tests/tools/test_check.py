@@ -153,3 +153,26 @@ def test_a_platform_stacks_flavor_is_not_judged_by_the_vm_stock_calls(keys):
     (row,) = check.stack_rows(spec, check.environment(), None)
     assert row.ok is None and "platform" in row.detail
     assert check.verdict([row])[0] == 0
+
+
+@pytest.mark.parametrize("cloud", sorted(CLOUDS))
+def test_an_api_that_cannot_be_reached_is_said_in_one_short_line(cloud, keys, monkeypatch, capfd):
+    """Each SDK wraps the connection error in its own, hundreds of characters long (Alibaba's RetryError was cut
+    off mid-string at 300): the row names the host and the reason, and nothing else reaches stderr."""
+    stack = CLOUDS[cloud][0]
+    monkeypatch.setenv("BAIDUCLOUD_ENDPOINT", "http://127.0.0.1:1")
+    result = CliRunner().invoke(cli, ["check", stack, "--json", "--endpoint", f"{cloud}=http://127.0.0.1:1"])
+    rows = json.loads(result.output)["rows"]
+    first = next(r for r in rows if r["ok"] is False)
+    assert first["detail"].endswith(": connection refused"), first["detail"]
+    assert "cannot reach 127.0.0.1:1" in first["detail"] or cloud == "baiducloud", first["detail"]
+    assert "ConnectionException" not in capfd.readouterr().err
+
+
+def test_a_name_that_does_not_resolve_is_said_so():
+    text = ("RetryError({'message': 'HTTPSConnectionPool(host=\\'ecs-cn-hangzhou.aliyuncs.com\\', port=443): Max retries"
+            " exceeded with url: /?A=1 (Caused by NameResolutionError(\"<urllib3.connection.HTTPSConnection object>:"
+            " Failed to resolve \\'ecs-cn-hangzhou.aliyuncs.com\\' ([Errno -2] Name or service not known)\"))'})")
+    assert check.network_reason(text) == ("cannot reach ecs-cn-hangzhou.aliyuncs.com:443: its name does not resolve"
+                                          " (DNS): no network here, or a proxy is needed (HTTPS_PROXY)")
+    assert check.network_reason("InvalidAccessKeyId.NotFound: Specified access key is not found.") is None

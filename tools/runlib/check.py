@@ -11,6 +11,7 @@ Huawei's plus HW_PROJECT_ID. Rows are (what, ok, detail): ok None is "not checke
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -26,13 +27,37 @@ class Row:
     detail: str
 
 
+# What the four SDKs' connection errors say (urllib3's, requests' and the OS's words), and the plain reason.
+NETWORK_REASONS = (
+    (("NameResolutionError", "Name or service not known", "Temporary failure in name resolution",
+      "nodename nor servname", "getaddrinfo failed"),
+     "its name does not resolve (DNS): no network here, or a proxy is needed (HTTPS_PROXY)"),
+    (("Connection refused",), "connection refused"),
+    (("ConnectTimeout", "timed out", "Read timed out"), "no answer in time (a firewall, or no route to it)"),
+    (("Network is unreachable", "No route to host"), "no route to it (no network here)"),
+)
+
+
+def network_reason(text: str) -> Optional[str]:
+    """'cannot reach HOST[:PORT]: why' when an SDK's error is a connection failure, else None. The SDKs wrap
+    urllib3's error in their own (Alibaba's RetryError, Tencent's ClientNetworkError, Huawei's
+    ConnectionException, Baidu's ConnectionError) and their text runs to hundreds of characters."""
+    for words, why in NETWORK_REASONS:
+        if any(word in text for word in words):
+            found = re.search(r"host=\\?'([^'\\]+)\\?'(?:, port=(\d+))?", text)
+            where = (found.group(1) + (f":{found.group(2)}" if found.group(2) else "")) if found else "the API"
+            return f"cannot reach {where}: {why}"
+    return None
+
+
 def _why(error: Exception) -> str:
     if isinstance(error, ModuleNotFoundError):
-        return f"the cloud's SDK is not installed ({error.name}): pip install -e '.[check]'"
+        return (f"the cloud's SDK is not installed ({error.name}): pip install 'gpu-training[check]'"
+                " (in a clone: pip install -e '.[check]')")
     code = getattr(error, "code", None) or getattr(error, "error_code", None)
     message = getattr(error, "message", None) or getattr(error, "error_msg", None) or str(error)
     text = f"{code}: {message}" if code and str(code) not in str(message) else str(message)
-    return " ".join(text.split())[:300]
+    return network_reason(f"{text} {error!r}") or " ".join(text.split())[:300]
 
 
 def capacity_clouds() -> list[str]:

@@ -6,6 +6,7 @@ huaweicloudsdkecs 3.1.219's own request models; the calls need the region's proj
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Mapping, Optional
@@ -25,6 +26,9 @@ def _client(region: str, endpoint: Optional[str], creds):
     credentials = BasicCredentials(creds.access_key, creds.secret_key, project)
     if creds.token:
         credentials = credentials.with_security_token(creds.token)
+    # The SDK logs a connection failure itself ("ConnectionException occurred ...") to a logger of its own with no
+    # handler, which Python prints on stderr beside our table: the error it raises is the row's reason already.
+    logging.getLogger(f"HuaweiCloud-SDK-{EcsClient.__name__}").addHandler(logging.NullHandler())
     return (EcsClient.new_builder().with_credentials(credentials)
             .with_endpoints([endpoint or f"https://ecs.{region}.myhuaweicloud.com"]).build())
 
