@@ -18,16 +18,16 @@ from pathlib import Path
 
 
 def _check_not_shadowed() -> None:
-    """Refuse, with the folder to rename, a project folder that hides one of gpu-training's packages:
-    `pulumi up` puts the project's folder first on sys.path, so a `components/` of the user's own would be
-    imported instead of ours and fail far from the cause."""
+    """Refuse, with the folder to rename, a project folder that hides one of gpu-training's packages
+    (gpu_training/shadowing.py says why)."""
+    from gpu_training.shadowing import PACKAGES, message
+
     installed = Path(__file__).resolve().parent.parent
-    for name in ("components", "node_agent"):
+    for name in PACKAGES:
         found = importlib.util.find_spec(name)
         origin = Path(found.origin).resolve() if found is not None and found.origin else None
         if origin is not None and not origin.is_relative_to(installed):
-            raise ImportError(f"gpu-training: {origin.parent} hides gpu-training's own package {name!r} (a folder of"
-                              f" that name in your project comes first on sys.path); rename that folder")
+            raise ImportError(f"gpu-training: {message(name, origin.parent)}")
 
 
 _check_not_shadowed()

@@ -126,7 +126,8 @@ def options(argv: list[str] | None, work_dir: Path | None = None, check_credenti
     if args.overrides and mode != "full":
         raise UsageError("--set changes what `up` creates: not with --watch-only or --destroy-only (change the"
                          " stack's config with `pulumi config set` instead)")
-    spec, data = preflight(args.stack, args.overrides, args.data, check_credentials) if mode == "full" else (None, {})
+    spec, data = preflight(args.stack, args.overrides, args.data, check_credentials, work_dir) \
+        if mode == "full" else (None, {})
     capacity = stack_capacity(args.stack, spec) if spec is not None else {}
     # out/ moves with GPU_TRAINING_OUT (docs/cli.md), as everywhere else.
     out_root = project.out_dir() if os.environ.get(project.OUT_ENV) else work_dir / "out"
@@ -137,13 +138,16 @@ def options(argv: list[str] | None, work_dir: Path | None = None, check_credenti
                       **capacity, **data)
 
 
-def preflight(stack: str, overrides: list[str], data_dir: Path | None, check_credentials: bool):
+def preflight(stack: str, overrides: list[str], data_dir: Path | None, check_credentials: bool,
+              work_dir: Path | None = None):
     """(spec, data options) of the stack as `up` would create it (its file with `overrides`), or Refused naming in
     one pass each error the preview finds, each finding `up` cannot get past (Finding.blocks_up: the example
-    bucket), a data set that does not fit, and (check_credentials) missing credentials of the stack's cloud."""
+    bucket), a data set that does not fit, (check_credentials) missing credentials of the stack's cloud, and a
+    folder of the project (`work_dir`, where `pulumi up` runs the program) that hides one of our packages."""
     from components.spec import SpecError
+    from gpu_training.shadowing import hidden_in
     from tools.stackfiles import StackFileError, apply_overrides, load_stack_config, stack_spec
-    problems: list[str] = []
+    problems: list[str] = hidden_in(work_dir) if work_dir is not None else []
     spec, data, findings = None, {}, []
     try:
         spec = stack_spec(stack, tuple(overrides))[1]

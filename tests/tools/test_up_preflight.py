@@ -148,3 +148,35 @@ def test_a_dotted_set_that_is_no_number_is_refused_naming_the_key(capsys):
                         stack_factory=nothing_may_start)
     err = capsys.readouterr().err
     assert code == exitcodes.USAGE and "data.sizeGb: '1.5GB'" in err, err
+
+
+@pytest.mark.parametrize("shadow", ["components/__init__.py", "node_agent/__init__.py", "components.py"])
+def test_a_project_folder_that_hides_our_packages_stops_up_before_pulumi(tmp_path, shadow):
+    """`pulumi up` runs the program with the project first on sys.path: a `components/` package of the user's own
+    would be imported instead of ours (the program refuses then, late). `up` names it first, with the rest."""
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    (project / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    (project / "stacks" / "Pulumi.mine.yaml").write_text(
+        "config:\n  alicloud:region: cn-hangzhou\n  gpu-training:tier: entry\n"
+        "  gpu-training:checkpoint: {bucket: team-ckpt-1}\n")
+    (project / shadow).parent.mkdir(parents=True, exist_ok=True)
+    (project / shadow).write_text("")
+    (project / "tools").mkdir()  # a namespace folder (no __init__.py) hides nothing, nor does a package we do not import
+    (project / "tools" / "helper.py").write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
+    env.update(GPU_TRAINING_PROJECT=str(project), PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "node")]))
+    # -P: the project is not put on sys.path, as for the installed `gpu-training` script
+    done = subprocess.run([sys.executable, "-P", "-m", "tools.cli", "up", "mine"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300)
+    name = shadow.split("/")[0].removesuffix(".py")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"hides gpu-training's own package {name!r}" in done.stderr and "rename that folder" in done.stderr
+    assert "credentials:" in done.stderr and "Traceback" not in done.stderr
+    assert "'tools'" not in done.stderr
+
+
+def test_in_a_clone_the_projects_own_packages_are_ours():
+    from gpu_training.shadowing import hidden_in
+
+    assert hidden_in(REPO) == [] and hidden_in(REPO / "node") == []
