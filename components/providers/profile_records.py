@@ -431,6 +431,9 @@ class ProviderProfile:
     # The cloud's Pulumi provider SDK (a top-level package name), whose config/vars.py names every key of the
     # region key's namespace (components/validation/namespaces.py refuses others); None: no Pulumi provider.
     config_sdk: Optional[str] = None
+    # What `gpu-training init` puts before a stack name it makes up (TIER-GPU), so the same tier and GPU on
+    # two clouds are two stacks: the shipped stacks' convention (stacks/: tc-, hw-, bd-; Alibaba's have none).
+    stack_prefix: str = ""
 
     def __post_init__(self):
         # Made when the registry imports the profile: a misspelt refusal stops every lookup, not one stack.

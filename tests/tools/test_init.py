@@ -81,7 +81,7 @@ def test_init_defaults_to_the_advisors_pick_and_never_overwrites(outside):
 
     again = cli("init", cwd=outside)
     assert again.returncode == 2
-    assert "already exist" in again.stderr and "--force" in again.stderr and "Traceback" not in again.stderr
+    assert "exists already" in again.stderr and "--force" in again.stderr and "Traceback" not in again.stderr
     assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before  # nothing written
 
     forced = cli("init", "--force", "--tier", "medium", cwd=outside)
@@ -131,3 +131,54 @@ def test_the_stacks_code_folder_is_relative_to_the_users_project(outside, monkey
                if r.type == "alicloud:oss/bucketObject:BucketObject" and "/code/" in r.inputs.get("key", "")}
     # Relative to the project folder, where `pulumi up` runs the program and its provider plugins.
     assert uploads == {"train.py": "trainer/train.py"}, uploads
+
+
+def test_a_second_init_adds_a_stack_of_another_cloud_and_never_replaces_one(outside):
+    """The project init made gets a stack per cloud without --force; the default names carry the cloud's prefix
+    (the shipped stacks' convention), and a stack file that exists is refused, naming it and --stack."""
+    assert cli("init", "--cloud", "alicloud", "--gpu", "T4", cwd=outside).returncode == 0
+    # The user edits the project file (a description of theirs): it is still gpu-training's.
+    pulumi_yaml = outside / "Pulumi.yaml"
+    pulumi_yaml.write_text(pulumi_yaml.read_text().replace("description: GPU training environments (gpu-training)",
+                                                           "description: my team's runs"))
+    project_files = {name: (outside / name).read_bytes() for name in ("Pulumi.yaml", "__main__.py", "README.md",
+                                                                     ".gitignore")}
+
+    tencent = cli("init", "--cloud", "tencentcloud", "--gpu", "T4", cwd=outside)
+    assert tencent.returncode == 0, tencent.stderr
+    assert "wrote stacks/Pulumi.tc-entry-t4.yaml" in tencent.stdout and "kept Pulumi.yaml" in tencent.stdout
+    assert ".gitignore" not in tencent.stdout  # nothing was added to it
+    huawei = cli("init", "--cloud", "huaweicloud", "--gpu", "T4", cwd=outside)
+    assert huawei.returncode == 0, huawei.stderr
+    assert "gpu-training preview hw-entry-t4" in huawei.stdout
+    assert {name: (outside / name).read_bytes() for name in project_files} == project_files
+    assert sorted(p.name for p in (outside / "stacks").iterdir()) == [
+        "Pulumi.entry-t4.yaml", "Pulumi.hw-entry-t4.yaml", "Pulumi.tc-entry-t4.yaml"]
+    assert not (outside / "GPU-TRAINING.md").exists()
+    providers = {p.name: parse_stack_text(p.read_bytes(), str(p))["gpu-training:provider"]
+                 for p in (outside / "stacks").iterdir()}
+    assert providers == {"Pulumi.entry-t4.yaml": "alicloud", "Pulumi.tc-entry-t4.yaml": "tencentcloud",
+                         "Pulumi.hw-entry-t4.yaml": "huaweicloud"}
+
+    before = (outside / "stacks" / "Pulumi.hw-entry-t4.yaml").read_bytes()
+    again = cli("init", "--cloud", "huaweicloud", "--gpu", "T4", "--set", "billing=spot", cwd=outside)
+    assert again.returncode == 2, again.stdout
+    assert "stacks/Pulumi.hw-entry-t4.yaml exists already" in again.stderr and "--stack NAME" in again.stderr
+    assert "Traceback" not in again.stderr
+    assert (outside / "stacks" / "Pulumi.hw-entry-t4.yaml").read_bytes() == before
+
+    renamed = cli("init", "--cloud", "huaweicloud", "--gpu", "T4", "--stack", "hw-spot-t4", "--set", "billing=spot",
+                  cwd=outside)
+    assert renamed.returncode == 0, renamed.stderr
+    assert (outside / "stacks" / "Pulumi.hw-entry-t4.yaml").read_bytes() == before
+    preview = cli("preview", "tc-entry-t4", "--json", cwd=outside)
+    assert preview.returncode == 0, preview.stderr[-3000:]
+    assert json.loads(preview.stdout)["stack"] == "tc-entry-t4"
+
+
+def test_init_refuses_a_pulumi_project_of_the_users_own(outside):
+    (outside / "Pulumi.yaml").write_text("name: infra\nruntime: nodejs\n")
+    done = cli("init", "--cloud", "alicloud", "--gpu", "T4", cwd=outside)
+    assert done.returncode == 2, done.stdout
+    assert "Pulumi.yaml is not gpu-training init's" in done.stderr and "--force" in done.stderr
+    assert sorted(p.name for p in outside.iterdir()) == ["Pulumi.yaml"]

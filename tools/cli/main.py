@@ -145,7 +145,9 @@ def cli(project_dir):
               help="the guide's scenario: entry 1x T4/A10, medium 2-4x A100/A10, large 8x H100/A100 per node")
 @click.option("--gpu", metavar="MODEL", help="the accelerator, e.g. T4, A10, A100-80G, H100 (default: the advisor's pick)")
 @click.option("--region", metavar="REGION", help="the cloud's region (with --cloud; default: where the pick is cheapest)")
-@click.option("--stack", "stack_name", metavar="NAME", help="the stack's name (default: TIER-GPU, e.g. entry-a10)")
+@click.option("--stack", "stack_name", metavar="NAME",
+              help="the stack's name (default: TIER-GPU after the cloud's prefix: entry-a10 on Alibaba, tc-, hw-, bd-"
+                   " on Tencent, Huawei, Baidu)")
 @click.option("--name", "project_name", metavar="NAME", help="the Pulumi project's name (default: DIR's name)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="another stack key for the file (repeatable), e.g. zone=cn-bj-a, billing=spot")
@@ -154,7 +156,10 @@ def init_command(folder, cloud, tier, gpu, region, stack_name, project_name, ove
     """Make DIR (default: here) a gpu-training project: a Pulumi.yaml whose program is the installed
     package, a stack file for the cloud and tier (the advisor's pick of type and region for the tier's
     typical job, narrowed by --cloud, --gpu and --region), a .gitignore and a README of next steps.
-    Existing files are never replaced without --force."""
+
+    In a project init made before (its Pulumi.yaml and __main__.py gpu-training's own, edited or not), it adds
+    the stack file only. Existing files are never replaced without --force: a stack file that exists is
+    refused (--stack NAME picks another name)."""
     from pathlib import Path
 
     from tools.commands.init import InitError, init
@@ -165,13 +170,14 @@ def init_command(folder, cloud, tier, gpu, region, stack_name, project_name, ove
     except InitError as error:
         fail(str(error), EXIT_USAGE)
     click.echo(f"gpu-training project in {done.folder}: {done.pick.why}")
+    for path in done.kept:
+        click.echo(f"  kept {path} (gpu-training's already)")
     for path in done.files:
         click.echo(f"  wrote {path}")
     for path in done.appended:
         click.echo(f"  added gpu-training's lines to {path}")
     where = "" if Path(folder).resolve() == Path.cwd().resolve() else f"cd {folder} && "
-    click.echo(f"next: {where}gpu-training preview {done.stack}   (then rehearse, up: see "
-               f"{'README.md' if 'README.md' in done.files else 'GPU-TRAINING.md'})")
+    click.echo(f"next: {where}gpu-training preview {done.stack}   (then rehearse, up: see {done.notes})")
 
 
 # --- thin wrappers over scripts/ ---------------------------------------------------------------------

@@ -60,6 +60,8 @@ class Written:
     pick: Pick
     files: list[str]      # written, relative to the folder
     appended: list[str]   # existing files that got lines added
+    kept: list[str]       # the project's own files, gpu-training's already (is_ours): left as they are
+    notes: str            # the file with the next steps (README.md, or GPU-TRAINING.md beside the user's)
 
 
 def choose(cloud: Optional[str], tier: str, gpu: Optional[str], region: Optional[str],
@@ -119,8 +121,9 @@ def choose(cloud: Optional[str], tier: str, gpu: Optional[str], region: Optional
     ev = placed[0]
     chosen_region = where(ev)
     try:
-        config = stackfile.stack_config(ev, request, region=chosen_region, bucket=stackfile.DEFAULT_BUCKET,
-                                        overrides=overrides)
+        # The cloud's example name (a COS name carries an APPID): the preview warns of it and `up` refuses it.
+        example = providers.profile(ev.offer.provider).object_storage.example_bucket or stackfile.DEFAULT_BUCKET
+        config = stackfile.stack_config(ev, request, region=chosen_region, bucket=example, overrides=overrides)
     except StackFileError as error:
         raise InitError(f"--set: {error}") from None
     # Sized for the reference workload, not the user's: the schema's defaults say less that is wrong.
@@ -135,7 +138,12 @@ def choose(cloud: Optional[str], tier: str, gpu: Optional[str], region: Optional
 
 
 def stack_name(pick: Pick, given: Optional[str]) -> str:
-    name = given or re.sub(r"[^a-z0-9-]+", "-", f"{pick.tier}-{pick.gpu}".lower()).strip("-")
+    """`given`, else PREFIX-TIER-GPU with the cloud's prefix (profile.stack_prefix: tc-, hw-, bd-, none for
+    Alibaba, as the shipped stacks are named), so one tier and GPU on two clouds are two stacks."""
+    from components import providers
+
+    made = providers.profile(pick.provider).stack_prefix + f"{pick.tier}-{pick.gpu}"
+    name = given or re.sub(r"[^a-z0-9-]+", "-", made.lower()).strip("-")
     if not NAME_RE.match(name):
         raise InitError(f"--stack {name!r}: a stack name is lowercase letters, digits and '-' (at most 63"
                         " characters), e.g. entry-t4")
@@ -249,17 +257,53 @@ A Pulumi program of your own can use the same components with typed arguments in
 """
 
 
-def plan_files(folder: Path, stack: str, pick: Pick, name: str, venv: Optional[str]) -> dict[str, str]:
-    """Each file init writes (relative to the folder) and its text; README.md's name moves aside for an
-    existing one of the user's."""
-    files = {
-        project.PROJECT_FILE: pulumi_yaml(name, venv),
-        PROGRAM: MAIN_PY,
-        f"{STACKS}/Pulumi.{stack}.yaml": stack_yaml(stack, pick),
-    }
+def plan_files(folder: Path, stack: str, pick: Pick, name: str,
+               venv: Optional[str]) -> tuple[dict[str, str], list[str]]:
+    """(each file init writes, relative to the folder, and its text; the project files it keeps). In a
+    project init made before (its Pulumi.yaml gpu-training's own, `is_ours`) that is the stack file, and a
+    project file only where it is missing; otherwise the project files, the stack file and the next steps,
+    whose README.md moves aside for an existing one."""
+    stack_file = {f"{STACKS}/Pulumi.{stack}.yaml": stack_yaml(stack, pick)}
+    if is_ours(folder, project.PROJECT_FILE):
+        kept = [path for path in PROJECT_FILES if is_ours(folder, path)]
+        return {**{p: t for p, t in _project_files(name, venv).items() if p not in kept}, **stack_file}, kept
     notes = "README.md" if not (folder / "README.md").exists() else "GPU-TRAINING.md"
-    files[notes] = readme(stack, pick)
-    return files
+    return {**_project_files(name, venv), **stack_file, notes: readme(stack, pick)}, []
+
+
+def _project_files(name: str, venv: Optional[str]) -> dict[str, str]:
+    return {project.PROJECT_FILE: pulumi_yaml(name, venv), PROGRAM: MAIN_PY}
+
+
+def is_ours(folder: Path, path: str) -> bool:
+    """Whether the project file `path` exists and is one `gpu-training init` writes, edited or not: a
+    Pulumi.yaml of the python runtime whose stack files are in stacks/ (its name, description and
+    virtualenv are the user's to change), a __main__.py that only imports gpu_training and calls its main().
+    Such a project gets another stack without --force; any other Pulumi.yaml or __main__.py is the user's."""
+    import ast
+
+    try:
+        text = (folder / path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if path == project.PROJECT_FILE:
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return False
+        runtime = doc.get("runtime") if isinstance(doc, dict) else None
+        runtime = runtime.get("name") if isinstance(runtime, dict) else runtime
+        return runtime == "python" and doc.get("stackConfigDir") == STACKS and doc.get("main") in (None, ".")
+    try:
+        body = ast.parse(text).body
+    except SyntaxError:
+        return False
+    statements = {ast.unparse(node) for node in body
+                  if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))}  # the docstring
+    return statements == {"import gpu_training", "gpu_training.main()"}
+
+
+PROJECT_FILES = (project.PROJECT_FILE, PROGRAM)
 
 
 def validate(stack: str, pick: Pick) -> None:
@@ -285,24 +329,43 @@ def init(folder: Path, *, cloud: Optional[str] = None, tier: str = "entry", gpu:
     pick = choose(cloud, tier, gpu, region, overrides)
     stack = stack_name(pick, stack)
     name = project_name(folder, name)
-    files = plan_files(folder, stack, pick, name, virtualenv())
+    files, kept = plan_files(folder, stack, pick, name, virtualenv())
     existing = sorted(path for path in files if (folder / path).exists())
     if existing and not force:
-        raise InitError(f"{folder}: {', '.join(existing)} already exist{'s' if len(existing) == 1 else ''};"
-                        " nothing was written (--force replaces them)")
+        raise InitError(_refusal(folder, stack, existing))
     validate(stack, pick)
     folder.mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         target = folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
         _write(target, text)
-    appended = _gitignore(folder / ".gitignore")
-    written = list(files) + ([] if appended else [".gitignore"])
-    return Written(folder.resolve(), stack, pick, written, [".gitignore"] if appended else [])
+    existed, added = _gitignore(folder / ".gitignore")
+    written = list(files) + ([".gitignore"] if added and not existed else [])
+    notes = next((path for path in ("GPU-TRAINING.md", "README.md") if (folder / path).exists()), "README.md")
+    return Written(folder.resolve(), stack, pick, written, [".gitignore"] if added and existed else [], kept, notes)
 
 
-def _gitignore(path: Path) -> bool:
-    """Add the lines gpu-training needs to the folder's .gitignore; True when the file existed already."""
+def _refusal(folder: Path, stack: str, existing: list[str]) -> str:
+    """Why nothing was written: the files in the way, and for each kind what to do instead."""
+    stack_file = f"{STACKS}/Pulumi.{stack}.yaml"
+    reasons = []
+    if stack_file in existing:
+        reasons.append(f"{stack_file} exists already (stack {stack}): --stack NAME writes the new stack under"
+                       " another name, --force replaces that file")
+    theirs = [path for path in existing if path in PROJECT_FILES]
+    if theirs:
+        reasons.append(f"{' and '.join(theirs)} {'is' if len(theirs) == 1 else 'are'} not gpu-training init's (a"
+                       f" {project.PROJECT_FILE} of the python runtime with stackConfigDir: {STACKS}, a {PROGRAM}"
+                       " that imports gpu_training and calls gpu_training.main()): init another folder (gpu-training"
+                       " init DIR), or --force replaces them")
+    rest = [path for path in existing if path != stack_file and path not in PROJECT_FILES]
+    if rest:
+        reasons.append(f"{', '.join(rest)} exist{'s' if len(rest) == 1 else ''} already (--force replaces them)")
+    return f"{folder}: " + "; ".join(reasons) + "; nothing was written"
+
+
+def _gitignore(path: Path) -> tuple[bool, bool]:
+    """Add the lines gpu-training needs to the folder's .gitignore: (the file existed, lines were added)."""
     existed = path.exists()
     text = path.read_text(encoding="utf-8") if existed else ""
     missing = [line for line in GITIGNORE_LINES if line not in text.splitlines()]
@@ -310,7 +373,7 @@ def _gitignore(path: Path) -> bool:
         gap = ("" if text.endswith("\n") else "\n") + "\n" if text else ""
         block = "# gpu-training: the virtualenv, caches, and run records and reports (out/)\n" + "\n".join(missing)
         _write(path, text + gap + block + "\n")
-    return existed
+    return existed, bool(missing)
 
 
 def _write(path: Path, text: str) -> None:

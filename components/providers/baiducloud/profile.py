@@ -240,6 +240,7 @@ NAME_LIMITS = (
 
 PROFILE = ProviderProfile(
     name="baiducloud",
+    stack_prefix="bd-",  # `gpu-training init`'s stack names, as stacks/Pulumi.bd-*.yaml
     display_name="Baidu AI Cloud",
     region_key="baiducloud:region",  # no Pulumi provider reads it: the dynamic resources take the region
     currency="CNY",

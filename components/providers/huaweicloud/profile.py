@@ -318,6 +318,7 @@ def reclaim_notice(spec) -> ReclaimNotice:
 
 PROFILE = ProviderProfile(
     name="huaweicloud",
+    stack_prefix="hw-",  # `gpu-training init`'s stack names, as stacks/Pulumi.hw-*.yaml
     display_name="Huawei Cloud",
     region_key="huaweicloud:region",
     config_sdk="pulumi_huaweicloud",  # its config/vars.py names the keys of the huaweicloud: namespace

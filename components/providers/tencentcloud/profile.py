@@ -271,6 +271,7 @@ def reclaim_notice(spec) -> ReclaimNotice:
 
 PROFILE = ProviderProfile(
     name="tencentcloud",
+    stack_prefix="tc-",  # `gpu-training init`'s stack names, as stacks/Pulumi.tc-*.yaml
     display_name="Tencent Cloud",
     region_key="tencentcloud:region",
     config_sdk="tencentcloud_iac_pulumi",  # its config/vars.py names the keys of the tencentcloud: namespace
