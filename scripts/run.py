@@ -188,14 +188,12 @@ def config_changes(overrides: list[str]) -> dict:
     """`--set` as the config keys and values `pulumi config set` writes: gpu-training:KEY (or the namespace
     given) holds the text; a dotted KEY is a path into the object (checkpoint.bucket) whose value is typed by
     the same conversion the check used (tools.stackfiles.path_value: Pulumi's --path rule)."""
-    from components import schema
-    from tools.stackfiles import path_value
+    from tools.stackfiles import config_path, full_key, path_value
     changes = {}
     for assignment in overrides:
         key, _, value = assignment.partition("=")
         key = key.strip()
-        full = key if ":" in key.split(".")[0] else f"{schema.NAMESPACE}:{key}"
-        changes[full] = path_value(value) if "." in full.split(":", 1)[1] else value
+        changes[full_key(key)] = path_value(value) if config_path(key)[1] else value
     return changes
 
 

@@ -145,22 +145,121 @@ def load_stack_config(stack: str) -> dict[str, Any]:
 
 
 def apply_overrides(config: Mapping[str, Any], assignments: Iterable[str]) -> dict[str, Any]:
-    """Apply `KEY=VALUE` (a bare key means gpu-training:KEY; `checkpoint.bucket=x` sets one object field)."""
+    """Apply `KEY=VALUE` as `pulumi config set --path` would store it: a bare key means gpu-training:KEY, and a
+    path sets one value inside an object (`checkpoint.bucket=x`, `train.env.WANDB_MODE=offline`: train.env's
+    own WANDB_MODE; `tags["a.b"]=x`: a name holding a dot), creating the objects on the way."""
     result = dict(config)
     for assignment in assignments:
         key, sep, value = assignment.partition("=")
         key = key.strip()
         if not sep or not key:
             raise StackFileError(f"--set {assignment!r}: expected KEY=VALUE, e.g. --set billing=spot")
-        full = key if ":" in key.split(".")[0] else f"{schema.NAMESPACE}:{key}"
-        head, _, field = full.partition(".")
-        if field:
-            current = _as_object(result.get(head, {}), head, assignment)
-            current[field] = path_value(value)
-            result[head] = current
+        head, path = config_path(key, assignment)
+        if path:
+            result[head] = _set_in(_as_object(result.get(head, {}), head, assignment), path, path_value(value),
+                                   head, assignment)
         else:
             result[head] = value
     return result
+
+
+def config_path(key: str, assignment: str = "") -> tuple[str, list[str]]:
+    """(namespace:name, the names of the path inside its value) of a --set KEY, read as `pulumi config set
+    --path` reads it: the text after the namespace is a property path (`a.b`, `a["b.c"]`, `a[0]`), its first
+    name the config key's; a bare key is one of gpu-training. Grammar: ParsePropertyPath in
+    pulumi/pulumi@02327a04dd7d169a5759decd986ef43e12edfcdd sdk/go/common/resource/properties_path.go. An index
+    (`a[0]`) is refused: one item of a list is not set here, the whole list is."""
+    namespace, _, rest = full_key(key).partition(":")
+    try:
+        names = _property_path(rest)
+    except ValueError as error:
+        raise StackFileError(f"--set {(assignment or key)[:80]!r}: {error}; a key is NAME, NAME.FIELD or"
+                             ' NAME["FIELD.WITH.DOTS"]') from None
+    if not names:  # `gpu-training:` alone: the spec names the key missing, with the known ones
+        return f"{namespace}:", []
+    if not isinstance(names[0], str):
+        raise StackFileError(f"--set {(assignment or key)[:80]!r}: no key name; expected KEY=VALUE, e.g."
+                             " --set billing=spot")
+    index = next((at for at, name in enumerate(names) if isinstance(name, int)), None)
+    if index is not None:
+        listed, index = ".".join(map(str, names[:index])), names[index]
+        raise StackFileError(f"--set {(assignment or key)[:80]!r}: [{index}] sets one item of a list; give the"
+                             f" whole list instead: --set '{listed}=[\"a\", \"b\"]'")
+    return f"{namespace}:{names[0]}", names[1:]
+
+
+def full_key(key: str) -> str:
+    """A --set KEY with its namespace: one given before the path (`alicloud:region`) or gpu-training."""
+    namespace, colon, _ = key.partition(":")
+    return key if colon and not {".", "["} & set(namespace) else f"{schema.NAMESPACE}:{key}"
+
+
+_INDEX = re.compile(r"[+-]?[0-9]+")  # Go's strconv.ParseInt, base 10
+
+
+def _property_path(text: str) -> list:
+    """The names (str) and indexes (int) of a Pulumi property path; ValueError says what is malformed."""
+    names: list = []
+    at = 0
+    while at < len(text):
+        if text[at] == ".":
+            at += 1
+        elif text.startswith('["', at):
+            name, at = [], at + 2
+            while True:
+                if at >= len(text):
+                    raise ValueError("a quoted name has no closing quote")
+                if text[at] == '"':
+                    at += 1
+                    break
+                if text.startswith('\\"', at):
+                    name.append('"')
+                    at += 2
+                else:
+                    name.append(text[at])
+                    at += 1
+            if not text.startswith("]", at):
+                raise ValueError("a quoted name has no closing bracket")
+            names.append("".join(name))
+            at += 1
+        elif text[at] == "[":
+            close = text.find("]", at)
+            if close < 0:
+                raise ValueError("a '[' has no closing ']'")
+            inside = text[at + 1:close]
+            if inside == "*":
+                names.append("*")
+            elif _INDEX.fullmatch(inside):
+                names.append(int(inside))
+            else:
+                raise ValueError(f"[{inside}] is no list index; quote a name: [\"{inside}\"]")
+            at = close + 1
+        else:
+            end = at
+            while end < len(text) and text[end] not in ".[":
+                end += 1
+            names.append(text[at:end])
+            at = end
+    return names
+
+
+def _set_in(current: dict, path: list[str], value: Any, head: str, assignment: str) -> dict:
+    """`current` with `value` at `path`, the objects on the way copied (or made, where absent), as Pulumi's
+    PropertyPath.Add does; a value on the way that is not an object (a string, a list) is refused, as there."""
+    top = dict(current)
+    place, where = top, head.partition(":")[2]
+    for name in path[:-1]:
+        where = f"{where}.{name}"
+        child = place.get(name)
+        if child is None:
+            child = {}
+        elif not isinstance(child, dict):
+            raise StackFileError(f"--set {assignment[:80]!r}: {where} is {_describe(child)}, not an object, so it"
+                                 f" has no fields; set the whole value with --set {where}=VALUE")
+        place[name] = dict(child)
+        place = place[name]
+    place[path[-1]] = value
+    return top
 
 
 def _as_object(current: Any, head: str, assignment: str) -> dict:

@@ -191,9 +191,9 @@ def read_namespace(config: Mapping[str, Any], problems: Problems) -> dict[str, A
             problems.error(full_key, _region_hint(config))
             continue
         if key is None:
-            problems.error(full_key, f"unknown key{suggest(name, schema.BY_NAME)}"
-                           + ("" if suggest(name, schema.BY_NAME) else
-                              f"; known keys: {', '.join(sorted(schema.BY_NAME))}"))
+            problems.error(full_key, "unknown key" + (_name_with_a_path(name, {k.name: k.type for k in schema.KEYS})
+                                                      or suggest(name, schema.BY_NAME)
+                                                      or f"; known keys: {', '.join(sorted(schema.BY_NAME))}"))
             continue
         value = _coerce(key.type, raw, name, problems)
         if value is None:
@@ -223,7 +223,8 @@ def _read_object(key: schema.Key, value: dict, problems: Problems) -> dict:
     for field_name, raw in value.items():
         dotted = f"{key.name}.{field_name}"
         if field_name not in key.fields:
-            hint = suggest(field_name, key.fields) or f"; allowed fields: {', '.join(sorted(key.fields))}"
+            hint = (_name_with_a_path(field_name, key.fields, key.name) or suggest(field_name, key.fields)
+                    or f"; allowed fields: {', '.join(sorted(key.fields))}")
             problems.error(dotted, f"unknown field{hint}")
             continue
         if raw is None:
@@ -232,6 +233,27 @@ def _read_object(key: schema.Key, value: dict, problems: Problems) -> dict:
         if converted is not None:
             result[field_name] = converted
     return result
+
+
+def _name_with_a_path(name: str, known: Mapping[str, str], owner: str = "") -> str:
+    """Why `name` is refused when it is a known name then a '.' or '[' (`env.WANDB_MODE` in train): one name
+    holding a dot, not a path into the known one, which it must not be offered as allowed; "" for any other
+    name. A map's or an object's own keys are written nested under it (as `pulumi config set --path` writes
+    them); any other value has none."""
+    head = re.split(r"[.\[]", name, maxsplit=1)[0]
+    if head == name or head not in known:
+        return ""
+    path = f"{owner}.{name}" if owner else name
+    inside = f"{owner}.{head}" if owner else head
+    if known[head] in ("map", "object"):
+        rest = name[len(head):].lstrip(".")
+        nested = f"`{head}: {{{rest}: ...}}` under {schema.NAMESPACE}:{owner}" if owner else \
+            f"`{schema.NAMESPACE}:{head}: {{{rest}: ...}}` in the stack file"
+        how = (f"write it nested, {nested} (as `--set {path}=...` and"
+               f" `pulumi config set --path {schema.NAMESPACE}:{path} ...` do)")
+    else:
+        how = f"{inside} is {_TYPE_WORDS.get(known[head], known[head])}, with no fields; set {inside} itself"
+    return f": {name!r} is one name holding a {name[len(head)]!r}, not a path into {inside}; {how}"
 
 
 def choice(values: dict, name: str, allowed, problems: Problems, default=None):
