@@ -1,5 +1,6 @@
 """Folders gpu-training ships that are not packages of its own code: the bootstrap templates
-(node/bootstrap), the example trainer (examples/cnn), and the command scripts (scripts/).
+(node/bootstrap), the example trainer (examples/cnn), the command scripts (scripts/), and the example
+stacks (stacks/: `gpu-training init --from NAME` copies one into a project).
 
 In a clone they are the repository's own folders. A wheel holds packages only, so pyproject.toml maps each
 into gpu_training/_shipped/ ([tool.setuptools.package-dir]); this module finds the one that exists, the
@@ -16,6 +17,7 @@ FOLDERS = {
     "bootstrap": ("node/bootstrap", "bootstrap"),
     "example-trainer": ("examples/cnn", "examples/cnn"),
     "scripts": ("scripts", "scripts"),
+    "stacks": ("stacks", "stacks"),
 }
 
 

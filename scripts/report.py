@@ -53,10 +53,10 @@ def parse_args(argv):
                    "(reports of a stack's earlier runs stay in the bucket)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON document")
     args = p.parse_args(argv)
-    from tools.stackfiles import stack_names
+    from tools.stackfiles import missing_stack, stack_names
 
     if args.stack not in stack_names():
-        p.error(f"no stack {args.stack!r} (stacks/Pulumi.{args.stack}.yaml); stacks: {', '.join(stack_names())}")
+        p.error(missing_stack(args.stack, stack_names(), f"stacks/Pulumi.{args.stack}.yaml does not exist"))
     if args.dir is not None and (args.out is not None or args.endpoint):
         p.error("--dir reads a folder: --out and --endpoint are for downloading from the bucket")
     if args.dir is not None and not args.dir.is_dir():

@@ -110,7 +110,9 @@ def options(argv: list[str] | None, work_dir: Path | None = None, check_credenti
     args = build_parser().parse_args(argv)
     stacks = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project.stacks_dir(work_dir).glob("Pulumi.*.yaml"))
     if not STACK_NAME.match(args.stack) or args.stack not in stacks:
-        raise UsageError(f"stack {args.stack!r}: no stacks/Pulumi.{args.stack}.yaml; allowed: {', '.join(stacks)}")
+        from tools.stackfiles import missing_stack
+
+        raise UsageError(missing_stack(args.stack, stacks, f"stacks/Pulumi.{args.stack}.yaml does not exist"))
     if not args.timeout > 0:
         raise UsageError(f"--timeout {args.timeout:g}: must be > 0 hours")
     if not args.poll > 0:

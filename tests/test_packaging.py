@@ -176,7 +176,8 @@ def test_a_wheel_install_works_from_an_empty_folder(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for path in ("gpu_training/_shipped/bootstrap/bootstrap.sh.j2", "gpu_training/_shipped/examples/cnn/train_cnn.py",
                  "gpu_training/_shipped/scripts/preview.py", "components/providers/alicloud/catalog.yaml",
-                 "components/data/tiers.yaml", "localcloud/bin/nvidia-smi", "node_agent/agent.py"):
+                 "components/data/tiers.yaml", "localcloud/bin/nvidia-smi", "node_agent/agent.py",
+                 "gpu_training/_shipped/stacks/Pulumi.tc-entry-t4.yaml"):
         assert path in names, path
     assert not any(name.startswith(("tests/", "stacks/", "bench/")) for name in names)
 
@@ -204,6 +205,12 @@ def test_a_wheel_install_works_from_an_empty_folder(tmp_path):
     made = run("init", "--cloud", "alicloud", "--gpu", "T4")
     assert made.returncode == 0, made.stderr
     assert (work / "Pulumi.yaml").is_file() and (work / "stacks" / "Pulumi.entry-t4.yaml").is_file()
+
+    # A stack the README names that init did not write: the error says how to get it, init --from copies it.
+    absent = run("preview", "hw-entry-t4")
+    assert absent.returncode == 2 and "gpu-training init --from hw-entry-t4" in absent.stderr, absent.stderr
+    copied = run("init", "--from", "hw-entry-t4")
+    assert copied.returncode == 0 and (work / "stacks" / "Pulumi.hw-entry-t4.yaml").is_file(), copied.stderr
 
     previewed = run("preview", "entry-t4")
     assert previewed.returncode == 0, previewed.stdout[-2000:] + previewed.stderr[-3000:]

@@ -42,6 +42,45 @@ def stack_path(stack: str) -> Path:
     return STACKS_DIR / f"Pulumi.{stack}.yaml"
 
 
+def shipped_stack_names() -> list[str]:
+    """The example stacks gpu-training ships (README.md, "Stacks"): the clone's stacks/, else the wheel's copy
+    (components/shipped.py); `gpu-training init --from NAME` copies one into a project."""
+    from components import shipped
+
+    try:
+        folder = shipped.folder("stacks")
+    except FileNotFoundError:  # a wheel built before it shipped them
+        return []
+    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in folder.glob("Pulumi.*.yaml"))
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The one of `names` that `name` most likely misspells (difflib's ratio at least 0.6), or None."""
+    import difflib
+
+    found = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def missing_stack(stack: str, known: Iterable[str], where: str) -> str:
+    """The message for a stack with no file (`where`: the file looked for, and why it is not there): the
+    project's stacks, the closest name when it looks misspelt, and `gpu-training init --from` when
+    gpu-training ships a stack of that name (or one close to it) that the project lacks."""
+    known = sorted(known)
+    message = f"no stack {stack!r}: {where}; stacks: {', '.join(known) or 'none'}"
+    shipped_names = [name for name in shipped_stack_names() if name not in known]
+    if stack in shipped_names:
+        return message + (f". gpu-training ships a stack {stack}: `gpu-training init --from {stack}` copies it into"
+                          " this project (README.md, \"Stacks\")")
+    guess = closest(stack, known + shipped_names)
+    if guess in known:
+        return message + f". Did you mean {guess}?"
+    if guess:
+        return message + (f". Did you mean {guess}? gpu-training ships it: `gpu-training init --from {guess}`"
+                          " copies it into this project")
+    return message
+
+
 # Far above any real stack file (the largest here has ~30 values), far below what exhausts memory.
 MAX_YAML_NODES = 100_000
 
@@ -136,7 +175,7 @@ def _check_engine_value(value: Any, key: str, where: str) -> None:
 def load_stack_config(stack: str) -> dict[str, Any]:
     path = stack_path(stack)
     if not path.is_file():
-        raise StackFileError(f"no stack {stack!r}: {path} does not exist; stacks: {', '.join(stack_names())}")
+        raise StackFileError(missing_stack(stack, stack_names(), f"{path} does not exist"))
     try:
         data = path.read_bytes()
     except OSError as error:

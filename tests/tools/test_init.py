@@ -182,3 +182,40 @@ def test_init_refuses_a_pulumi_project_of_the_users_own(outside):
     assert done.returncode == 2, done.stdout
     assert "Pulumi.yaml is not gpu-training init's" in done.stderr and "--force" in done.stderr
     assert sorted(p.name for p in outside.iterdir()) == ["Pulumi.yaml"]
+
+
+def test_a_shipped_stack_is_copied_into_the_project_and_named_where_it_is_missing(outside):
+    """A stack the README's table names is one `init --from NAME` away, and a command asking for it (or a
+    misspelt name) says so, instead of listing the project's stacks alone."""
+    assert cli("init", "--cloud", "alicloud", "--gpu", "A10", cwd=outside).returncode == 0
+    missing = cli("preview", "tc-entry-t4", cwd=outside)
+    assert missing.returncode == 2 and "`gpu-training init --from tc-entry-t4`" in missing.stderr, missing.stderr
+    down = cli("down", "tc-entry-t4", cwd=outside)
+    assert down.returncode == 2 and "init --from tc-entry-t4" in down.stderr, down.stderr
+    misspelt = cli("preview", "entyr-a10", cwd=outside)
+    assert misspelt.returncode == 2 and "Did you mean entry-a10?" in misspelt.stderr, misspelt.stderr
+    shipped_misspelt = cli("status", "hw-entyr-t4", cwd=outside)
+    assert shipped_misspelt.returncode == 2 and "init --from hw-entry-t4" in shipped_misspelt.stderr
+
+    copied = cli("init", "--from", "tc-entry-t4", cwd=outside)
+    assert copied.returncode == 0, copied.stderr
+    assert "wrote stacks/Pulumi.tc-entry-t4.yaml" in copied.stdout
+    written = outside / "stacks" / "Pulumi.tc-entry-t4.yaml"
+    shipped = REPO / "stacks" / "Pulumi.tc-entry-t4.yaml"
+    # The shipped file as it is, its comments and the example bucket a user must change included.
+    assert written.read_text().endswith(shipped.read_text())
+    assert parse_stack_text(written.read_bytes(), str(written)) == parse_stack_text(shipped.read_bytes(), str(shipped))
+    preview = cli("preview", "tc-entry-t4", cwd=outside)
+    assert preview.returncode == 0, preview.stderr[-3000:]
+    assert "is the example name the stack files ship with" in " ".join(preview.stdout.split())
+
+    again = cli("init", "--from", "tc-entry-t4", cwd=outside)
+    assert again.returncode == 2 and "Pulumi.tc-entry-t4.yaml exists already" in again.stderr
+    renamed = cli("init", "--from", "tc-entry-t4", "--stack", "tc-mine", cwd=outside)
+    assert renamed.returncode == 0 and (outside / "stacks" / "Pulumi.tc-mine.yaml").is_file(), renamed.stderr
+
+    unknown = cli("init", "--from", "tc-entyr-t4", cwd=outside)
+    assert unknown.returncode == 2 and "did you mean tc-entry-t4?" in unknown.stderr and "Traceback" not in unknown.stderr
+    mixed = cli("init", "--from", "tc-entry-t4", "--cloud", "alicloud", "--stack", "other", cwd=outside)
+    assert mixed.returncode == 2 and "--cloud" in mixed.stderr
+    assert not (outside / "stacks" / "Pulumi.other.yaml").exists()

@@ -35,7 +35,10 @@ def complete_stack(ctx, param, incomplete):
 
 def check_stack(ctx, param, value):
     if value is not None and value not in paths.stack_names():
-        raise click.BadParameter(f"{value!r}: no {paths.STACKS}/Pulumi.{value}.yaml; stacks: {', '.join(paths.stack_names())}")
+        from tools.stackfiles import missing_stack
+
+        raise click.BadParameter(missing_stack(value, paths.stack_names(),
+                                               f"{paths.STACKS}/Pulumi.{value}.yaml does not exist"))
     return value
 
 
@@ -141,8 +144,9 @@ def cli(project_dir):
 @cli.command("init", epilog="Exit codes: 0 written; 2 bad options or files in the way (nothing written).")
 @click.argument("folder", default=".", type=click.Path(file_okay=False, path_type=str), metavar="[DIR]")
 @click.option("--cloud", metavar="NAME", help="alicloud, tencentcloud, huaweicloud or baiducloud (default: the advisor's pick)")
-@click.option("--tier", type=click.Choice(["entry", "medium", "large"]), default="entry", show_default=True,
-              help="the guide's scenario: entry 1x T4/A10, medium 2-4x A100/A10, large 8x H100/A100 per node")
+@click.option("--tier", type=click.Choice(["entry", "medium", "large"]),
+              help="the guide's scenario: entry 1x T4/A10, medium 2-4x A100/A10, large 8x H100/A100 per node"
+                   " (default: entry)")
 @click.option("--gpu", metavar="MODEL", help="the accelerator, e.g. T4, A10, A100-80G, H100 (default: the advisor's pick)")
 @click.option("--region", metavar="REGION", help="the cloud's region (with --cloud; default: where the pick is cheapest)")
 @click.option("--stack", "stack_name", metavar="NAME",
@@ -151,8 +155,11 @@ def cli(project_dir):
 @click.option("--name", "project_name", metavar="NAME", help="the Pulumi project's name (default: DIR's name)")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="another stack key for the file (repeatable), e.g. zone=cn-bj-a, billing=spot")
+@click.option("--from", "source", metavar="STACK",
+              help="copy a stack gpu-training ships instead of the advisor's pick, e.g. tc-entry-t4 (README.md,"
+                   " \"Stacks\"); --stack names the copy (default: the same name)")
 @click.option("--force", is_flag=True, help="replace files init would write that exist already")
-def init_command(folder, cloud, tier, gpu, region, stack_name, project_name, overrides, force):
+def init_command(folder, cloud, tier, gpu, region, stack_name, project_name, overrides, source, force):
     """Make DIR (default: here) a gpu-training project: a Pulumi.yaml whose program is the installed
     package, a stack file for the cloud and tier (the advisor's pick of type and region for the tier's
     typical job, narrowed by --cloud, --gpu and --region), a .gitignore and a README of next steps.
@@ -166,10 +173,10 @@ def init_command(folder, cloud, tier, gpu, region, stack_name, project_name, ove
 
     try:
         done = init(Path(folder), cloud=cloud, tier=tier, gpu=gpu, region=region, stack=stack_name,
-                    name=project_name, overrides=overrides, force=force)
+                    name=project_name, overrides=overrides, force=force, source=source)
     except InitError as error:
         fail(str(error), EXIT_USAGE)
-    click.echo(f"gpu-training project in {done.folder}: {done.pick.why}")
+    click.echo(f"gpu-training project in {done.folder}: {done.why}")
     for path in done.kept:
         click.echo(f"  kept {path} (gpu-training's already)")
     for path in done.files:

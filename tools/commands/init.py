@@ -57,7 +57,7 @@ class Pick:
 class Written:
     folder: Path
     stack: str
-    pick: Pick
+    why: str              # what the stack is: the advisor's pick and how it was made, or the shipped stack copied
     files: list[str]      # written, relative to the folder
     appended: list[str]   # existing files that got lines added
     kept: list[str]       # the project's own files, gpu-training's already (is_ours): left as they are
@@ -137,13 +137,13 @@ def choose(cloud: Optional[str], tier: str, gpu: Optional[str], region: Optional
     return Pick(ev.offer.provider, chosen_region, tier, row.gpu, config, why)
 
 
-def stack_name(pick: Pick, given: Optional[str]) -> str:
+def stack_name(pick: Optional[Pick], given: Optional[str]) -> str:
     """`given`, else PREFIX-TIER-GPU with the cloud's prefix (profile.stack_prefix: tc-, hw-, bd-, none for
     Alibaba, as the shipped stacks are named), so one tier and GPU on two clouds are two stacks."""
     from components import providers
 
-    made = providers.profile(pick.provider).stack_prefix + f"{pick.tier}-{pick.gpu}"
-    name = given or re.sub(r"[^a-z0-9-]+", "-", made.lower()).strip("-")
+    name = given or re.sub(r"[^a-z0-9-]+", "-", (providers.profile(pick.provider).stack_prefix
+                                                  + f"{pick.tier}-{pick.gpu}").lower()).strip("-")
     if not NAME_RE.match(name):
         raise InitError(f"--stack {name!r}: a stack name is lowercase letters, digits and '-' (at most 63"
                         " characters), e.g. entry-t4")
@@ -223,11 +223,11 @@ def _wrap(text: str, width: int = 100) -> list[str]:
     return lines + ["# " + current]
 
 
-def readme(stack: str, pick: Pick) -> str:
+def readme(stack: str, why: str) -> str:
     return f"""# GPU training with gpu-training
 
 This folder is a Pulumi project whose program is the installed `gpu-training` package; the stack files
-in `{STACKS}/` say what to build. `{STACKS}/Pulumi.{stack}.yaml` is {pick.why}.
+in `{STACKS}/` say what to build. `{STACKS}/Pulumi.{stack}.yaml` is {why}.
 
 ## Next steps
 
@@ -257,18 +257,18 @@ A Pulumi program of your own can use the same components with typed arguments in
 """
 
 
-def plan_files(folder: Path, stack: str, pick: Pick, name: str,
+def plan_files(folder: Path, stack: str, stack_text: str, why: str, name: str,
                venv: Optional[str]) -> tuple[dict[str, str], list[str]]:
     """(each file init writes, relative to the folder, and its text; the project files it keeps). In a
     project init made before (its Pulumi.yaml gpu-training's own, `is_ours`) that is the stack file, and a
     project file only where it is missing; otherwise the project files, the stack file and the next steps,
     whose README.md moves aside for an existing one."""
-    stack_file = {f"{STACKS}/Pulumi.{stack}.yaml": stack_yaml(stack, pick)}
+    stack_file = {f"{STACKS}/Pulumi.{stack}.yaml": stack_text}
     if is_ours(folder, project.PROJECT_FILE):
         kept = [path for path in PROJECT_FILES if is_ours(folder, path)]
         return {**{p: t for p, t in _project_files(name, venv).items() if p not in kept}, **stack_file}, kept
     notes = "README.md" if not (folder / "README.md").exists() else "GPU-TRAINING.md"
-    return {**_project_files(name, venv), **stack_file, notes: readme(stack, pick)}, []
+    return {**_project_files(name, venv), **stack_file, notes: readme(stack, why)}, []
 
 
 def _project_files(name: str, venv: Optional[str]) -> dict[str, str]:
@@ -320,20 +320,53 @@ def validate(stack: str, pick: Pick) -> None:
                         f" written):\n{problems}") from None
 
 
-def init(folder: Path, *, cloud: Optional[str] = None, tier: str = "entry", gpu: Optional[str] = None,
+def shipped_stack(source: str, stack: str) -> tuple[str, str]:
+    """(the text of stack file `stack`, what it is): a copy of the stack gpu-training ships as `source`
+    (README.md, "Stacks"), comments and example values (the checkpoint bucket) kept as they are, under a
+    line saying where it came from; InitError naming the shipped stacks (and the closest) when there is none."""
+    from components import shipped
+    from tools.stackfiles import closest, shipped_stack_names
+
+    names = shipped_stack_names()
+    if source not in names:
+        guess = closest(source, names)
+        raise InitError(f"--from {source!r}: gpu-training ships no such stack{f' (did you mean {guess}?)' if guess else ''};"
+                        f" allowed: {', '.join(names) or 'none (a wheel without stacks: reinstall gpu-training)'}")
+    text = (shipped.folder("stacks") / f"Pulumi.{source}.yaml").read_text(encoding="utf-8")
+    why = f"a copy of the stack {source} that gpu-training {version()} ships"
+    header = _wrap(f"{stack}: {why} (`gpu-training init --from {source}`). Before `pulumi up`: set"
+                   f" {NS}:checkpoint.bucket to a bucket you own (the preview warns while it is the example name).")
+    return "\n".join(header) + "\n" + text, why
+
+
+def init(folder: Path, *, cloud: Optional[str] = None, tier: Optional[str] = None, gpu: Optional[str] = None,
          region: Optional[str] = None, stack: Optional[str] = None, name: Optional[str] = None,
-         overrides: Sequence[str] = (), force: bool = False) -> Written:
-    """Write the project into `folder` (made if missing); InitError, with nothing written, otherwise."""
+         overrides: Sequence[str] = (), force: bool = False, source: Optional[str] = None) -> Written:
+    """Write the project into `folder` (made if missing), its stack the advisor's pick or, with `source`, a
+    copy of a shipped stack; InitError, with nothing written, otherwise."""
     if folder.exists() and not folder.is_dir():
         raise InitError(f"{folder}: is a file; give a folder (made if missing)")
-    pick = choose(cloud, tier, gpu, region, overrides)
-    stack = stack_name(pick, stack)
+    if source is not None:
+        given = [option for option, value in (("--cloud", cloud), ("--tier", tier), ("--gpu", gpu),
+                                              ("--region", region), ("--set", overrides)) if value]
+        if given:
+            raise InitError(f"--from {source!r} copies a shipped stack as it is, so {', '.join(given)} cannot go"
+                            " with it (they narrow the advisor's pick: init without --from); change the copy in its"
+                            " file, or try a value with `gpu-training preview STACK --set KEY=VALUE`")
+        stack = stack_name(None, stack or source)
+        stack_text, why = shipped_stack(source, stack)
+        pick = None
+    else:
+        pick = choose(cloud, tier or "entry", gpu, region, overrides)
+        stack = stack_name(pick, stack)
+        stack_text, why = stack_yaml(stack, pick), pick.why
     name = project_name(folder, name)
-    files, kept = plan_files(folder, stack, pick, name, virtualenv())
+    files, kept = plan_files(folder, stack, stack_text, why, name, virtualenv())
     existing = sorted(path for path in files if (folder / path).exists())
     if existing and not force:
         raise InitError(_refusal(folder, stack, existing))
-    validate(stack, pick)
+    if pick is not None:
+        validate(stack, pick)
     folder.mkdir(parents=True, exist_ok=True)
     for path, text in files.items():
         target = folder / path
@@ -342,7 +375,7 @@ def init(folder: Path, *, cloud: Optional[str] = None, tier: str = "entry", gpu:
     existed, added = _gitignore(folder / ".gitignore")
     written = list(files) + ([".gitignore"] if added and not existed else [])
     notes = next((path for path in ("GPU-TRAINING.md", "README.md") if (folder / path).exists()), "README.md")
-    return Written(folder.resolve(), stack, pick, written, [".gitignore"] if added and existed else [], kept, notes)
+    return Written(folder.resolve(), stack, why, written, [".gitignore"] if added and existed else [], kept, notes)
 
 
 def _refusal(folder: Path, stack: str, existing: list[str]) -> str:
