@@ -1,7 +1,6 @@
 """Per-provider GPU instance catalogs (data files with sources and dated prices) and type resolution."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from datetime import date as Date
 from pathlib import Path
@@ -147,11 +146,8 @@ class DiskPrice:
 
 
 def disk_prices_path(provider: str) -> Path:
-    """disk_prices.yaml in the provider's package, or <provider>.disks.yaml in $GPU_TRAINING_CATALOGS."""
-    folder = os.environ.get(providers.CATALOGS_ENV)
-    if folder and (Path(folder) / f"{provider}.disks.yaml").is_file():
-        return Path(folder) / f"{provider}.disks.yaml"
-    return providers.package_dir(provider) / "disk_prices.yaml"
+    """disk_prices.yaml in the provider's package, or <provider>.disks.yaml in providers.catalogs_folder()."""
+    return providers.overlay(f"{provider}.disks.yaml") or providers.package_dir(provider) / "disk_prices.yaml"
 
 
 def disk_price(provider: str, category: str, performance_level: Optional[str]) -> Optional[DiskPrice]:
@@ -168,7 +164,13 @@ def disk_price(provider: str, category: str, performance_level: Optional[str]) -
 
 def load_catalog(provider: str, region: Optional[str] = None) -> Catalog:
     """The provider's catalog; with `region`, each row carries its price in that region (regional_price)."""
-    found = catalog_from(datafiles.load_path(providers.catalog_path(provider)), provider)
+    path, shipped = providers.catalog_path(provider), providers.package_dir(provider) / "catalog.yaml"
+    found = catalog_from(datafiles.load_path(path), provider)
+    if path != shipped:  # a refreshed copy: types a newer package added are not hidden by it
+        have = {row.name for row in found.instances}
+        added = tuple(row for row in catalog_from(datafiles.load_path(shipped), provider).instances
+                      if row.name not in have)
+        found = replace(found, instances=found.instances + added)
     return found if region is None else found.in_region(region)
 
 

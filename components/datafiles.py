@@ -27,6 +27,7 @@ def load_path(path: Path) -> Any:
 
 def atomic_write(path: Path, text: str) -> None:
     """Replace the file atomically: a crash leaves the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:

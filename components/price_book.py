@@ -14,8 +14,7 @@ snapshot (`replace_regions`), so an old figure for a region never outlives a new
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -85,18 +84,28 @@ def _float(value) -> Optional[float]:
 
 
 def path_of(provider: str) -> Path:
-    folder = os.environ.get(providers.CATALOGS_ENV)
-    if folder and (Path(folder) / f"{provider}.{FILE}").is_file():
-        return Path(folder) / f"{provider}.{FILE}"
-    return providers.package_dir(provider) / FILE
+    return providers.overlay(f"{provider}.{FILE}") or providers.package_dir(provider) / FILE
+
+
+def refresh_target(provider: str) -> tuple[Path, Path]:
+    """(the price book a public refresh writes by default, the one it edits: providers.refresh_target)."""
+    return providers.refresh_target(f"{provider}.{FILE}", providers.package_dir(provider) / FILE)
 
 
 def load(provider: str) -> Optional[Book]:
-    """The provider's price book, or None when it ships none."""
-    path = path_of(provider)
+    """The provider's price book, or None when it ships none. A book in the catalogs folder (a refreshed copy) also
+    gets each shipped snapshot it lacks, so a newer package's dated prices reach a user whose copy is older; the
+    newest snapshot still wins per type and region."""
+    path, shipped = path_of(provider), providers.package_dir(provider) / FILE
     if not path.is_file():
         return None
-    return book_from(datafiles.load_path(path) or {}, provider, path)
+    book = book_from(datafiles.load_path(path) or {}, provider, path)
+    if path != shipped and shipped.is_file():
+        have = {(s.source, s.date) for s in book.snapshots}
+        extra = [s for s in book_from(datafiles.load_path(shipped) or {}, provider, shipped).snapshots
+                 if (s.source, s.date) not in have]
+        book = replace(book, snapshots=(*extra, *book.snapshots))
+    return book
 
 
 def book_from(raw: dict, provider: str, path: Path) -> Book:

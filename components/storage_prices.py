@@ -14,7 +14,6 @@ price is; `checkPages` names the page per group. The newest snapshot that prices
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional
@@ -97,10 +96,7 @@ class Book:
 
 
 def path_of(provider: str) -> Path:
-    folder = os.environ.get(providers.CATALOGS_ENV)
-    if folder and (Path(folder) / f"{provider}.{FILE}").is_file():
-        return Path(folder) / f"{provider}.{FILE}"
-    return providers.package_dir(provider) / FILE
+    return providers.overlay(f"{provider}.{FILE}") or providers.package_dir(provider) / FILE
 
 
 def load(provider: str) -> Book:

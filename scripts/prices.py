@@ -80,7 +80,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     refresh.add_argument("--feed-version", help="Alibaba: the public price JSON's version (default: found on the pricing"
                          " page; required with --site intl)")
     refresh.add_argument("--prices-file", type=Path, help="the price book a public refresh writes (default: the"
-                         " provider's prices.yaml)")
+                         " provider's prices.yaml in a clone; installed from a wheel, a copy in ~/.config/gpu-training/"
+                         "catalogs or $GPU_TRAINING_CATALOGS, which every command reads first)")
     refresh.add_argument("--zone", help="availability zone (needed where the price API prices a launch in a zone: "
                          + _needed_by("zone") + "; Tencent's public feed: only this zone)")
     refresh.add_argument("--image", help="image id to price a launch with (needed by: " + _needed_by("image") + ")")
@@ -94,7 +95,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              p for p in pricing_providers() if hasattr(providers.module(p, "pricing"), "fetch_disks"))
                              or "none") + ")")
     refresh.add_argument("--endpoint", help="API or feed host URL, e.g. https://ecs.cn-hangzhou.aliyuncs.com")
-    refresh.add_argument("--catalog", type=Path, help="the catalog file a signed refresh updates (default: the provider's)")
+    refresh.add_argument("--catalog", type=Path, help="the catalog file a signed refresh updates (default: the provider's;"
+                         " installed from a wheel, a copy in ~/.config/gpu-training/catalogs)")
     refresh.add_argument("--dry-run", action="store_true", help="fetch and print, write nothing")
     return parser.parse_args(argv)
 
@@ -110,8 +112,12 @@ def _needed_by(option: str) -> str:
 OPTION_EXAMPLES = {"zone": "--zone ap-shanghai-2", "image": "--image img-xxxxxxxx", "project_id": "--project-id 0123abcd"}
 
 
-def catalog_path(provider: str, override: Path | None) -> Path:
-    return override if override is not None else providers.catalog_path(provider)
+def catalog_path(provider: str, override: Path | None) -> tuple[Path, Path]:
+    """(the catalog a signed refresh writes, the one it edits): --catalog, else the provider's (a wheel install's own
+    copy: providers.catalogs_folder)."""
+    if override is not None:
+        return override, override
+    return providers.refresh_target(f"{provider}.yaml", providers.package_dir(provider) / "catalog.yaml")
 
 
 def today() -> str:
@@ -236,12 +242,12 @@ def refresh(args: argparse.Namespace) -> int:
     if args.region is None:
         return fail(f"--region is required for {args.provider}'s signed price API (e.g. --region cn-hangzhou)")
     module = providers.module(args.provider, "pricing")
-    path = catalog_path(args.provider, args.catalog)
-    if not path.is_file():
-        return fail(f"no catalog for {args.provider}: {path} does not exist; add the catalog first"
+    path, source = catalog_path(args.provider, args.catalog)
+    if not source.is_file():
+        return fail(f"no catalog for {args.provider}: {source} does not exist; add the catalog first"
                     " (rows with type, gpu, gpuCount, ... and price: null), or pass --catalog PATH")
     try:
-        text, document = load_rows(path)
+        text, document = load_rows(source)
     except (ValueError, yaml.YAMLError) as error:
         return fail(str(error))
     catalog_types = [row["type"] for row in document["instances"]]
@@ -317,9 +323,9 @@ def refresh_public(args: argparse.Namespace) -> int:
     from components import price_book, public_feed
 
     module = providers.module(args.provider, "public_prices")
-    path = args.prices_file or price_book.path_of(args.provider)
-    if not path.is_file():
-        return fail(f"no price book for {args.provider}: {path} does not exist (a prices.yaml with provider, checkPage,"
+    path, source = (args.prices_file, args.prices_file) if args.prices_file else price_book.refresh_target(args.provider)
+    if not source.is_file():
+        return fail(f"no price book for {args.provider}: {source} does not exist (a prices.yaml with provider, checkPage,"
                     " spotRange, unpublished and `snapshots: []`), or pass --prices-file PATH")
     if args.endpoint:
         parts = urlsplit(args.endpoint)
@@ -353,7 +359,7 @@ def refresh_public(args: argparse.Namespace) -> int:
     missing = [t for t in types if t not in snapshot.on_demand]
     if missing:
         print(f"no price for {len(missing)} type(s) in the regions read: {', '.join(missing)}", file=sys.stderr)
-    text = price_book.replace_regions(path.read_text(encoding="utf-8"), snapshot)
+    text = price_book.replace_regions(source.read_text(encoding="utf-8"), snapshot)
     if args.dry_run:
         print(f"dry run: {path} not written")
         return OK
@@ -386,7 +392,8 @@ def refresh_disks(args: argparse.Namespace, module, date: str) -> int:
                      "source": module.source(args.endpoint, args.region) + " ResourceType=disk"})
     if not rows:
         return fail(f"the {module.DISPLAY} API priced no disk kind", FAILED)
-    path = (args.catalog.parent / f"{args.provider}.disks.yaml") if args.catalog else catalog.disk_prices_path(args.provider)
+    path = (args.catalog.parent / f"{args.provider}.disks.yaml") if args.catalog else providers.refresh_target(
+        f"{args.provider}.disks.yaml", providers.package_dir(args.provider) / "disk_prices.yaml")[0]
     text = (f"# Data disk prices per GiB-hour, written by scripts/prices.py refresh --disks on {date}; a refresh\n"
             "# rewrites this file. Each row names the API it was read from.\n"
             + yaml.safe_dump({"provider": args.provider, "disks": rows}, sort_keys=False))

@@ -5,6 +5,7 @@ the shipped code makes; the slow one builds the wheel, installs it into a fresh 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -219,3 +220,44 @@ def test_a_wheel_install_works_from_an_empty_folder(tmp_path):
     rehearsed = run("rehearse", "entry-t4", "--steps", "40", timeout=600)
     assert rehearsed.returncode == 0, rehearsed.stdout[-3000:] + rehearsed.stderr[-3000:]
     assert "resumed, not from zero" in rehearsed.stdout
+
+
+@pytest.mark.slow
+def test_a_wheel_installs_price_refresh_lands_in_the_users_folder_not_in_site_packages(tmp_path):
+    """`prices refresh` from a wheel install: the package's price book in site-packages is left as shipped (an
+    upgrade would drop a refresh written there, a read-only install refuses it); the refresh goes to
+    ~/.config/gpu-training/catalogs, which `prices show` and the preview then read."""
+    from tests.localcloud.public_price_standins import PublicPriceStandIn, regional_price
+
+    venv = fresh_venv(tmp_path / "venv", build_wheel(tmp_path))
+    work, home = tmp_path / "project", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPU_TRAINING_PROJECT", "GPU_TRAINING_OUT",
+                                                            "VIRTUAL_ENV", "XDG_CONFIG_HOME", "GPU_TRAINING_CATALOGS")}
+    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", HOME=str(home))
+
+    def run(*args):
+        return subprocess.run(["gpu-training", *args], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+
+    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import components; print(components.__file__)"],
+                               env=env, capture_output=True, text=True, check=True).stdout.strip()).parent
+    shipped = site / "providers" / "huaweicloud" / "prices.yaml"
+    before = shipped.read_bytes()
+    assert run("init", "--cloud", "huaweicloud", "--gpu", "T4", "--region", "cn-north-4").returncode == 0
+    with PublicPriceStandIn("huaweicloud", ["pi2.2xlarge.4"]) as feed:
+        refreshed = run("prices", "refresh", "--provider", "huaweicloud", "--region", "cn-north-4", "--types",
+                        "pi2.2xlarge.4", "--endpoint", feed.url)
+    assert refreshed.returncode == 0, refreshed.stderr
+    written = home / ".config" / "gpu-training" / "catalogs" / "huaweicloud.prices.yaml"
+    assert written.is_file() and str(written) in refreshed.stdout
+    assert shipped.read_bytes() == before
+    (stack,) = (work / "stacks").glob("Pulumi.*.yaml")
+    previewed = run("preview", stack.name[len("Pulumi."):-len(".yaml")], "--json")
+    assert previewed.returncode == 0, previewed.stderr[-2000:]
+    document = json.loads(previewed.stdout)
+    assert document["outputs"]["instanceType"] == "pi2.2xlarge.4"
+    assert document["cost"]["onDemandPerHour"] == pytest.approx(regional_price("pi2.2xlarge.4", "cn-north-4"))
+    shown = run("prices", "show", "--provider", "huaweicloud", "--region", "cn-north-4", "--json")
+    row = next(r for r in json.loads(shown.stdout) if r["instanceType"] == "pi2.2xlarge.4")
+    assert row["onDemandPerHour"] == pytest.approx(regional_price("pi2.2xlarge.4", "cn-north-4")), row

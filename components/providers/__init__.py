@@ -125,13 +125,47 @@ def with_module(part: str) -> list[str]:
 CATALOGS_ENV = "GPU_TRAINING_CATALOGS"  # a folder of <provider>.yaml catalogs that replace the packages' ones
 
 
-def catalog_path(name: str) -> Path:
-    """The provider's instance catalog: catalog.yaml in its package, or <provider>.yaml in the folder
-    $GPU_TRAINING_CATALOGS names (a what-if with refreshed prices that leaves the shipped catalog alone)."""
+def installed_from_a_wheel() -> bool:
+    """True where these packages sit in an interpreter's site-packages (pip install gpu-training), False in a clone
+    (an editable install points at the clone)."""
+    return bool({"site-packages", "dist-packages"} & set(Path(__file__).resolve().parts))
+
+
+def catalogs_folder() -> Path | None:
+    """Where refreshed catalogs, price books and disk prices are read from first and written to: the folder
+    $GPU_TRAINING_CATALOGS names; else, for a wheel install, the user's own ($XDG_CONFIG_HOME, or ~/.config,
+    /gpu-training/catalogs: a refresh written into site-packages would be lost with the next upgrade and fails on
+    a read-only install); else None: in a clone the packages' files are the project's data, refreshed in place."""
     folder = os.environ.get(CATALOGS_ENV)
-    if folder and (Path(folder) / f"{name}.yaml").is_file():
-        return Path(folder) / f"{name}.yaml"
-    return package_dir(name) / "catalog.yaml"
+    if folder:
+        return Path(folder)
+    if installed_from_a_wheel():
+        return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "gpu-training" / "catalogs"
+    return None
+
+
+def overlay(file_name: str) -> Path | None:
+    """`file_name` in catalogs_folder() when it exists there."""
+    folder = catalogs_folder()
+    return folder / file_name if folder is not None and (folder / file_name).is_file() else None
+
+
+def refresh_target(file_name: str, shipped: Path) -> tuple[Path, Path]:
+    """(the file a refresh writes, the file it reads to edit): `file_name` in catalogs_folder(), edited from the copy
+    there or, before the first refresh, from the shipped file; the shipped file itself where there is no folder.
+    Nothing is written here (a dry run or a failed refresh leaves no copy behind)."""
+    folder = catalogs_folder()
+    if folder is None:
+        return shipped, shipped
+    target = folder / file_name
+    return target, target if target.is_file() else shipped
+
+
+def catalog_path(name: str) -> Path:
+    """The provider's instance catalog: catalog.yaml in its package, or <provider>.yaml in catalogs_folder()
+    ($GPU_TRAINING_CATALOGS: a what-if with refreshed prices that leaves the shipped catalog alone; a wheel
+    install's own refreshes)."""
+    return overlay(f"{name}.yaml") or package_dir(name) / "catalog.yaml"
 
 
 def node_runtime_path(name: str) -> Path:

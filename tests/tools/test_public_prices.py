@@ -163,3 +163,47 @@ def test_the_shipped_prices_are_dated_sourced_and_never_deploy_caps():
         assert all(row.price.account_price is None for row in catalog.load_catalog(provider).instances)
     priced = catalog.load_catalog("alicloud", "cn-hangzhou").get("ecs.gn6i-c8g1.2xlarge").price
     assert priced.known and priced.on_demand_per_hour == 14 and priced.account_price is None  # a list price only
+
+
+def test_a_refresh_writes_the_catalogs_folder_and_never_the_shipped_book_and_a_dry_run_nothing(tmp_path):
+    """Where the catalogs folder applies ($GPU_TRAINING_CATALOGS here; a wheel install's ~/.config/gpu-training/
+    catalogs, tests/test_packaging.py), a refresh without --prices-file begins the folder's copy from the shipped
+    book and edits that: the installed package is never written (an upgrade would drop it)."""
+    shipped = price_book.path_of("huaweicloud")
+    before = shipped.read_text()
+    folder = tmp_path / "catalogs"
+    env = environment(GPU_TRAINING_CATALOGS=str(folder))
+    with PublicPriceStandIn("huaweicloud", types_of("huaweicloud")) as feed:
+        dry = prices("refresh", "--provider", "huaweicloud", "--region", "cn-north-4", "--endpoint", feed.url,
+                     "--dry-run", env=env)
+        assert dry.returncode == 0, dry.stderr
+        assert not folder.exists()
+        run = prices("refresh", "--provider", "huaweicloud", "--region", "cn-north-4", "--endpoint", feed.url, env=env)
+    assert run.returncode == 0, run.stderr
+    written = folder / "huaweicloud.prices.yaml"
+    assert f"to {written}" in run.stdout and shipped.read_text() == before
+    copy = yaml.safe_load(written.read_text())
+    assert copy["checkPage"] == yaml.safe_load(before)["checkPage"] and len(copy["snapshots"]) == 1
+    section = preview_json("hw-entry-t4", env)["cost"]
+    assert section["onDemandPerHour"] == pytest.approx(regional_price("pi2.2xlarge.4", "cn-north-4"))
+
+
+def test_a_copy_in_the_catalogs_folder_does_not_hide_what_the_shipped_files_add(tmp_path, monkeypatch):
+    """A copy made before an upgrade lacks the newer package's snapshots and types: they are read with it."""
+    book = yaml.safe_load(price_book.path_of("alicloud").read_text())
+    shipped_snapshots = len(book["snapshots"])
+    (tmp_path / "alicloud.prices.yaml").write_text(yaml.safe_dump({**book, "snapshots": []}))
+    rows = yaml.safe_load(providers_catalog("alicloud").read_text())
+    dropped = rows["instances"][0]["type"]
+    (tmp_path / "alicloud.yaml").write_text(yaml.safe_dump({**rows, "instances": rows["instances"][1:]}))
+    monkeypatch.setenv("GPU_TRAINING_CATALOGS", str(tmp_path))
+    assert price_book.path_of("alicloud") == tmp_path / "alicloud.prices.yaml"
+    assert len(price_book.load("alicloud").snapshots) == shipped_snapshots
+    assert catalog.load_catalog("alicloud").get(dropped) is not None
+    assert price_book.load("alicloud").quote("ecs.gn6i-c4g1.xlarge", "cn-hangzhou")[1] == 11.63
+
+
+def providers_catalog(provider: str) -> Path:
+    from components import providers
+
+    return providers.package_dir(provider) / "catalog.yaml"
