@@ -13,9 +13,13 @@ notice can be posted) and its API (records the release requests), and a fake acc
 
 The drill: train until a complete checkpoint is in the bucket, post a spot notice to node 0, wait
 for its PREEMPTED marker, start a fresh replacement node (new instance id, empty disk), and check:
-training resumed from the saved step (not from zero) and finished; the final checkpoint and the
-report are in the bucket; the release was requested exactly once per finished node and never for
-the preempted one. The launcher is the stack's (train.launcher): under torchrun each node runs one CPU rank
+the trainer saved on the stop signal (a checkpoint file written after it, an exit within the grace,
+not of the signal); training resumed from the saved step (not from zero) and finished; the final
+checkpoint and the report are in the bucket; the release was requested exactly once per finished node
+and never for the preempted one. The example trainer is judged by its summary line; your own command by
+what its trainer reports (tools/trainerevidence.py): the `step` of GPU_TRAINING_STATS_FILE, else the
+`step N` numbers in its output, must go on from the saved step (the number in the newest checkpoint's
+name). A trainer that reports no step is "unverified": not a pass. The launcher is the stack's (train.launcher): under torchrun each node runs one CPU rank
 (gloo) per GPU, at most MAX_RANKS on all nodes. Multi-node stacks rehearse two nodes:
 when node 0 is reclaimed, node 1's trainer stops at the same step, its agent waits for the cluster
 to re-form, and both resume together once the replacement joins.
@@ -32,7 +36,8 @@ With --keep, the rehearsal's bucket outlives it: every object of the stack (mark
 reports, the nodes' logs) is copied to out/<stack>/rehearsal/ with a record of the stack's outputs, and
 `gpu-training status|logs|report STACK --rehearsal` read it offline (docs/cli.md).
 
-Exit status: 0 every check passed, 1 a check failed, 2 bad stack or arguments.
+Exit status: 0 every check passed, 1 a check failed or could not be verified (the table says which: FAIL or
+unverified; a rehearsal claims only what it saw), 2 bad stack or arguments.
 """
 from __future__ import annotations
 
@@ -91,7 +96,7 @@ REHEARSAL_TRAINER_ARGS = ["--steps", "{steps}", "--ckpt-every", "{every}", "--ba
 @dataclass
 class Check:
     name: str
-    ok: bool
+    ok: bool | None  # None: unverified, the rehearsal found no evidence either way (not a pass)
     detail: str
 
 
@@ -105,14 +110,19 @@ class Node:
     config: dict = field(default_factory=dict)
     process: subprocess.Popen | None = None
     loader: list[str] = field(default_factory=list)  # user-data's command: python3, the loader, its config
+    log_mark: int = 0  # the trainer log's size when the replacement started: later bytes are the resumed run's
 
     @property
     def config_path(self) -> Path:
         return self.root / "node.json"
 
-    def trainer_log(self) -> str:
+    def trainer_log_bytes(self) -> bytes:
         path = Path(self.config["paths"]["logs"]) / "trainer.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return path.read_bytes() if path.exists() else b""
+
+    def trainer_log(self, start: int = 0, end: int | None = None) -> str:
+        return self.trainer_log_bytes()[start:end].decode(errors="replace")
+
 
     def agent_log(self) -> str:
         path = self.root / "agent.out"
@@ -280,6 +290,8 @@ class Rehearsal:
 
         self.setup = SetupRehearsal(spec, args.wheels)  # the user's packages (docs/training-contract.md §6)
         self.first_marker = None  # the preempted node's last marker (a pod's successor takes its name)
+        self.newest_saved: dict = {}  # the newest complete snapshot before the replacement started (its manifest)
+        self.resumed_at = float("inf")  # when the replacement started: later steps are the resumed run's
 
     # ------------------------------------------------------------------ set-up, as `pulumi up` and the bootstrap do
     def upload_data(self) -> dict | None:
@@ -505,9 +517,11 @@ class Rehearsal:
                 raise RuntimeError(f"the agent of {node.instance_id} is still running after"
                                    f" {self.args.timeout:g} s:\n{node.agent_log()[-3000:]}") from None
 
-    def check(self, name: str, ok: bool, detail: str) -> None:
-        self.checks.append(Check(name, bool(ok), detail))
-        if not ok:
+    def check(self, name: str, ok: bool | None, detail: str) -> None:
+        self.checks.append(Check(name, None if ok is None else bool(ok), detail))
+        if ok is None:
+            self.say(f"  UNVERIFIED {name}: {detail}")
+        elif not ok:
             self.say(f"  FAIL {name}: {detail}")
 
     # ------------------------------------------------------------------ the drill
@@ -588,8 +602,13 @@ class Rehearsal:
         saved_step = max((self.steps_in(m) for m in saved), default=0)
         self.check("checkpoint saved", bool(saved), f"{len(saved)} complete snapshot(s), newest at step {saved_step}"
                    if self.example else f"{len(saved)} complete snapshot(s)")
+        self.newest_saved = saved[-1] if saved else {}
+        self.check_stop_save(first)
 
         # Phase 2: the pool's replacement for node 0 (new id, empty disk) joins the waiting nodes.
+        self.resumed_at = time.time()
+        for node in first:  # what the survivors' trainers log from now on is the resumed run's
+            node.log_mark = len(node.trainer_log_bytes())
         replacement = self.make_node(self.count, replaces=victim)
         survivors = first[1:]
         self.api.instances = [(n.instance_id, "127.0.0.1") for n in [replacement, *survivors]]
@@ -604,6 +623,52 @@ class Rehearsal:
         self.wait_exit(self.nodes)
         self.verify(saved_step, stopped_at)
         return self.checks
+
+    def check_stop_save(self, first: list[Node]) -> None:
+        """The preempted node's trainer on the stop signal (docs/training-contract.md §4): it wrote a checkpoint into
+        CKPT_DIR after the signal (on any node: under torchrun rank 0, the rank that saves, may be on a survivor)
+        and exited within the grace, not of the signal itself. No signal, no check: a cloud without a notice kills."""
+        from tools.trainerevidence import judge_stop, written_since
+
+        marker = self.first_marker or {}
+        told = (marker.get("stopSignal") or {}).get("at")
+        if not told:
+            return
+        at = datetime.fromisoformat(told).timestamp()
+        folders = [Path(n.config["paths"]["checkpoints"]) for n in first]
+        signal_name = first[0].config["train"].get("stopSignal") or "SIGTERM"
+        ok, detail = judge_stop(marker, signal_name, at, written_since(folders, at, time.time()), self.launcher)
+        self.check("saved on the stop signal", ok, detail)
+
+    def reported_steps(self, node: Node, resumed: bool) -> list[int]:
+        """The steps `node`'s trainer reported, in order: before the replacement started, or after it (resumed). From
+        GPU_TRAINING_STATS_FILE when the trainer writes it (its `step` is the contract's), else from its output."""
+        from tools.trainerevidence import logged_steps, stats_steps
+
+        if any(stats_steps(self.loader_csv(n)) for n in self.nodes + self.retired):
+            return stats_steps(self.loader_csv(node), **({"since": self.resumed_at} if resumed
+                                                         else {"until": self.resumed_at}))
+        return logged_steps(node.trainer_log(start=node.log_mark) if resumed else node.trainer_log(end=node.log_mark))
+
+    @staticmethod
+    def loader_csv(node: Node) -> Path:
+        return Path(node.config["paths"]["state"]) / "loader.csv"  # the agent's samples of the stats file (monitor.py)
+
+    def check_user_resume(self, replacement: Node, saved_step: int) -> None:
+        """A command of the user's: resumed is what its trainer reported after the replacement started, compared with
+        the step the newest snapshot names (tools/trainerevidence.py); the agent setting RESUME_FROM is no proof."""
+        from tools.trainerevidence import judge_resume
+
+        offered = re.findall(r"RESUME_FROM='([^']*)'", replacement.agent_log())
+        before = [s for n in self.retired + self.nodes[1:] for s in self.reported_steps(n, resumed=False)]
+        after = [seq for n in self.nodes if (seq := self.reported_steps(n, resumed=True))]
+        first = min((seq[0] for seq in after), default=None)  # each node's first: the nodes' logs are not interleaved
+        reached = max(before + [s for seq in after for s in seq], default=0)
+        files = list(self.newest_saved.get("files", {}))
+        named = [f for f in files if self.steps_in({"files": {f: None}}) == saved_step] or files or [""]
+        verdict = judge_resume(offered[-1] if offered else "", before, first, reached, saved_step, named[0])
+        self.check("resumed, not from zero", verdict.ok, verdict.detail)
+        self.lost = verdict.lost
 
     def last_step(self, node: Node) -> int | None:
         steps = [int(m.group(1)) for m in re.finditer(r"\bstep (\d+)", node.trainer_log())]
@@ -652,9 +717,7 @@ class Rehearsal:
             lost = None if stopped_at is None or resumed is None else max(0, stopped_at - resumed)
             self.lost = lost
         else:
-            resumed = "RESUME_FROM=''" not in replacement.agent_log() and "RESUME_FROM=" in replacement.agent_log()
-            self.check("resumed, not from zero", resumed, "the replacement's agent set RESUME_FROM")
-            self.lost = None
+            self.check_user_resume(replacement, saved_step)
         if getattr(self, "data", None):
             staged = [json.loads(p.read_text()) if (p := Path(n.config["paths"]["state"]) / "staging.json").exists()
                       else {} for n in self.nodes]
@@ -750,6 +813,9 @@ def print_log_tails(rehearsal: Rehearsal, console) -> None:
             console.print("  " + line[:300], markup=False, highlight=False, soft_wrap=True)
 
 
+RESULTS = {True: "[green]pass[/]", False: "[red]FAIL[/]", None: "[yellow]unverified[/]"}
+
+
 def print_table(rehearsal: Rehearsal) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -759,13 +825,17 @@ def print_table(rehearsal: Rehearsal) -> None:
     table.add_column("result")
     table.add_column("detail")
     for check in rehearsal.checks:
-        table.add_row(check.name, "[green]pass[/]" if check.ok else "[red]FAIL[/]", check.detail)
+        table.add_row(check.name, RESULTS[check.ok], check.detail)
     lost = getattr(rehearsal, "lost", None)
     table.add_row("steps lost to preemption", "", "unknown" if lost is None else str(lost))
     console = Console(stderr=rehearsal.args.json)
     console.print(table)
-    if not all(c.ok for c in rehearsal.checks):
+    if any(c.ok is False for c in rehearsal.checks):
         print_log_tails(rehearsal, console)
+    for check in rehearsal.checks:
+        if check.ok is None:
+            console.print(f"{check.name}: not verified, so the rehearsal does not pass (exit 1)", style="yellow",
+                          highlight=False)
 
 
 def main(argv=None) -> int:
@@ -813,11 +883,12 @@ def main(argv=None) -> int:
             print(f"rehearse: the bucket could not be kept: {type(error).__name__}: {error}", file=sys.stderr)
         rehearsal.stop()
     print_table(rehearsal)
-    passed = bool(rehearsal.checks) and all(c.ok for c in rehearsal.checks)
+    passed = bool(rehearsal.checks) and all(c.ok is True for c in rehearsal.checks)  # unverified is no pass
     if args.json:
         print(json.dumps({"stack": args.stack, "passed": passed, "nodes": rehearsal.count,
                           "launcher": getattr(rehearsal, "launcher", None), "ranksPerNode": getattr(rehearsal, "ranks", None),
                           "stepsLost": getattr(rehearsal, "lost", None), "workdir": str(workdir),
+                          "unverified": [c.name for c in rehearsal.checks if c.ok is None],
                           "checks": [c.__dict__ for c in rehearsal.checks]}, indent=1))
     if kept:
         print(f"bucket kept: {kept} (try: gpu-training status {args.stack} --rehearsal; "
