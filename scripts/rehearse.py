@@ -19,9 +19,9 @@ checkpoint and the report are in the bucket; the release was requested exactly o
 and never for the preempted one. The example trainer is judged by its summary line; your own command by
 what its trainer reports (tools/trainerevidence.py): the `step` of GPU_TRAINING_STATS_FILE, else the
 `step N` numbers in its output, must go on from the saved step (the number in the newest checkpoint's
-name). A trainer that reports no step is "unverified": not a pass. The launcher is the stack's (train.launcher): under torchrun each node runs one CPU rank
-(gloo) per GPU, at most MAX_RANKS on all nodes. Multi-node stacks rehearse two nodes:
-when node 0 is reclaimed, node 1's trainer stops at the same step, its agent waits for the cluster
+name). A trainer that reports no step is "unverified": not a pass. The launcher is the stack's
+(train.launcher): under torchrun each node runs one CPU rank (gloo) per GPU, at most MAX_RANKS on all
+nodes. Multi-node stacks rehearse two nodes: when node 0 is reclaimed, node 1's trainer stops at the same step, its agent waits for the cluster
 to re-form, and both resume together once the replacement joins.
 
 The example trainer (the stacks' default command) runs a rehearsal-sized job; your own
@@ -122,7 +122,6 @@ class Node:
 
     def trainer_log(self, start: int = 0, end: int | None = None) -> str:
         return self.trainer_log_bytes()[start:end].decode(errors="replace")
-
 
     def agent_log(self) -> str:
         path = self.root / "agent.out"
@@ -635,9 +634,12 @@ class Rehearsal:
         if not told:
             return
         at = datetime.fromisoformat(told).timestamp()
+        # Until the final marker (to the second, hence + 1 s): a survivor's agent restores the newest snapshot into
+        # its CKPT_DIR only after it read that marker (agent.peer_stopped), and a restored file is no save.
+        until = datetime.fromisoformat(marker["updatedAt"]).timestamp() + 1 if marker.get("updatedAt") else time.time()
         folders = [Path(n.config["paths"]["checkpoints"]) for n in first]
         signal_name = first[0].config["train"].get("stopSignal") or "SIGTERM"
-        ok, detail = judge_stop(marker, signal_name, at, written_since(folders, at, time.time()), self.launcher)
+        ok, detail = judge_stop(marker, signal_name, at, written_since(folders, at, until), self.launcher)
         self.check("saved on the stop signal", ok, detail)
 
     def reported_steps(self, node: Node, resumed: bool) -> list[int]:
