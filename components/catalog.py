@@ -166,12 +166,15 @@ def load_catalog(provider: str, region: Optional[str] = None) -> Catalog:
     """The provider's catalog; with `region`, each row carries its price in that region (regional_price)."""
     path, shipped = providers.catalog_path(provider), providers.package_dir(provider) / "catalog.yaml"
     found = catalog_from(datafiles.load_path(path), provider)
-    if path != shipped:  # a refreshed copy: types a newer package added are not hidden by it
-        have = {row.name for row in found.instances}
-        added = tuple(row for row in catalog_from(datafiles.load_path(shipped), provider).instances
-                      if row.name not in have)
-        found = replace(found, instances=found.instances + added)
+    if path != shipped and providers.adds_shipped(path):
+        found = with_shipped(found, catalog_from(datafiles.load_path(shipped), provider))
     return found if region is None else found.in_region(region)
+
+
+def with_shipped(copy: Catalog, shipped: Catalog) -> Catalog:
+    """A wheel install's refreshed copy with the types a newer package added (the copy's own rows win)."""
+    have = {row.name for row in copy.instances}
+    return replace(copy, instances=copy.instances + tuple(row for row in shipped.instances if row.name not in have))
 
 
 def regional_price(row: "InstanceType", region: str, book: Optional[price_book.Book] = None) -> Price:

@@ -93,19 +93,23 @@ def refresh_target(provider: str) -> tuple[Path, Path]:
 
 
 def load(provider: str) -> Optional[Book]:
-    """The provider's price book, or None when it ships none. A book in the catalogs folder (a refreshed copy) also
-    gets each shipped snapshot it lacks, so a newer package's dated prices reach a user whose copy is older; the
-    newest snapshot still wins per type and region."""
+    """The provider's price book, or None when it ships none. A wheel install's refreshed copy
+    (providers.adds_shipped) is read with the shipped book (with_shipped)."""
     path, shipped = path_of(provider), providers.package_dir(provider) / FILE
     if not path.is_file():
         return None
     book = book_from(datafiles.load_path(path) or {}, provider, path)
-    if path != shipped and shipped.is_file():
-        have = {(s.source, s.date) for s in book.snapshots}
-        extra = [s for s in book_from(datafiles.load_path(shipped) or {}, provider, shipped).snapshots
-                 if (s.source, s.date) not in have]
-        book = replace(book, snapshots=(*extra, *book.snapshots))
+    if path != shipped and shipped.is_file() and providers.adds_shipped(path):
+        book = with_shipped(book, book_from(datafiles.load_path(shipped) or {}, provider, shipped))
     return book
+
+
+def with_shipped(copy: Book, shipped: Book) -> Book:
+    """`copy` with each shipped snapshot it lacks (by source and date), so a newer package's dated prices reach a
+    user whose copy is older; the newest snapshot still wins per type and region."""
+    have = {(s.source, s.date) for s in copy.snapshots}
+    return replace(copy, snapshots=(*(s for s in shipped.snapshots if (s.source, s.date) not in have),
+                                    *copy.snapshots))
 
 
 def book_from(raw: dict, provider: str, path: Path) -> Book:

@@ -261,3 +261,9 @@ def test_a_wheel_installs_price_refresh_lands_in_the_users_folder_not_in_site_pa
     shown = run("prices", "show", "--provider", "huaweicloud", "--region", "cn-north-4", "--json")
     row = next(r for r in json.loads(shown.stdout) if r["instanceType"] == "pi2.2xlarge.4")
     assert row["onDemandPerHour"] == pytest.approx(regional_price("pi2.2xlarge.4", "cn-north-4")), row
+    # A copy from before an upgrade (here: no snapshots at all) does not hide the shipped prices.
+    shipped_book = yaml.safe_load((site / "providers" / "alicloud" / "prices.yaml").read_text())
+    (written.parent / "alicloud.prices.yaml").write_text(yaml.safe_dump({**shipped_book, "snapshots": []}))
+    shown = run("prices", "show", "--provider", "alicloud", "--region", "cn-hangzhou", "--json")
+    row = next(r for r in json.loads(shown.stdout) if r["instanceType"] == "ecs.gn6i-c4g1.xlarge")
+    assert row["onDemandPerHour"] == 11.63 and row["date"] == "2024-12-31", row

@@ -144,6 +144,13 @@ def catalogs_folder() -> Path | None:
     return None
 
 
+def adds_shipped(path: Path) -> bool:
+    """Whether a file read from catalogs_folder() is read together with the shipped one: yes for a wheel install's
+    own folder (a copy made before an upgrade must not hide what the newer package adds); no for the folder
+    $GPU_TRAINING_CATALOGS names, a what-if that replaces the shipped files (an empty price book means no prices)."""
+    return not os.environ.get(CATALOGS_ENV) and path.parent == catalogs_folder()
+
+
 def overlay(file_name: str) -> Path | None:
     """`file_name` in catalogs_folder() when it exists there."""
     folder = catalogs_folder()
