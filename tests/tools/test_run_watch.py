@@ -438,7 +438,8 @@ def test_decide(states, timed_out, keep, force, destroy, code):
 
 # --- the command line ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("args, named", [
-    (["no-such-stack"], "allowed: "),
+    (["no-such-stack"], "no stack 'no-such-stack': stacks/Pulumi.no-such-stack.yaml does not exist; stacks: "),
+    (["entyr-t4"], "Did you mean entry-t4?"),
     ([STACK, "--timeout", "0"], "--timeout 0"),
     ([STACK, "--timeout", "soon"], "--timeout"),
     ([STACK, "--keep", "--destroy-only"], "--keep with --destroy-only"),
