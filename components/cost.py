@@ -397,6 +397,11 @@ def totals(items) -> dict[str, dict]:
             entry["high"] = round(entry["high"] + item.range[1], 4)
         else:
             entry["unknown"] += 1
+    # An unknown part whose price (and so its currency) is unknown belongs to no currency: with one currency known,
+    # count it there ("12.40 CNY + 2 part(s) unknown"), not as a total of its own ("0.00 ?").
+    stray, known = found.get("?"), [c for c in found if c != "?"]
+    if stray is not None and stray["high"] == 0 and len(known) == 1:
+        found[known[0]]["unknown"] += found.pop("?")["unknown"]
     return found
 
 

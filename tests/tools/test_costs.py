@@ -236,3 +236,23 @@ def test_the_report_prints_the_run_s_cost_from_the_markers_else_the_samples(tmp_
     assert text.returncode == 0, text.stderr
     assert "cost of the run (on-demand):" in text.stdout and "total: 50.47 CNY" in text.stdout
     assert "karpenter-provider-alibabacloud" in text.stdout  # the price's source, with its date
+
+
+def test_a_runs_unknown_parts_join_the_one_known_currency_and_each_price_text_is_said_once():
+    """Newcomer trial: `report --rehearsal` printed "total: 0.03 CNY" and "total: 0.00 ? + 2 part(s) unknown", and
+    each node's line repeated the whole price text (source, date, spot range)."""
+    from tools.runlib.runcost import lines
+
+    items = cost.run_cost(spec_of("entry-t4"), {"n-0": 1.0, "n-1": 2.0}, None)
+    items = [item if "data disk" not in item.what else cost.RunCostItem(item.what, item.hours, None, None, "1.00 h x"
+             " unknown (unknown: no list price here)") for item in items]
+    totals = cost.totals(items)
+    assert set(totals) == {"CNY"} and totals["CNY"]["unknown"] == 2
+    text = lines({"billing": "on-demand", "items": [i.as_dict() for i in items], "totals": totals, "hoursFrom": {},
+                  "unpricedNodes": []})
+    assert [line for line in text if line.startswith("  total:")] == ["  total: 42.00 CNY + 2 part(s) unknown (above)"]
+    assert sum("karpenter-provider-alibabacloud" in line for line in text) == 1
+    assert "  n-0: 14.00 CNY  [1.00 node-h x 14 CNY/h [1]]" in text and "  n-1: 28.00 CNY  [2.00 node-h x 14 CNY/h [1]]" in text
+    # Two known currencies are never added: the unknown part stays apart then.
+    mixed = cost.totals([*items, cost.RunCostItem("storage", 1.0, "USD", 1.0, "1 h x 1 USD/h")])
+    assert set(mixed) == {"CNY", "USD", "?"}

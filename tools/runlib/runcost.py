@@ -89,6 +89,8 @@ def run_cost(spec, nodes: Iterable[str], markers: Mapping[str, Marker], spans: M
 def lines(document: Mapping) -> list[str]:
     """The cost section of the report, as text lines."""
     out = [f"cost of the run ({document['billing']}):"]
+    # Each node's basis repeats the same price text (source, date, spot range): said once, as a numbered note.
+    notes: dict[str, int] = {}
     for item in document["items"]:
         if item["amount"] is not None:
             figure = f"{item['amount']:,.2f} {item['currency']}"
@@ -97,12 +99,15 @@ def lines(document: Mapping) -> list[str]:
             figure = (f"up to {high:,.2f}" if low == 0 else f"{low:,.2f}-{high:,.2f}") + f" {item['currency']}"
         else:
             figure = "unknown"
-        out.append(f"  {item['what']}: {figure}  [{item['basis']}]")
+        head, _, rest = item["basis"].partition(" (")
+        number = notes.setdefault("(" + rest, len(notes) + 1) if rest else None
+        out.append(f"  {item['what']}: {figure}  [{head}" + (f" [{number}]]" if number else "]"))
     for currency, total in document["totals"].items():
         figure = (f"{total['amount']:,.2f}" if total["high"] == total["amount"]
                   else f"{total['amount']:,.2f}-{total['high']:,.2f}") + f" {currency}"
         unknown = f" + {total['unknown']} part(s) unknown (above)" if total["unknown"] else ""
         out.append(f"  total: {figure}{unknown}")
+    out += [f"  [{number}] {text}" for text, number in notes.items()]
     for node, source in document["hoursFrom"].items():
         out.append(f"  hours of {node}: from {source}")
     for node in document["unpricedNodes"]:
