@@ -60,6 +60,23 @@ def test_help_lists_every_subcommand_and_each_explains_itself():
         assert "Traceback" not in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("typed, ours", [("advise", "recommend"), ("launch", "up"), ("destroy", "down"),
+                                          ("gpus", "prices show"), ("show-gpus", "prices show")])
+def test_another_tools_word_for_a_command_names_ours(typed, ours):
+    """Newcomer trial: `gpu-training advise` said only "No such command" (click's did-you-mean catches typos, not
+    the words SkyPilot, dstack or Pulumi users bring)."""
+    done = cli(typed, "x")
+    assert done.returncode == 2 and f"gpu-training's is `gpu-training {ours}`" in done.stderr, done.stderr
+    assert ours.split()[0] in SUBCOMMANDS
+
+
+def test_the_synonyms_never_shadow_a_command():
+    from tools.cli.main import SYNONYMS, cli as group
+
+    assert not set(SYNONYMS) & set(group.commands)
+    assert {target.split()[0] for target in SYNONYMS.values()} <= set(group.commands)
+
+
 def test_completion_offers_the_stack_names():
     done = subprocess.run([sys.executable, "-m", "tools.cli"], cwd=REPO, capture_output=True, text=True, timeout=60,
                           env=env(_GPU_TRAINING_COMPLETE="bash_complete", COMP_WORDS="gpu-training status tc-",

@@ -100,7 +100,30 @@ def bucket_errors():
     return BucketError, BotoCoreError, ClientError
 
 
-@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+# What users of SkyPilot, dstack or Pulumi type for our commands: an unknown command that is one of these is
+# answered with ours (click's own did-you-mean only catches misspellings).
+SYNONYMS = {
+    "launch": "up", "apply": "up", "start": "up", "run": "up",
+    "destroy": "down", "stop": "down", "teardown": "down", "delete": "down",
+    "advise": "recommend", "advisor": "recommend", "size": "recommend", "suggest": "recommend",
+    "gpus": "prices show", "show-gpus": "prices show", "offer": "prices show", "offers": "prices show",
+    "catalog": "prices show", "price": "prices",
+    "plan": "preview", "dry-run": "preview", "ps": "status", "queue": "status", "jobs": "status",
+    "log": "logs", "tail": "logs", "new": "init", "create": "init", "drill": "rehearse", "test": "rehearse",
+}
+
+
+class Commands(click.Group):
+    def resolve_command(self, ctx, args):
+        name = args[0] if args else None
+        if name and name not in self.commands and name in SYNONYMS:
+            raise click.UsageError(f"No such command {name!r}: gpu-training's is `gpu-training {SYNONYMS[name]}`"
+                                   f" (see gpu-training {SYNONYMS[name].split()[0]} --help).", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="gpu-training", prog_name="gpu-training")
 @click.option("--project", "project_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="the project (a folder with Pulumi.yaml and its stacks) to work on; default: the one holding"
