@@ -9,10 +9,10 @@ the run (--on-bad fail, the default; the shards done so far are kept) or is left
 in the manifest (--on-bad skip). An interrupted pack resumes where it stopped when run again.
 
 examples:
-  scripts/pack.py --example-images build/images              # a small generated folder to try it on
-  scripts/pack.py build/images build/packed                  # pack
-  scripts/pack.py build/images build/packed --upload entry-t4   # pack, then upload to the stack's bucket
-then set `data: {localDir: build/packed}` in the stack file (docs/data.md): scripts/run.py uploads it
+  gpu-training pack --example-images build/images                # a small generated folder to try it on
+  gpu-training pack build/images build/packed                    # pack
+  gpu-training pack build/images build/packed --upload entry-t4  # pack, then upload to the stack's bucket
+then set `data: {localDir: build/packed}` in the stack file (docs/data.md): `gpu-training up` uploads it
 before `pulumi up`, and each node stages it onto its SSD before training starts.
 
 exit status: 0 packed (and uploaded), 1 bad images (--on-bad fail) or an upload error, 2 bad arguments.

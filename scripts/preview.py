@@ -26,9 +26,9 @@ COLLAPSE_AFTER = 3  # siblings of one type beyond this are summarised in the hum
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="examples:\n  preview.py medium-a100\n  preview.py medium-a100 --json\n"
-               "  preview.py entry-t4 --set billing=spot --set checkpoint.bucket=my-bucket\n"
-               "  preview.py large-h20 --set nodes=64\n  preview.py entry-t4 --user-data")
+        epilog="examples:\n  gpu-training preview medium-a100\n  gpu-training preview medium-a100 --json\n"
+               "  gpu-training preview entry-t4 --set billing=spot --set checkpoint.bucket=my-bucket\n"
+               "  gpu-training preview large-h20 --set nodes=64\n  gpu-training preview entry-t4 --user-data")
     parser.add_argument("stack", help=f"stack name (stacks/Pulumi.<stack>.yaml): {', '.join(stack_names())}")
     parser.add_argument("--json", action="store_true", help="print one JSON document (schema in README.md)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """GPU prices: show the catalog with its dated prices, or refresh them, with or without a cloud account.
 
-  prices.py show                                   every cloud: each type at its cheapest listed region
-  prices.py show --gpu A100-80G --all-regions      one row per type and region
-  prices.py show --provider alicloud --region cn-hangzhou --json
-  prices.py refresh --provider alicloud                         public price JSON, every region (no account)
-  prices.py refresh --provider tencentcloud --region ap-guangzhou   purchase page endpoint, on-demand and spot
-  prices.py refresh --provider huaweicloud --region cn-north-4      price calculator (no account)
-  prices.py refresh --provider alicloud --region cn-hangzhou --spot --signed   DescribePrice with credentials
-  prices.py refresh --provider baiducloud --region bj --zone cn-bj-d --spot      signed BCC API (no public feed)
+  gpu-training prices show   # every cloud: each type at its cheapest listed region
+  gpu-training prices show --gpu A100-80G --all-regions   # one row per type and region
+  gpu-training prices show --provider alicloud --region cn-hangzhou --json
+  gpu-training prices refresh --provider alicloud   # public price JSON, every region (no account)
+  gpu-training prices refresh --provider tencentcloud --region ap-guangzhou   # purchase page endpoint, on-demand and spot
+  gpu-training prices refresh --provider huaweicloud --region cn-north-4   # price calculator (no account)
+  gpu-training prices refresh --provider alicloud --region cn-hangzhou --spot --signed   # DescribePrice with credentials
+  gpu-training prices refresh --provider baiducloud --region bj --zone cn-bj-d --spot   # signed BCC API (no public feed)
 
 show prints, per instance type, the GPU model and count, GPU memory, vCPU, RAM, the region, the on-demand
 and spot price per hour (spot: the cloud's figure where a refresh read one, else the cloud's documented

@@ -34,11 +34,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = cliargs.command_line(
         "scripts/recommend.py", __doc__,
         epilog="examples:\n"
-               "  recommend.py --model resnet50 --images 1281167 --epochs 90 --deadline 24\n"
-               "  recommend.py --model resnet18 --images 50000 --resolution 32 --epochs 200 --deadline 12\n"
-               "  recommend.py --model yolov5s --images 118287 --dataset-gb 19 --epochs 300 --deadline 72 --spot\n"
-               "  recommend.py --gflops 12 --params 30 --resolution 256 --images 200000 --epochs 50 --deadline 10\n"
-               "  recommend.py --model vit-b --images 1281167 --dataset-gb 140 --epochs 300 --deadline 12 \\\n"
+               "  gpu-training recommend --model resnet50 --images 1281167 --epochs 90 --deadline 24\n"
+               "  gpu-training recommend --model resnet18 --images 50000 --resolution 32 --epochs 200 --deadline 12\n"
+               "  gpu-training recommend --model yolov5s --images 118287 --dataset-gb 19 --epochs 300 --deadline 72 --spot\n"
+               "  gpu-training recommend --gflops 12 --params 30 --resolution 256 --images 200000 --epochs 50 --deadline 10\n"
+               "  gpu-training recommend --model vit-b --images 1281167 --dataset-gb 140 --epochs 300 --deadline 12 \\\n"
                "      --region alicloud:cn-beijing --write-stack large-vit")
     work = parser.add_argument_group("the workload")
     work.add_argument("--model", help="resnet18/34/50/101, resnext50/101, efficientnet-b0..b4, yolov5n..x,"

@@ -2,9 +2,9 @@
 """The regions and zones each provider declares (what the spec checks `<cloud>:region`, zone and spotZones
 against): show them, or refresh them from the cloud's own API.
 
-  regions.py show [--provider P]
-  regions.py refresh --provider alicloud        # ECS DescribeRegions + DescribeZones
-  regions.py refresh --provider tencentcloud    # CVM DescribeRegions + DescribeZones
+  gpu-training regions show [--provider P]
+  gpu-training regions refresh --provider alicloud        # ECS DescribeRegions + DescribeZones
+  gpu-training regions refresh --provider tencentcloud    # CVM DescribeRegions + DescribeZones
 
 refresh rewrites components/providers/<cloud>/regions.yaml with every region your account sees and the
 zones of each, dated today, the API as its source. Credentials are read from the environment only.

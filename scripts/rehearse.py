@@ -137,7 +137,7 @@ def parse_args(argv):
     parser.add_argument("--nodes", type=int, help="nodes to rehearse (default: 2 for multi-node stacks, else 1)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds each phase may take (default 240)")
     parser.add_argument("--data", type=Path, help="rehearse with this data set staged on every node: a folder made by"
-                        " scripts/pack.py, or an image folder (one subfolder per class), packed first; default:"
+                        " `gpu-training pack`, or an image folder (one subfolder per class), packed first; default:"
                         " the stack's data.localDir")
     parser.add_argument("--example-data", action="store_true",
                         help="rehearse with a small generated image folder (4 classes of 32x32 JPEGs), packed, "

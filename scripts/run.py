@@ -252,13 +252,19 @@ def stack_provider(stack: str) -> str:
         raise UsageError(exc.render()) from None
 
 
+def program() -> str:
+    """The command as the person typed it: `gpu-training up` or `gpu-training down` (tools/cli/main.py sets
+    it), run.py when run directly."""
+    return os.path.basename(sys.argv[0]) or "run.py"
+
+
 def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> int:
     """The command; tests pass a recording ``stack_factory`` in place of the Automation API layer."""
     try:
         # With the real Automation layer, missing credentials are named with the stack's problems, in one pass.
         opts = options(argv, check_credentials=stack_factory is None)
     except UsageError as exc:
-        print(f"run.py: error: {exc}", file=sys.stderr)
+        print(f"{program()}: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     if stack_factory is None:
         from functools import partial
@@ -270,7 +276,7 @@ def main(argv: list[str] | None = None, stack_factory=None, **driver_kwargs) -> 
             # Checked before `up`: a stack nobody can watch would never be destroyed by this run.
             credentials = from_env(opts.provider or stack_provider(opts.stack))  # full mode: the checked stack's
         except (MissingCredentials, UsageError) as exc:
-            print(f"run.py: error: {exc}", file=sys.stderr)
+            print(f"{program()}: error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
         stack_factory = PulumiStack
         driver_kwargs.setdefault("bucket_factory", partial(StackBucket, session=credentials.boto3_session()))

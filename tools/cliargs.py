@@ -25,7 +25,10 @@ class Parser(argparse.ArgumentParser):
         self.script = script
 
     def error(self, message: str) -> None:
-        self.exit(USAGE, f"error: {message}\n(see {self.script} --help)\n")
+        # Run by the `gpu-training` command line (tools/cli/main.py sets the program name), the help to read
+        # is the subcommand's as typed, e.g. `gpu-training prices show`; run directly, the script's path.
+        where = self.prog if self.prog.startswith("gpu-training ") else self.script
+        self.exit(USAGE, f"error: {message}\n(see {where} --help)\n")
 
 
 def command_line(script: str, doc: str, **kwargs) -> Parser:

@@ -267,7 +267,7 @@ def test_sync_failed_refuses_to_destroy_until_forced(tmp_path, s3, bucket, moto_
         assert stack.calls == ["up"], "nothing may be destroyed while data is only on a node"
         assert node.state(s3, bucket) == "SYNC_FAILED"
         assert "refusing to destroy" in out and "sudo systemctl restart gpu-training-agent" in out
-        assert "--destroy-only --force" in out
+        assert f"gpu-training down {STACK} --force" in out  # the command a wheel install has
         assert not node.released()
 
         code, out = run_main(tmp_path / "out", stack, "--destroy-only")
@@ -309,7 +309,7 @@ def test_ctrl_c_leaves_the_stack_running_and_watch_only_picks_up(tmp_path, s3, b
     timer.cancel()
     assert code == exitcodes.INTERRUPTED, out
     assert stack.calls == ["up"]
-    assert f"scripts/run.py {STACK} --out {tmp_path / 'out'} --watch-only" in out
+    assert f"gpu-training up {STACK} --watch-only --out {tmp_path / 'out'}" in out
     assert f"pulumi refresh --stack {STACK} --yes && pulumi destroy --stack {STACK}" in out
 
     put_marker(s3, bucket, "i-1", "DONE", exitCode=0)

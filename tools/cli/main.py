@@ -13,7 +13,7 @@ import sys
 import click
 
 from ..cliargs import FAILED as EXIT_FAILED, USAGE as EXIT_USAGE
-from ..runlib.exitcodes import INTERRUPTED as EXIT_INTERRUPTED
+from ..runlib.exitcodes import HELP as RUN_EXIT_CODES, INTERRUPTED as EXIT_INTERRUPTED
 from . import paths
 
 # The commands that work on a project's stacks: outside any project they stop with where they looked.
@@ -21,8 +21,8 @@ NEEDS_PROJECT = {"preview", "rehearse", "up", "down", "status", "logs", "report"
 PASS_THROUGH = {"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
 EPILOG = """\b
 Exit codes (every subcommand): 0 done, 1 failed (a check, the bucket, the cloud), 2 bad arguments or
-missing credentials (nothing started); `up` and `down` add run.py's own (3-8, 130: docs/run.md).
-Credentials: one pair per cloud, the variables its Pulumi provider reads (docs/cli.md):
+missing credentials (nothing started); `up` and `down` add their own (3-8, 130: `gpu-training up --help`).
+Credentials: one pair per cloud, the variables its Pulumi provider reads:
 ALICLOUD_ACCESS_KEY/ALICLOUD_SECRET_KEY, TENCENTCLOUD_SECRET_ID/TENCENTCLOUD_SECRET_KEY,
 HW_ACCESS_KEY/HW_SECRET_KEY, BAIDUCLOUD_ACCESS_KEY/BAIDUCLOUD_SECRET_KEY.
 Shell completion: eval "$(_GPU_TRAINING_COMPLETE=bash_source gpu-training)" (zsh_source, fish_source).
@@ -53,15 +53,16 @@ def source_options(f):
     return f
 
 
-def run_script(name: str, argv: list[str], entry: str = "main") -> int:
-    """scripts/<name>.py's main(argv) (or its `entry`), with `gpu-training <name>` as the program name in its usage."""
+def run_script(name: str, argv: list[str], entry: str = "main", command: str | None = None) -> int:
+    """scripts/<name>.py's main(argv) (or its `entry`), with `gpu-training <command>` (default: <name>) as the
+    program name in its usage and its errors: the command the person typed."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"gpu_training_script_{name}", paths.scripts() / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses (and pickling) look their module up there
     spec.loader.exec_module(module)
-    saved, sys.argv[0] = sys.argv[0], f"gpu-training {name}"
+    saved, sys.argv[0] = sys.argv[0], f"gpu-training {command or name}"
     try:
         return getattr(module, entry)(list(argv))
     finally:
@@ -217,7 +218,7 @@ def pass_through(name: str, summary: str, entry: str = "main"):
     def command(args):
         sys.exit(run_script(name, list(args), entry))
 
-    command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
+    command.__doc__ = f"{summary}\n\n`gpu-training {name} --help` lists its arguments."
     return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
 
 
@@ -247,7 +248,7 @@ def cloud_pass_through(name: str, summary: str):
                 fail(str(error), EXIT_USAGE)
         sys.exit(run_script(name, list(args)))
 
-    command.__doc__ = f"{summary}\n\nArguments go to scripts/{name}.py: `gpu-training {name} --help` lists them."
+    command.__doc__ = f"{summary}\n\n`gpu-training {name} --help` lists its arguments."
     return cli.command(name, context_settings=PASS_THROUGH, add_help_option=False, short_help=summary)(command)
 
 
@@ -265,7 +266,7 @@ cloud_pass_through("regions", "Show or refresh the declared regions and zones of
 
 
 # --- up and down: scripts/run.py ----------------------------------------------------------------------
-@cli.command(epilog="Exit codes: run.py's, listed by `python scripts/run.py --help` and docs/run.md.")
+@cli.command(epilog="\b\n" + RUN_EXIT_CODES)
 @stack_argument()
 @click.option("--keep", is_flag=True, help="do not destroy at the end")
 @click.option("--yes", is_flag=True, help="destroy without asking")
@@ -281,11 +282,11 @@ cloud_pass_through("regions", "Show or refresh the declared regions and zones of
               help="a stack key, as preview's --set (repeatable); written to the stack's config before `pulumi up`")
 def up(stack, keep, yes, force, watch_only, timeout, poll, data, out, allow_region_change, overrides):
     """Upload the data set, `pulumi up` STACK, watch its nodes to the end, download the report, then
-    destroy once every node's data is saved (what scripts/run.py does). Ctrl-C leaves it running.
+    destroy once every node's data is saved. Ctrl-C leaves it running.
 
     When the cloud answers that the type is sold out (or a quota is reached) and the stack lists
     alternatives (its `failover` key), what the attempt created is removed and the next zone, type or
-    region is tried, each attempt printed with why it moved on (docs/capacity.md).
+    region is tried, each attempt printed with why it moved on.
 
     Before anything is created, the stack (with --set) is checked as the preview checks it: each error, the
     stack files' example bucket and missing credentials are named in one pass (exit 2)."""
@@ -294,11 +295,11 @@ def up(stack, keep, yes, force, watch_only, timeout, poll, data, out, allow_regi
     for flag, value in (("--timeout", timeout), ("--poll", poll), ("--data", data), ("--out", out)):
         if value is not None:
             argv += [flag, str(value)]
-    sys.exit(run_script("run", argv))
+    sys.exit(run_script("run", argv, command="up"))
 
 
-@cli.command(epilog="Exit codes: run.py's (docs/run.md): 0 destroyed, 4 data not saved (nothing destroyed), "
-                    "7 destroy failed, 8 not confirmed.")
+@cli.command(epilog="Exit codes: 0 destroyed, 1 an unexpected error, 2 bad arguments, 4 data not saved (nothing "
+                    "destroyed), 7 destroy failed, 8 not confirmed (`gpu-training up --help` lists them all).")
 @stack_argument()
 @click.option("--yes", is_flag=True, help="destroy without asking")
 @click.option("--force", is_flag=True, help="destroy even when markers say data is not saved (loses it)")
@@ -309,7 +310,7 @@ def down(stack, yes, force, out):
     argv = [stack, "--destroy-only", *(["--yes"] if yes else []), *(["--force"] if force else [])]
     if out:
         argv += ["--out", str(out)]
-    sys.exit(run_script("run", argv))
+    sys.exit(run_script("run", argv, command="down"))
 
 
 # --- check: credentials, stock and quotas ----------------------------------------------------------------
@@ -323,7 +324,7 @@ def check(stack, endpoints, as_json):
     """Which clouds (and Kubernetes, ModelArts, PAI-DLC) the credentials in the environment can use, with
     the reason where not; with STACK, whether its instance types are on sale in its zones right now and
     whether the account's quotas hold what it needs (instances, vCPUs, public IPs), with the numbers.
-    Read-only calls only (docs/capacity.md)."""
+    Read-only calls only."""
     import json
 
     from tools.runlib import check as check_lib
@@ -489,7 +490,7 @@ def logs(stack, rehearsal, endpoint, node, which, lines, follow, poll):
 def report(stack, rehearsal, endpoint, folder, every_run, as_json):
     """Every node's utilisation report of STACK in one table, the run's diagnosis and advice, one combined plot,
     and what the run cost (each node's hours x the stack's prices, its data disk, the shared file system, with
-    the prices' sources and dates; scripts/report.py)."""
+    the prices' sources and dates."""
     argv = [stack, *(["--all"] if every_run else []), *(["--json"] if as_json else [])]
     if not rehearsal and not folder:
         from tools.runlib import targets as run_targets

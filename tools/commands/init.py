@@ -203,7 +203,7 @@ def stack_yaml(stack: str, pick: Pick) -> str:
         f"Before `pulumi up`: set {NS}:checkpoint.bucket to a bucket you own (same region), and {NS}:train to your"
         f" job: command, and codeDir, your code's folder relative to this project (without codeDir the example"
         f" trainer that ships with gpu-training runs). `gpu-training preview {stack}` shows what it would"
-        " build; the keys and their defaults: gpu-training's README.md, \"Configuration\".",
+        " build; the keys and their defaults: gpu-training's README.md, \"Config reference\".",
     ]
     lines = []
     for text in header:

@@ -65,22 +65,24 @@ class RunOptions:
 
 
 def commands_for(opts: RunOptions) -> Commands:
-    venv_python = opts.work_dir / ".venv" / "bin" / "python"
-    python = ".venv/bin/python" if venv_python.exists() else "python3"
-    base = [python, "scripts/run.py", opts.stack]
-    if opts.timeout_h != DEFAULT_TIMEOUT_H:
-        base += ["--timeout", f"{opts.timeout_h:g}"]
+    """What to run next, as the person types it: the `gpu-training` commands (a wheel install has no
+    scripts/ folder), with the project, the timeout and the run record folder this run was given."""
+    cli = ["gpu-training"]
+    if opts.work_dir.resolve() != Path.cwd().resolve():
+        cli += ["--project", str(opts.work_dir)]
+    where = []
     default_out = opts.work_dir / "out" / opts.stack
     if opts.out_dir.resolve() != default_out.resolve():
-        base += ["--out", str(opts.out_dir)]
+        where += ["--out", str(opts.out_dir)]
+    timeout = ["--timeout", f"{opts.timeout_h:g}"] if opts.timeout_h != DEFAULT_TIMEOUT_H else []
     join = shlex.join
     # Pulumi CLI >= 3.160 (automation.RUN_PROGRAM_SINCE): without it, teardown reuses the credential in state.
     run_program = " --run-program" if opts.teardown_runs_program else ""
     teardown = f"{TEARDOWN_ENV}=1 " if opts.teardown_runs_program else ""
     return Commands(
-        watch=join([*base, "--watch-only"]),
-        destroy=join([*base, "--destroy-only"]),
-        force_destroy=join([*base, "--destroy-only", "--force"]),
+        watch=join([*cli, "up", opts.stack, "--watch-only", *timeout, *where]),
+        destroy=join([*cli, "down", opts.stack, *where]),
+        force_destroy=join([*cli, "down", opts.stack, "--force", *where]),
         pulumi_destroy=f"{teardown}pulumi refresh --stack {shlex.quote(opts.stack)} --yes{run_program} && "
                        f"{teardown}pulumi destroy --stack {shlex.quote(opts.stack)}{run_program}",
         restart_agent="sudo systemctl restart gpu-training-agent",

@@ -22,7 +22,7 @@ exit codes:
   {USAGE}    bad arguments; nothing started
   {FAILED}    training FAILED (its data saved), or destroy forced over unsaved data with --force
   {NOT_SAVED}    refused to destroy: SYNC_FAILED, or no final marker; stack left running
-  {TIMED_OUT}    training unfinished when the watch ended (--timeout, --destroy-only); data saved;
+  {TIMED_OUT}    training unfinished when the watch ended (--timeout, or `down` before the end); data saved;
        stack destroyed (or kept)
   {UP_FAILED}    `pulumi up` failed; the stack may be partly created
   {DESTROY_FAILED}    `pulumi refresh` or `destroy` failed; resources may remain
