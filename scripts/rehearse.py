@@ -382,14 +382,24 @@ class Rehearsal:
 
         return new_instance_id(self.provider)  # the agent trusts only ids in the cloud's format
 
+    def first_zone(self) -> str | None:
+        """The first zone the provider declares for the stack's region (regions.yaml), for a stack that names none."""
+        from components.providers import regions
+
+        table = regions.load(self.provider)
+        return next(iter((table.regions.get(self.base["region"]) or ()) if table else ()), None)
+
     def make_node(self, index: int, replaces: Node | None = None) -> Node:
         from localcloud.standins import Metadata
 
         instance_id = self.new_id(index, replaces)
         root = self.workdir / f"{instance_id}-{index}"
         root.mkdir(parents=True)
-        node = Node(index, instance_id, root, Metadata(self.provider, instance_id, ip="127.0.0.1",
-                                                         role=self.base["identity"]["roleName"]))
+        metadata = Metadata(self.provider, instance_id, ip="127.0.0.1", role=self.base["identity"]["roleName"])
+        metadata.region = self.base["region"]  # the stack's placement, not the stand-in's default region
+        # A region whose zones are not declared gets a zone named for what it is, not another region's.
+        metadata.zone = self.spec.zone or self.first_zone() or f"{self.base['region']}-rehearsal"
+        node = Node(index, instance_id, root, metadata)
         node.config = node_config(self.base, node, s3_url=self.s3.url, api_url=self.api.url, command=self.command,
                                   nodes=self.count)
         node.config["train"]["rendezvousPort"] = self.port
