@@ -42,6 +42,10 @@ class Problems:
     def info(self, key: str, message: str) -> None:
         self.items.append(Finding("info", key, message))
 
+    def has_key(self, key: str) -> bool:
+        """Whether an error names `key` already (a later rule about its value would say nothing new)."""
+        return any(f.level == "error" and f.key == key for f in self.items)
+
     @property
     def has_errors(self) -> bool:
         return any(f.level == "error" for f in self.items)

@@ -18,7 +18,8 @@ the command's next part; the trainer, whose signals a trap does not change, sees
 
 Used by the agent (agent.py) and by the platforms' job command (components/platforms/training_contract.py),
 so a VM, a pod and a platform job run the same per-rank program; the validator refuses a command that
-starts torchrun itself under the torchrun launcher (it would start torchrun once per rank).
+starts torchrun itself under the torchrun launcher (it would start torchrun once per rank), and finds the
+script a command starts with the same words (simple_commands, python_program).
 Standard library only (it rides with the agent).
 """
 import os
@@ -42,37 +43,58 @@ def per_rank(command):
     return ['--no-python', SHELL, '-c', STOP_TRAPS + command]
 
 
-def starts_torchrun(command):
-    """The word of `command` that starts torchrun (`torchrun`, `python -m torch.distributed.run|launch`), or
-    None. Only a command word counts: the first of each simple command after shell operators (`a&&torchrun`),
-    VAR=x assignments and wrappers (env, exec, nohup, time, nice); `python t.py --log torchrun` starts none.
-    Text that does not split (an open quote) is None."""
+def simple_commands(command):
+    """The simple commands of `command` (split at shell operators: &&, ||, ;, |, &, parentheses), each as its
+    words from the command word on: the VAR=x assignments and wrappers (env, exec, nohup, time, nice, with the
+    wrapper's own -options) before it are left out, and a simple command of assignments alone is none.
+    None when the text does not split (an open quote)."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         words = list(lexer)
     except ValueError:
         return None
-    at_command, wrapped, python, before = True, False, False, ''
-    for word in words:
-        if word and all(c in OPERATOR_CHARS for c in word):  # &&, ||, ;, |, &, (, ): a new simple command
-            at_command, wrapped, python, before = True, False, False, ''
-            continue
-        if at_command:
-            if os.path.basename(word) in WRAPPERS:
-                wrapped = True  # the wrapper's own options (env -i, nice -n) come before the command word
-                continue
-            if ASSIGNMENT.match(word) or (wrapped and word.startswith('-')):
-                continue
-            at_command, name = False, os.path.basename(word)
-            if name == 'torchrun':
-                return word
-            python = name.startswith('python')
-        elif python:
-            module = word[2:] if word.startswith('-m') and word != '-m' else word if before == '-m' else ''
-            if module in TORCHRUN_MODULES:
-                return f'-m {module}'
-            # python's own options end at the script (or -m's module): what follows is the program's
-            python = word.startswith('-') or before in ('-W', '-X')
-        before = word
+    commands, current, wrapped = [], [], False
+    for word in words + [';']:
+        if word and all(c in OPERATOR_CHARS for c in word):  # a new simple command
+            if current:
+                commands.append(current)
+            current, wrapped = [], False
+        elif current:
+            current.append(word)
+        elif os.path.basename(word) in WRAPPERS:
+            wrapped = True
+        elif not (ASSIGNMENT.match(word) or (wrapped and word.startswith('-'))):
+            current.append(word)
+    return commands
+
+
+def python_program(words):
+    """What `python [options] ...` (words from the command word on) runs: ('-m', module), ('-c', None) or
+    ('script', path), or None (no program: python reading its standard input). Python's own options end at
+    the script, or at -m's module or -c's code; -W and -X take the next word."""
+    rest = iter(words[1:])
+    for word in rest:
+        if word.startswith('-m'):
+            return '-m', word[2:] or next(rest, '')
+        if word.startswith('-c'):
+            return '-c', None
+        if word in ('-W', '-X'):
+            next(rest, None)
+        elif word == '-' or not word.startswith('-'):
+            return ('script', word) if word != '-' else None
+    return None
+
+
+def starts_torchrun(command):
+    """The word of `command` that starts torchrun (`torchrun`, `python -m torch.distributed.run|launch`), or
+    None. Only a command word counts (simple_commands): `a&&torchrun` and `env X=1 torchrun` start it,
+    `python t.py --log torchrun` starts none. Text that does not split (an open quote) is None."""
+    for words in simple_commands(command) or []:
+        if os.path.basename(words[0]) == 'torchrun':
+            return words[0]
+        if os.path.basename(words[0]).startswith('python'):
+            program = python_program(words)
+            if program and program[0] == '-m' and program[1] in TORCHRUN_MODULES:
+                return f'-m {program[1]}'
     return None

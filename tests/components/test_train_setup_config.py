@@ -66,7 +66,7 @@ def test_a_stack_file_writes_setup_as_yaml_list_and_the_node_config_carries_it(t
 
 
 def test_requirements_default_to_the_code_folders_file_and_can_be_named_or_turned_off(code):
-    base = f'"codeDir": "{code}"'
+    base = f'"codeDir": "{code}", "command": "python train.py"'
     assert stack_spec("entry-t4", (f"train={{{base}}}",))[1].train.requirements == "requirements.txt"
     assert stack_spec("entry-t4", (f'train={{{base}, "requirements": "deps/gpu.txt"}}',))[1].train.requirements \
         == "deps/gpu.txt"

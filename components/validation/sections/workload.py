@@ -1,6 +1,7 @@
 """The workload sections: the training command, its code and environment, the node software, the lifetime."""
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 from typing import Optional
@@ -8,10 +9,11 @@ from typing import Optional
 from node_agent import launch
 
 from components import project, schema, shipped
+from components.artifacts import SKIP_PARTS
 from components.bootstrap import config as bootstrap_rules
 from components.spec import MAX_COMMAND_BYTES, MAX_HOURS, TrainSpec
 from components.tiers import Gpu
-from components.validation.read import Problems, show
+from components.validation.read import Problems, show, suggest
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Text that a process receives as an argument or environment value can hold no NUL; the other
@@ -33,8 +35,22 @@ def check_train(values: dict, nodes: int, gpus_per_node: int, problems: Problems
                        f" of sh -c, and Linux takes at most {MAX_COMMAND_BYTES:,} here (execve(2): a single"
                        " argument may not exceed MAX_ARG_STRLEN, 32 pages = 131,072 bytes; 1 KiB is kept for the"
                        " torchrun words the agent adds); put a long command in a script in train.codeDir")
+    command_ok = not problems.has_key("train.command")
     code_dir = _code_dir(raw.get("codeDir"), problems)
     setup = _setup(raw.get("setup"), problems)
+    given = values.get("train", {})
+    example = _first_script(schema.DEFAULT_TRAIN_COMMAND)
+    if given.get("codeDir") not in (None, schema.DEFAULT_CODE_DIR) and "command" not in given \
+            and not (code_dir is not None and example and (code_dir / example).is_file()):
+        # The default command is the example trainer's: in the user's own code folder (not a copy of the example)
+        # it names a file that is not there, and the first sign of it would be a paid node failing at once.
+        problems.error("train.command", f"not set, so the nodes would run the example trainer's command"
+                       f" ({schema.DEFAULT_TRAIN_COMMAND!r}) in train.codeDir {show(given['codeDir'])}"
+                       + (", your own code;" if given["codeDir"] else " (no code folder at all);") +
+                       " allowed: the command that starts YOUR trainer in train.codeDir, e.g. --set"
+                       f" \"train.command=python {_a_trainer(code_dir)}\" (or train: {{command: ...}} in the stack file)")
+    elif command_ok and code_dir is not None:
+        _check_script(command, code_dir, given.get("codeDir"), bool(setup), problems)
     requirements = _requirements(raw.get("requirements"), raw.get("codeDir"), code_dir, problems)
     if setup or requirements:  # said, so that a requirements.txt installed by default is no surprise
         what = ([f"pip install -r {requirements}" + (" (found in train.codeDir; train.requirements: \"\" for none)"
@@ -64,6 +80,80 @@ def check_train(values: dict, nodes: int, gpus_per_node: int, problems: Problems
             problems.error(f"train.env.{name}", "looks like a credential: user-data is readable on the node and"
                            " in the cloud console; give the node role access instead")
     return TrainSpec(command, dict(env), code_dir, launcher, setup, requirements)
+
+
+def _a_trainer(code_dir: Optional[Path]) -> str:
+    """The script a user's command probably starts, for a message: the code folder's one train*.py, else train.py."""
+    found = sorted(path.name for path in code_dir.glob("*.py") if path.name.startswith("train")) if code_dir else []
+    return found[0] if len(found) == 1 else "train.py"
+
+
+# Text the shell would expand or that names no path inside the code folder: left to the node (and the rehearsal).
+_NOT_PLAIN = re.compile(r"[$`~*?\[\]{}\\]")
+
+
+def _first_script(command: str) -> Optional[str]:
+    """The file, relative to the command's starting folder, of the first program `command` runs, when it can be
+    told without running anything: `python [options] SCRIPT`, `sh|bash SCRIPT` or `./SCRIPT`, after `cd DIR`s and
+    assignments (`cd src && WANDB_MODE=offline python -u train.py | tee log` runs src/train.py). None for any other
+    first program (it may make the file: `tar xf code.tgz && python train.py`), python -m/-c, and a path that is
+    absolute, leaves the folder or holds shell expansions. Words: node_agent/launch.py, as the node splits them."""
+    folder = ""
+    for words in launch.simple_commands(command) or []:
+        name = words[0].rsplit("/", 1)[-1]
+        if name == "cd" or name == "export":
+            if name == "cd":
+                if len(words) != 2 or not _plain(words[1]):
+                    return None
+                folder = posixpath.join(folder, words[1])
+            continue
+        if name.startswith("python"):
+            program = launch.python_program(words)
+            script = program[1] if program and program[0] == "script" else None
+        elif name in ("sh", "bash"):
+            script = words[1] if len(words) > 1 and not words[1].startswith("-") else None
+        else:
+            script = words[0] if "/" in words[0] else None
+        if script is None or not _plain(script):
+            return None
+        path = posixpath.normpath(posixpath.join(folder, script))
+        return None if path == ".." or path.startswith("../") else path
+    return None
+
+
+def _plain(path: str) -> bool:
+    return bool(path) and not path.startswith("/") and not _NOT_PLAIN.search(path)
+
+
+def _check_script(command: str, code_dir: Path, code_dir_value: Optional[str], setup: bool,
+                  problems: Problems) -> None:
+    """The command's script must be in the code folder the nodes get (the agent runs the command there):
+    a warning in the preview and a refusal by `up` (Finding.blocks_up), or a warning alone when train.setup
+    runs first and could make it (a clone, a download). `code_dir_value`: train.codeDir as given (None: unset)."""
+    script = _first_script(command)
+    if script is None:
+        return
+    skipped = sorted(SKIP_PARTS.intersection(Path(script).parts))
+    try:
+        if (code_dir / script).is_dir() or ((code_dir / script).is_file() and not skipped):
+            return  # python DIR runs DIR/__main__.py: left to the node
+        folder = (code_dir / script).parent
+        near = [path.name for path in folder.iterdir() if path.is_file()] if folder.is_dir() else []
+    except OSError:  # a name longer than the file system takes, a folder that cannot be read
+        return
+    where = (f"(not set: the example trainer, {code_dir})" if code_dir_value is None else
+             f"{show(code_dir_value)} ({code_dir})")
+    what = (f"{show(command)} runs {script!r}, which is not in train.codeDir {where}"
+            + (f" (files under {', '.join(skipped)} are not uploaded)" if skipped else "")
+            + "; the nodes run the command there")
+    fix = ("allowed: a command that starts a script in train.codeDir"
+           + (", or train.codeDir set to your code's folder" if code_dir_value is None else
+              suggest(Path(script).name, near, n=1)))
+    if setup:
+        problems.warning("train.command", f"{what}, after train.setup: unless a setup command makes it, the trainer"
+                         f" fails at once; {fix}")
+    else:
+        problems.up_blocker("train.command", f"{what}, and the trainer would fail at once; {fix}")
 
 
 def _setup(value, problems: Problems) -> tuple[str, ...]:
