@@ -120,7 +120,7 @@ def judge_stop(marker: dict, stop_signal: str, told: float, written: list[tuple[
     asked = f"{CONTRACT} §4: on {stop_signal}, finish the step, save into CKPT_DIR, exit 75"
     if "killed after the grace period" in reason:
         return False, (f"the trainer was still running {grace} s after {stop_signal} and was killed (SIGKILL)"
-                       f"{' having written ' + written[-1][1] if written else ', having saved nothing'}; {asked}")
+                       f"{' (its last file: ' + written[-1][1] + ')' if written else ', having saved nothing'}; {asked}")
     if code in (128 + signum, -signum) and launcher != "torchrun":
         return False, (f"the trainer died of {stop_signal} (exit code {code}): it has no handler for it, so it saved"
                        f" nothing at the stop; {asked}")

@@ -96,7 +96,7 @@ def test_the_kubernetes_stack_rehearses_an_eviction_and_a_resume_on_a_new_pod():
     assert done.returncode == 0, done.stderr[-4000:]
     assert document["nodes"] == 2
     for name in ("preempted", "resumed, not from zero", "trained to the end", "final checkpoint in the bucket",
-                 "pod exit codes", "pod credentials by RRSA"):
+                 "pod exit codes", "pod credentials by RRSA", "saved on the stop signal"):
         assert checks[name]["ok"], checks[name]
     assert "SIGTERM" in checks["preempted"]["detail"]
     assert checks["release once per finished node"]["detail"].startswith("train-0: 0, train-1: 0")

@@ -43,7 +43,8 @@ def test_preemption_drill_passes(stack):
         assert checks["spot pool retired before release"]["ok"]
     assert document["stepsLost"] is not None and document["stepsLost"] >= 0
     if not stack.startswith("bd-"):  # a notice in the cloud's own format: what it bought, checked
-        assert {"notice -> trainer signal", "grace from the notice", "saved before the reclaim"} <= set(checks)
+        assert {"notice -> trainer signal", "grace from the notice", "saved before the reclaim",
+                "saved on the stop signal"} <= set(checks)
 
 
 def test_a_trainer_that_fails_fails_the_rehearsal():
