@@ -5,8 +5,13 @@ gpu_training and runs it: no copy of gpu-training's code), one stack file for th
 a .gitignore (lines added to the user's own), and a short README of the next steps. The stack is the
 advisor's pick (tools/advisor) for a reference workload of the tier (REFERENCE_WORKLOADS), among the
 types of the tier's own GPUs first, so `--cloud`, `--tier` and `--gpu` only narrow the choice; the file
-is validated by the same spec as a preview before anything is written. Nothing is overwritten without
-`force`; every refusal is InitError (the CLI: exit 2, one message, nothing written).
+is validated by the same spec as a preview before anything is written. With `source` (`--from NAME`) the
+stack is a copy of one gpu-training ships (stacks/, in a wheel gpu_training/_shipped/stacks) instead.
+
+In a project init made before (`is_ours`: its Pulumi.yaml and __main__.py are the ones init writes, edited
+or not) only the stack file is added, so one project holds a stack per cloud; the default names carry the
+cloud's prefix (profile.stack_prefix) for that. Nothing is overwritten without `force`, a stack file least
+of all; every refusal is InitError (the CLI: exit 2, one message, nothing written).
 """
 from __future__ import annotations
 
