@@ -162,3 +162,9 @@ def test_every_shipped_stack_runs_a_script_its_code_folder_holds(monkeypatch):
     for name in stack_names():
         _, spec = stack_spec(name)
         assert not [f for f in spec.findings if f.key.startswith("train.command")], name
+
+
+def test_a_code_folder_that_is_not_there_is_the_one_error_named(project):
+    with pytest.raises(SpecError) as caught:
+        stack_spec("mine", ("train.codeDir=srcc",))
+    assert [f.key for f in caught.value.errors] == ["train.codeDir"], caught.value.errors

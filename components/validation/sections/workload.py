@@ -41,7 +41,8 @@ def check_train(values: dict, nodes: int, gpus_per_node: int, problems: Problems
     given = values.get("train", {})
     example = _first_script(schema.DEFAULT_TRAIN_COMMAND)
     if given.get("codeDir") not in (None, schema.DEFAULT_CODE_DIR) and "command" not in given \
-            and not (code_dir is not None and example and (code_dir / example).is_file()):
+            and (code_dir is not None or not given["codeDir"]) \
+            and not (code_dir is not None and example and (code_dir / example).is_file()):  # (no folder: its own error)
         # The default command is the example trainer's: in the user's own code folder (not a copy of the example)
         # it names a file that is not there, and the first sign of it would be a paid node failing at once.
         problems.error("train.command", f"not set, so the nodes would run the example trainer's command"
