@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -26,6 +27,7 @@ from localcloud import standins
 from localcloud.processes import kill_tree
 
 SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
+EXAMPLE = "train_cnn.py"  # the example trainer; any other command is judged by the steps it reports
 
 
 class PlatformRehearsal:
@@ -49,9 +51,10 @@ class PlatformRehearsal:
     def say(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    def check(self, name: str, ok: bool, detail: str) -> None:
-        self.checks.append(self.Check(name, bool(ok), detail))
-        if not ok:
+    def check(self, name: str, ok: "bool | None", detail: str) -> None:
+        """ok None: not verified (shown as such, never a pass: scripts/rehearse.py)."""
+        self.checks.append(self.Check(name, None if ok is None else bool(ok), detail))
+        if ok is not None and not ok:
             self.say(f"  FAIL {name}: {detail}")
 
     def _wait(self, predicate, what: str) -> bool:
@@ -119,13 +122,16 @@ class PlatformRehearsal:
         state = client.state(job_id)
         self.check("finished", ended and state["state"] == "succeeded", f"{job_id}: {state['state']}"
                    f" ({state.get('phase')})")
-        summary = self._summary(client, job_id)
-        resumed, final = summary.get("resumed_from_step"), summary.get("step")
-        self.check("resumed, not from zero", bool(resumed) and resumed >= at_fault,
-                   f"the restarted worker resumed at step {resumed} (saved before the fault: {at_fault})")
-        self.check("trained to the end", summary.get("status") == "finished" and final == self.args.steps,
-                   f"final step {final} of {self.args.steps} ({summary.get('status') or 'no summary line in the log'})")
-        self.lost = self._steps_redone(resumed)
+        if self.example:
+            summary = self._summary(client, job_id)
+            resumed, final = summary.get("resumed_from_step"), summary.get("step")
+            self.check("resumed, not from zero", bool(resumed) and resumed >= at_fault,
+                       f"the restarted worker resumed at step {resumed} (saved before the fault: {at_fault})")
+            self.check("trained to the end", summary.get("status") == "finished" and final == self.args.steps,
+                       f"final step {final} of {self.args.steps} ({summary.get('status') or 'no summary line in the log'})")
+            self.lost = self._steps_redone(resumed)
+        else:
+            self._judge_user_resume(job_id, at_fault, checkpoints)
         self._check_setup()
         second = client.submit(self.job.API.named(body, "2"))
         self._wait(lambda: self.standin.jobs[second].process is not None, "the second job to start")
@@ -133,6 +139,28 @@ class PlatformRehearsal:
         stopped = self._wait(lambda: client.state(second)["state"] == "stopped", "the stop")
         self.check("stop through the API", stopped, f"{second}: {client.state(second)['state']}")
         return self.checks
+
+    @property
+    def example(self) -> bool:
+        return any(Path(word).name == EXAMPLE for word in shlex.split(self.command))
+
+    def _judge_user_resume(self, job_id: str, saved: int, checkpoints: Path) -> None:
+        """A user's own command: judged by the steps its trainer reported before and after the restart
+        (tools/trainerevidence.py), as the VM rehearsal judges it; its summary line is the example trainer's only."""
+        from tools.trainerevidence import judge_resume, logged_steps
+
+        job = self.standin.jobs[job_id]
+        data = job.log.read_bytes() if job.log.exists() else b""
+        cut = job.restarted_at[0] if job.restarted_at else len(data)
+        before = logged_steps(data[:cut].decode(errors="replace"))
+        after = logged_steps(data[cut:].decode(errors="replace"))
+        # The checkpoint the restarted worker found: the one of the step saved before the fault (newest() reads it).
+        names = sorted(p.name for p in checkpoints.glob("*") if p.is_file() and not p.name.startswith(".")
+                       and (m := re.search(r"(\d+)", p.name)) and int(m.group(1)) == saved)
+        verdict = judge_resume(str(checkpoints), before, after[0] if after else None, max(before + after, default=0),
+                               saved, names[-1] if names else "")
+        self.check("resumed, not from zero", verdict.ok, verdict.detail)
+        self.lost = verdict.lost
 
     def _check_setup(self) -> None:
         """The job's log: the setup ran and ended before training, on the first start and after the restart."""

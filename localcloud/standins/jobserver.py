@@ -42,6 +42,7 @@ class Job:
     stopped: bool = False
     name: Optional[str] = None  # the job's name in the request (api.yaml submit.name)
     body: Optional[dict] = None  # the request as the stand-in received it
+    restarted_at: list = field(default_factory=list)  # the log's size in bytes at each restart (before the new start)
 
 
 @dataclass
@@ -157,6 +158,7 @@ class StandIn:
         kill_tree(old.pid)
         old.wait()
         job.restarts += 1
+        job.restarted_at.append(job.log.stat().st_size if job.log.exists() else 0)
         self._start(job)
 
     def stop(self, job_id: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -117,3 +118,22 @@ def test_the_stand_in_sets_the_launcher_variables_the_job_reads_with_a_free_mast
     assert env[names.get("masterHosts") or names["masterAddr"]] == "127.0.0.1" and 1024 <= int(env[port]) <= 65535
     rendered = command(spec, _job(spec).paths(spec))
     assert all(f"${{{variable}:-" in rendered for variable in env), rendered
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, resumed", [("good", True), ("noresume", False)])
+def test_a_users_own_command_is_judged_by_the_steps_its_trainer_reports(mode, resumed):
+    """The example trainer's summary line is the example's only: a user's command on a platform stack was failed
+    "resumed" for lacking it (a false red), and a trainer that started over could not be told from one that resumed.
+    Now, as on VMs (tools/trainerevidence.py): the first step the restarted worker reports against the saved one."""
+    trainer = REPO / "tests" / "tools" / "trainers" / "user_trainer.py"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "rehearse.py"), "large-a100-dlc", "--steps", "40",
+                           "--command", f"{sys.executable} {trainer} --mode {mode} --steps 200", "--json"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'node'}"})
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    assert checks["resumed, not from zero"]["ok"] is resumed, checks["resumed, not from zero"]
+    assert "trained to the end" not in checks  # --steps is the example trainer's; a user's command has its own
+    assert done.returncode == (0 if resumed else 1), done.stderr[-2000:]
+    if not resumed:
+        assert "reported step 1 first" in checks["resumed, not from zero"]["detail"]
