@@ -63,10 +63,10 @@ from node_agent import layout
 
 from tools import project
 from tools.cliargs import FAILED as EXIT_FAILED, OK as EXIT_OK, USAGE as EXIT_INVALID
+from tools.trainerevidence import EXAMPLE, runs_the_example
 
 REPO = project.root()  # the current project (tools/project.py): its out/ holds kept rehearsals
 
-EXAMPLE = "train_cnn.py"
 # Small enough for a CPU and a one-minute CI budget, big enough to checkpoint several times.
 # The model alone runs 50-150 steps/s on one core; unpaced, a fast machine finished the 300 steps
 # before the spot notice was read, and the drill failed. Paced at PACE_SECONDS a step, the notice
@@ -273,7 +273,7 @@ class Rehearsal:
         self.launcher, self.ranks = base_config["train"]["launcher"], rehearsal_ranks(base_config["train"], self.count)
         command = args.command or spec.train.command
         self.command = rehearsal_command(command, args.steps)
-        self.example = any(Path(word).name == EXAMPLE for word in shlex.split(self.command))
+        self.example = runs_the_example(self.command)
         self.port = free_port()
         self.s3 = LocalS3()
         self.client = self.s3.client()

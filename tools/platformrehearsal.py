@@ -15,7 +15,6 @@ import importlib
 import json
 import os
 import re
-import shlex
 import shutil
 import sys
 import time
@@ -25,9 +24,16 @@ from typing import Callable
 from components import shipped
 from localcloud import standins
 from localcloud.processes import kill_tree
+from tools.trainerevidence import runs_the_example
 
 SUMMARY = '"train_cnn.summary"'  # the example trainer's last log line (examples/cnn/train_cnn.py)
-EXAMPLE = "train_cnn.py"  # the example trainer; any other command is judged by the steps it reports
+
+
+def checkpoint_steps(folder: Path) -> dict[str, int]:
+    """{name: step} of the checkpoint files in `folder` whose names carry a number (ckpt-000120.pt); dot names are
+    work in progress."""
+    return {p.name: int(m.group(1)) for p in folder.glob("*")
+            if p.is_file() and not p.name.startswith(".") and (m := re.search(r"(\d+)", p.name))}
 
 
 class PlatformRehearsal:
@@ -104,9 +110,7 @@ class PlatformRehearsal:
 
         def newest() -> int:
             """The step of the newest checkpoint the trainer wrote (its names carry it: ckpt-000120.pt)."""
-            steps = [int(m.group(1)) for p in checkpoints.glob("*") if (m := re.search(r"(\d+)", p.name))
-                     and p.is_file() and not p.name.startswith(".")]
-            return max(steps, default=0)
+            return max(checkpoint_steps(checkpoints).values(), default=0)
         quarter = max(1, self.args.steps // 4)
         ok = self._wait(lambda: newest() >= quarter, f"a checkpoint past step {quarter}")
         at_fault = newest()
@@ -142,7 +146,7 @@ class PlatformRehearsal:
 
     @property
     def example(self) -> bool:
-        return any(Path(word).name == EXAMPLE for word in shlex.split(self.command))
+        return runs_the_example(self.command)
 
     def _judge_user_resume(self, job_id: str, saved: int, checkpoints: Path) -> None:
         """A user's own command: judged by the steps its trainer reported before and after the restart
@@ -155,8 +159,7 @@ class PlatformRehearsal:
         before = logged_steps(data[:cut].decode(errors="replace"))
         after = logged_steps(data[cut:].decode(errors="replace"))
         # The checkpoint the restarted worker found: the one of the step saved before the fault (newest() reads it).
-        names = sorted(p.name for p in checkpoints.glob("*") if p.is_file() and not p.name.startswith(".")
-                       and (m := re.search(r"(\d+)", p.name)) and int(m.group(1)) == saved)
+        names = sorted(name for name, step in checkpoint_steps(checkpoints).items() if step == saved)
         verdict = judge_resume(str(checkpoints), before, after[0] if after else None, max(before + after, default=0),
                                saved, names[-1] if names else "")
         self.check("resumed, not from zero", verdict.ok, verdict.detail)

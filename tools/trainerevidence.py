@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shlex
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,14 @@ STEP = re.compile(r"(?i)(?<![A-Za-z0-9_])(?:global_)?step\b[\s:=#'\"]*(\d+)")
 # The agent's temporary names (node_agent/store.py TEMP): work in progress, never a checkpoint.
 TEMP = (".tmp", ".part", ".partial", ".swp", "~", ".lock")
 CONTRACT = "docs/training-contract.md"
+
+
+EXAMPLE = "train_cnn.py"  # the example trainer (examples/cnn): judged by its own summary line instead
+
+
+def runs_the_example(command: str) -> bool:
+    """Whether a rehearsed command runs the example trainer (any word of it names train_cnn.py)."""
+    return any(Path(word).name == EXAMPLE for word in shlex.split(command))
 
 
 def logged_steps(text: str) -> list[int]:
